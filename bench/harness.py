@@ -1,0 +1,188 @@
+"""Small benchmark harness: timing, environment capture, append-only result files.
+
+Every bench script produces rows ``{"bench", "case", "provider", "median", "min", "max", ...}``
+(times in seconds) and calls :func:`record`, which appends them, stamped with
+:func:`environment`, to ``bench/results/<bench>.csv`` and ``<bench>.jsonl``.  Results are
+never overwritten so numbers from different machines/commits can be compared later.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Iterable
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "bench" / "results"
+TIME_FIELDS = ("median", "min", "max")
+
+
+def _cuda_sync_fn(sync: bool | None) -> Callable[[], None]:
+    try:
+        import torch
+    except ImportError:  # the harness itself does not need torch
+        return lambda: None
+    if sync is None:
+        # Only sync when CUDA was actually used; is_initialized avoids creating a context.
+        sync = torch.cuda.is_available() and torch.cuda.is_initialized()
+    return torch.cuda.synchronize if sync else (lambda: None)
+
+
+def time_fn(fn: Callable[[], object], warmup: int = 2, repeat: int = 5, min_time: float | None = None,
+            sync: bool | None = None) -> dict:
+    """Time ``fn()``: ``warmup`` untimed calls, then at least ``repeat`` timed calls (more
+    until ``min_time`` seconds have been spent in total, if given).
+
+    Returns ``{"median", "min", "max"}`` in seconds plus ``"repeat"`` (calls timed).  CUDA
+    work is synchronised around each call so asynchronous launches are not mistaken for
+    fast kernels.
+    """
+    sync_fn = _cuda_sync_fn(sync)
+    for _ in range(warmup):
+        fn()
+    sync_fn()
+    times: list[float] = []
+    while len(times) < repeat or (min_time is not None and sum(times) < min_time):
+        t0 = time.perf_counter()
+        fn()
+        sync_fn()
+        times.append(time.perf_counter() - t0)
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "repeat": len(times)}
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _git(*args: str) -> str:
+    try:  # read-only queries; empty string outside a checkout or without git
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def environment() -> dict:
+    """Flat dict describing where and with what the numbers were taken."""
+    device = "cpu"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            device = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    try:
+        import dgl_accel
+
+        accel_version = dgl_accel.__version__
+    except ImportError:
+        accel_version = ""
+    commit = _git("rev-parse", "HEAD")
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "device": device,
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "dgl": _version("dgl"),
+        "triton": _version("triton"),
+        "numpy": _version("numpy"),
+        "dgl_accel": accel_version,
+        "git_commit": commit,
+        # Uncommitted changes make the commit alone misleading.
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")) if commit else "",
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _append_csv(path: Path, rows: list[dict]) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    if path.exists() and path.stat().st_size:
+        with path.open(newline="") as f:
+            header = next(csv.reader(f), [])
+        missing = [k for k in fields if k not in header]
+        if missing:
+            # New columns: rewrite once with the widened header; old rows get blanks there.
+            with path.open(newline="") as f:
+                old = list(csv.DictReader(f))
+            header += missing
+            with path.open("w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=header)
+                w.writeheader()
+                w.writerows(old)
+        with path.open("a", newline="") as f:
+            csv.DictWriter(f, fieldnames=header, restval="").writerows(rows)
+    else:
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, restval="")
+            w.writeheader()
+            w.writerows(rows)
+
+
+def record(bench_name: str, rows: Iterable[dict], results_dir: str | os.PathLike | None = None) -> list[dict]:
+    """Append ``rows`` (stamped with one :func:`environment`) to ``<bench_name>.csv`` and
+    ``.jsonl`` in ``results_dir`` (default ``bench/results``).  Returns the stamped rows."""
+    env = environment()
+    stamped = []
+    for r in rows:
+        missing = {"case", "provider", *TIME_FIELDS} - r.keys()
+        if missing:
+            raise ValueError(f"expected each row to have case, provider, median, min, max (missing {sorted(missing)}). "
+                             f"Fix: build rows as {{'case': ..., 'provider': ..., **time_fn(fn)}}.")
+        stamped.append({"bench": bench_name, **r, **{k: v for k, v in env.items() if k not in r}})
+    if not stamped:
+        return stamped
+    out = Path(results_dir) if results_dir is not None else RESULTS_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    _append_csv(out / f"{bench_name}.csv", stamped)
+    with (out / f"{bench_name}.jsonl").open("a") as f:
+        for r in stamped:
+            f.write(json.dumps(r, default=str) + "\n")
+    return stamped
+
+
+def compare(rows: Iterable[dict], baseline: str = "dgl", candidate: str = "dgl_accel") -> dict:
+    """``{case: baseline median / candidate median}``: > 1 means the candidate is faster.
+    Cases missing either provider are left out."""
+    med: dict[tuple, float] = {}
+    for r in rows:
+        med[(r["case"], r["provider"])] = float(r["median"])
+    cases = dict.fromkeys(c for c, _ in med)  # first-seen order
+    return {c: med[(c, baseline)] / med[(c, candidate)]
+            for c in cases if (c, baseline) in med and (c, candidate) in med and med[(c, candidate)] > 0}
+
+
+def print_table(rows: Iterable[dict], columns: list[str] | None = None, file=None) -> None:
+    """Aligned table of case / provider / times in milliseconds (plus any ``columns``)."""
+    rows = list(rows)
+    cols = ["case", "provider", *TIME_FIELDS, *(columns or [])]
+    heads = [c + " (ms)" if c in TIME_FIELDS else c for c in cols]
+
+    def fmt(r, c):
+        v = r.get(c, "")
+        if c in TIME_FIELDS and v != "":
+            return f"{float(v) * 1e3:.4g}"
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    cells = [[fmt(r, c) for c in cols] for r in rows]
+    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(heads)]
+    out = file or sys.stdout
+    print("  ".join(h.ljust(w) for h, w in zip(heads, widths)), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)), file=out)

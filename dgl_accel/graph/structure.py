@@ -1,0 +1,167 @@
+"""Cached CSR views of a DGL graph's adjacency, for kernels that aggregate per node.
+
+``in_csr(g)`` groups in-edges by destination (rows = dst nodes, used by forward
+aggregation); ``out_csr(g)`` groups out-edges by source (rows = src nodes, used by the
+backward pass w.r.t. source features).  Results are cached per graph object and rebuilt
+when the graph is mutated in place (``add_edges`` / ``remove_edges`` / ``add_nodes`` ...).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph"]
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: tensors have no meaningful ==; identity is enough
+class Structure:
+    """A CSR matrix of shape ``(num_rows, num_cols)``.
+
+    ``indptr`` is always int64 (edge counts can exceed 2**31); ``indices`` and ``eids`` keep
+    the graph's idtype.  Row ``r``'s entries are ``indices[indptr[r]:indptr[r+1]]``.
+    """
+
+    indptr: torch.Tensor
+    indices: torch.Tensor
+    eids: torch.Tensor
+    num_rows: int
+    num_cols: int
+    device: torch.device
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indices.numel())
+
+
+def check_graph(g) -> None:
+    """Raise ValueError unless ``g`` is a homogeneous graph or a block with one edge type."""
+    etypes = list(g.canonical_etypes)
+    # A block has two node types ('_N' src and '_N' dst), so is_homogeneous is False for it.
+    ok = len(etypes) == 1 and (g.is_block or len(g.ntypes) == 1)
+    if not ok:
+        raise ValueError(
+            f"expected a homogeneous graph or block with one edge type (got node types "
+            f"{list(g.ntypes)} and edge types {etypes}). Fix: convert it first, e.g. "
+            f"dgl.to_homogeneous(g), or pass one relation's subgraph g[etype]."
+        )
+
+
+# ---------------------------------------------------------------------------------- cache
+# Keyed weakly by the DGLGraph so cached tensors die with the graph.  DGLGraph uses
+# identity hashing, so two equal-looking graphs never share an entry.
+_CACHE: "weakref.WeakKeyDictionary[Any, _Entry]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+_STATS = {"hits": 0, "misses": 0, "invalidations": 0}
+
+
+class _Entry:
+    __slots__ = ("index_ref", "key", "items")
+
+    def __init__(self, g):
+        # In-place mutation replaces g._graph.  A weakref to the old index (not its id(),
+        # which CPython may reuse for the replacement) detects that without keeping the
+        # old structure alive; the counts are a second guard.
+        self.index_ref = weakref.ref(g._graph)
+        self.key = _version_key(g)
+        self.items: dict[str, Any] = {}
+
+    def valid_for(self, g) -> bool:
+        return self.index_ref() is g._graph and self.key == _version_key(g)
+
+
+def _version_key(g) -> tuple:
+    return (id(g._graph), g.num_edges(), g.num_src_nodes(), g.num_dst_nodes(), g.idtype, g.device)
+
+
+def cached(g, name: str, build: Callable[[Any], Any]) -> Any:
+    """Return ``build(g)`` cached under ``name`` for this graph's current version."""
+    with _LOCK:
+        entry = _CACHE.get(g)
+        if entry is not None and not entry.valid_for(g):
+            _STATS["invalidations"] += 1
+            entry = None
+        if entry is None:
+            entry = _CACHE[g] = _Entry(g)
+        if name in entry.items:
+            _STATS["hits"] += 1
+            return entry.items[name]
+        _STATS["misses"] += 1
+    value = build(g)  # outside the lock: building can be slow; a racing duplicate is harmless
+    with _LOCK:
+        current = _CACHE.get(g)
+        if current is entry and entry.valid_for(g):
+            return entry.items.setdefault(name, value)
+    return value
+
+
+def cache_info() -> dict:
+    """Counters and the number of graphs currently cached (for tests and debugging)."""
+    with _LOCK:
+        return dict(_STATS, graphs=len(_CACHE))
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _CACHE.clear()
+        for k in _STATS:
+            _STATS[k] = 0
+
+
+# ---------------------------------------------------------------------------------- build
+def _adj(g, fmt: str):
+    """(indptr, indices, eids) from DGL, or from COO when the graph's formats exclude fmt."""
+    from dgl import DGLError
+
+    try:
+        # DGL materialises the format inside its own index (as update_all would); the
+        # graph's features and edges are untouched.
+        return g.adj_tensors(fmt)
+    except DGLError:
+        pass
+    # The graph was restricted with g.formats(...) so DGL refuses to build fmt: sort its
+    # edge list ourselves.  CSR/CSC-only graphs can only list edges in "srcdst" order.
+    try:
+        src, dst, eid = g.edges(form="all", order="eid")
+    except DGLError:
+        src, dst, eid = g.edges(form="all", order="srcdst")
+    rows, cols, n = (dst, src, g.num_dst_nodes()) if fmt == "csc" else (src, dst, g.num_src_nodes())
+    order = torch.argsort(rows.long(), stable=True)
+    counts = torch.bincount(rows.long(), minlength=n)
+    indptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(counts, 0, out=indptr[1:])
+    return indptr, cols[order], eid[order]
+
+
+def _build(g, fmt: str) -> Structure:
+    indptr, indices, eids = _adj(g, fmt)
+    n_e = g.num_edges()
+    if eids.numel() == 0 and n_e > 0:
+        # DGL documents an empty eid tensor as "edge ids are 0..E-1 in order".
+        eids = torch.arange(n_e, dtype=g.idtype, device=indices.device)
+    num_rows, num_cols = (
+        (g.num_dst_nodes(), g.num_src_nodes()) if fmt == "csc" else (g.num_src_nodes(), g.num_dst_nodes())
+    )
+    return Structure(
+        indptr=indptr.to(torch.int64),
+        indices=indices.to(g.idtype),
+        eids=eids.to(g.idtype),
+        num_rows=int(num_rows),
+        num_cols=int(num_cols),
+        device=g.device,
+    )
+
+
+def in_csr(g) -> Structure:
+    """In-edges grouped by destination: rows = dst nodes, ``indices`` = source ids."""
+    check_graph(g)  # fail fast even on a cache hit for a graph object that is now invalid
+    return cached(g, "in_csr", lambda h: _build(h, "csc"))
+
+
+def out_csr(g) -> Structure:
+    """Out-edges grouped by source: rows = src nodes, ``indices`` = destination ids."""
+    check_graph(g)
+    return cached(g, "out_csr", lambda h: _build(h, "csr"))

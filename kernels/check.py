@@ -1,0 +1,163 @@
+"""Ahead-of-time compile every registered kernel specialisation for real GPUs, without a GPU.
+
+    python -m dgl_accel.kernels.check [--targets 80,90] [--kernel NAME] [--json FILE]
+
+For each specialisation and target it runs ``triton.compile(ASTSource(...),
+target=GPUTarget("cuda", cap, 32))``, then reads the cubin's resources with the ``cuobjdump`` and
+the spill counts with the ``ptxas -v`` that ship inside the triton wheel.  Prints one table row per
+(kernel, target) and exits 1 on any compile error or spill, so CI catches kernels that would be
+slow or broken on an A100 (sm_80) or H100 (sm_90).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import List, Optional
+
+from .registry import Specialisation, specialisations
+
+DEFAULT_TARGETS = (80, 90)
+
+
+def _require_compiled_mode() -> None:
+    # The interpreter and the compiler cannot share a process (see loader.py): pin compiled mode
+    # before triton is imported, and refuse clearly if it is too late.
+    if "triton" not in sys.modules:
+        os.environ["TRITON_INTERPRET"] = "0"
+    from .loader import process_interprets
+
+    if process_interprets():
+        raise RuntimeError(
+            "expected a process with Triton in compiled mode for AOT compilation (got TRITON_INTERPRET=1 "
+            "or an interpreted import). Fix: run `python -m dgl_accel.kernels.check` in its own process.")
+
+
+@dataclasses.dataclass
+class Result:
+    kernel: str
+    variant: str
+    target: str
+    registers: Optional[int] = None
+    spill_bytes: Optional[int] = None     # spill stores + spill loads reported by ptxas
+    local_bytes: Optional[int] = None     # per-thread local memory in the cubin (spills, stack)
+    shared_bytes: Optional[int] = None    # static + dynamic shared memory the launch needs
+    error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.spill_bytes
+
+
+def _tool(name: str) -> str:
+    import triton
+
+    path = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"expected {name} inside the triton wheel at {path} (got no such file). "
+            f"Fix: install an official triton 3.x wheel (pip install --no-deps 'triton==3.5.1')."
+        )
+    return path
+
+
+def _arch(cap: int) -> str:
+    return "sm_90a" if cap == 90 else f"sm_{cap}"  # triton targets the 'a' variant on Hopper
+
+
+def _resources(cubin: bytes, workdir: str) -> dict:
+    path = os.path.join(workdir, "k.cubin")
+    with open(path, "wb") as fh:
+        fh.write(cubin)
+    text = subprocess.run([_tool("cuobjdump"), "--dump-resource-usage", path],
+                          capture_output=True, text=True, check=True).stdout
+    fields = dict(re.findall(r"(REG|SHARED|LOCAL|STACK):(\d+)", text))
+    return {k: int(v) for k, v in fields.items()}
+
+
+def _spills(ptx: str, cap: int, workdir: str) -> int:
+    path = os.path.join(workdir, "k.ptx")
+    with open(path, "w") as fh:
+        fh.write(ptx)
+    proc = subprocess.run([_tool("ptxas"), f"-arch={_arch(cap)}", "-v", path, "-o", os.devnull],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ptxas failed: {proc.stderr.strip()[-500:]}")
+    stores = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", proc.stderr))
+    loads = sum(int(x) for x in re.findall(r"(\d+) bytes spill loads", proc.stderr))
+    return stores + loads
+
+
+def compile_one(spec: Specialisation, cap: int, fn=None) -> Result:
+    """Compile one specialisation for ``sm_<cap>``; ``fn`` overrides the registered kernel (tests)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    result = Result(spec.kernel, spec.tag, f"sm_{cap}")
+    try:
+        if fn is None:
+            fn = getattr(importlib.import_module(f"{__package__}.{spec.module}"), spec.kernel)
+        src = ASTSource(fn=fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs))
+        compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32),
+                                  options={"num_warps": spec.num_warps, "num_stages": spec.num_stages})
+        with tempfile.TemporaryDirectory() as workdir:
+            res = _resources(compiled.asm["cubin"], workdir)
+            result.spill_bytes = _spills(compiled.asm["ptx"], cap, workdir)
+        result.registers = res.get("REG")
+        result.local_bytes = res.get("LOCAL", 0)
+        result.shared_bytes = res.get("SHARED", 0) + int(compiled.metadata.shared)
+    except Exception as exc:  # report every failure in the table, fail at the end
+        result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+    return result
+
+
+def run(targets=DEFAULT_TARGETS, kernel_filter: Optional[str] = None) -> List[Result]:
+    _require_compiled_mode()
+    specs = [s for s in specialisations() if not kernel_filter or kernel_filter in s.kernel]
+    return [compile_one(spec, cap) for spec in specs for cap in targets]
+
+
+def format_table(results: List[Result]) -> str:
+    head = ("kernel", "variant", "target", "registers", "spill_bytes", "local_bytes", "shared_bytes", "status")
+    rows = [head] + [
+        (r.kernel, r.variant, r.target, str(r.registers), str(r.spill_bytes), str(r.local_bytes),
+         str(r.shared_bytes), "ok" if r.ok else (r.error or "SPILL"))
+        for r in results
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dgl_accel.kernels.check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", default=",".join(map(str, DEFAULT_TARGETS)),
+                        help="comma-separated compute capabilities (default 80,90)")
+    parser.add_argument("--kernel", default=None, help="only kernels whose name contains this")
+    parser.add_argument("--json", default=None, help="also write the results as JSON to this file")
+    args = parser.parse_args(argv)
+    try:
+        targets = [int(t) for t in args.targets.split(",") if t.strip()]
+    except ValueError:
+        parser.error(f"expected --targets like 80,90 (got {args.targets!r})")
+    results = run(targets, args.kernel)
+    print(format_table(results))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([dataclasses.asdict(r) | {"ok": r.ok} for r in results], fh, indent=1)
+    bad = [r for r in results if not r.ok]
+    print(f"\n{len(results) - len(bad)} of {len(results)} specialisations compiled without spills"
+          + (f"; FAILED: {', '.join(f'{r.kernel}@{r.target}' for r in bad)}" if bad else ""))
+    return 1 if bad or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

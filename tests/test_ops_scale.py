@@ -1,0 +1,51 @@
+"""Toy kernel through the three checks: interpreter vs reference, native path, autograd.
+(The AOT compile of the same kernel is in test_kernel_check.py.)"""
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dgl_accel
+from dgl_accel.ops import scale
+from dgl_accel.testing.reference import ref_scale
+from dgl_accel.testing.strategies import features
+from dgl_accel.testing.tolerances import assert_matches_reference
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@given(x=st.integers(0, 3000).flatmap(lambda n: features(n, dim=st.integers(1, 3), dtypes=DTYPES)),
+       alpha=st.floats(-4, 4, allow_nan=False, width=32))
+def test_scale_matches_reference_on_both_paths(x, alpha):
+    for name in ("native", "triton"):
+        with dgl_accel.use_backend(name):
+            out = scale(x, alpha)
+        assert out.dtype == x.dtype and out.shape == x.shape
+        assert_matches_reference(out, lambda t: ref_scale(t, alpha), x, msg=name)
+
+
+def test_scale_does_not_touch_its_input(path):
+    x = torch.arange(10.0)[::2]
+    before = x.clone()
+    out = scale(x, -2.0)
+    assert torch.equal(x, before) and torch.equal(out, before * -2.0)
+    assert dgl_accel.stats()["scale"] == {("native-cpu" if path == "native" else "triton-interpreter"): 1}
+
+
+def test_scale_backward(path):
+    x = torch.randn(100, dtype=torch.float64, requires_grad=True)
+    with dgl_accel.use_backend("native"):  # gradcheck in fp64 on the native path
+        assert torch.autograd.gradcheck(lambda t: scale(t, 1.5), (x,))
+    y = torch.randn(257, requires_grad=True)
+    (g,) = torch.autograd.grad(scale(y, 1.5).sum(), y)
+    assert torch.allclose(g, torch.full_like(y, 1.5))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda: scale([1.0, 2.0], 2.0), r"expected x to be a torch.Tensor \(got list\)"),
+    (lambda: scale(torch.ones(3, dtype=torch.int64), 2.0), r"expected x of dtype .* \(got torch.int64\)"),
+    (lambda: scale(torch.ones(3), torch.tensor(2.0)), r"expected alpha to be a Python number \(got Tensor\)"),
+])
+def test_scale_bad_input(bad, match, path):
+    with pytest.raises(ValueError, match=match):
+        bad()
