@@ -8,6 +8,7 @@ embedded synthetic graph, so it works on a machine without any dataset.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import dgl
@@ -36,13 +37,17 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> 
     return (logits[mask].argmax(1) == labels[mask]).float().mean().item()
 
 
-def train(g, epochs: int, hidden: int, dropout: float, lr: float, weight_decay: float,
-          seed: int, log_every: int = 10, log=print) -> dict:
-    torch.manual_seed(seed)
+def check_labelled(g) -> None:
     for key in ("feat", "label", "train_mask", "val_mask", "test_mask"):
         if key not in g.ndata:
             raise ValueError(f"expected the graph to carry ndata['{key}'] (got keys {sorted(g.ndata)}). "
                              f"Fix: pick a labelled dataset, e.g. --dataset synthetic or cora.")
+
+
+def train(g, epochs: int, hidden: int, dropout: float, lr: float, weight_decay: float,
+          seed: int, log_every: int = 10, log=print) -> dict:
+    check_labelled(g)
+    torch.manual_seed(seed)
     g = dgl.add_self_loop(dgl.remove_self_loop(g))  # a new graph: the caller's stays as it was
     feat, labels = g.ndata["feat"].float(), g.ndata["label"]
     model = GCN(feat.shape[1], hidden, int(labels.max()) + 1, dropout)
@@ -84,7 +89,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.backend:
         dgl_accel.set_backend(args.backend)
-    g = data.load(args.dataset).to(args.device)
+    try:
+        g = data.load(args.dataset).to(args.device)
+        check_labelled(g)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"dataset {args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges, "
           f"{g.ndata['feat'].shape[1]} features; backend {dgl_accel.get_backend()} on {args.device}")
     r = train(g, args.epochs, args.hidden, args.dropout, args.lr, args.weight_decay, args.seed)

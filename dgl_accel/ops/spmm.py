@@ -17,8 +17,6 @@ from .launch import feature_tile, triton_kernel
 
 _SUPPORTED = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 _BLOCK_E = 32
-# torch 2.x warns on every CSR construction that sparse CSR is "beta"; it is what we want here.
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
 
 
 def csr_spmm_forward(indptr: torch.Tensor, indices: torch.Tensor, feat: torch.Tensor,
@@ -33,7 +31,7 @@ def csr_spmm_forward(indptr: torch.Tensor, indices: torch.Tensor, feat: torch.Te
         kernel = triton_kernel("spmm_csr", "_csr_spmm_kernel", feat.device)
         grid = (num_rows, -(-num_feats // block_f))
         kernel[grid](indptr, indices, feat, out, num_feats, feat.stride(0), out.stride(0),
-                     BLOCK_E=_BLOCK_E, BLOCK_F=block_f)
+                     BLOCK_E=_BLOCK_E, BLOCK_F=block_f, ACC_FP64=feat.dtype == torch.float64)
     return out
 
 
@@ -41,8 +39,10 @@ def csr_spmm_native(structure: Structure, feat: torch.Tensor) -> torch.Tensor:
     """The same product with torch's sparse CSR kernels (fp32 math for half types)."""
     compute = feat if feat.dtype in (torch.float32, torch.float64) else feat.float()
     values = torch.ones(structure.indices.numel(), dtype=compute.dtype, device=compute.device)
-    matrix = torch.sparse_csr_tensor(structure.indptr, structure.indices.long(), values,
-                                     size=(structure.num_rows, structure.num_cols))
+    with warnings.catch_warnings():  # torch 2.x calls sparse CSR "beta" on every construction
+        warnings.simplefilter("ignore", UserWarning)
+        matrix = torch.sparse_csr_tensor(structure.indptr, structure.indices.long(), values,
+                                         size=(structure.num_rows, structure.num_cols))
     out = torch.sparse.mm(matrix, compute) if structure.indices.numel() else \
         compute.new_zeros((structure.num_rows, compute.shape[1]))
     return out.to(feat.dtype)
@@ -90,6 +90,9 @@ def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
     _check(graph, feat)
     path = backend.choose_path(feat)
     backend.record("copy_u_sum", path, feat.device)
-    flat = feat.reshape(feat.shape[0], -1)
+    width = 1
+    for d in feat.shape[1:]:
+        width *= d
+    flat = feat.reshape(feat.shape[0], width)  # explicit width: -1 is ambiguous with 0 rows
     out = CopyUSumFunction.apply(graph, flat, path)
     return out.reshape((out.shape[0],) + tuple(feat.shape[1:]))

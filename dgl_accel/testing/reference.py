@@ -11,7 +11,7 @@ GCN_NORMS = ("both", "left", "right", "none")
 
 
 def _coo(g):
-    """(src, dst, num_dst) as int64 tensors from a DGLGraph/block or a (src, dst, num_dst) triple."""
+    """(src, dst, num_dst) as int64 tensors, from a DGLGraph/block or a (src, dst, num_dst)."""
     if isinstance(g, (tuple, list)):
         src, dst, num_dst = g
         return torch.as_tensor(src).long(), torch.as_tensor(dst).long(), int(num_dst)
