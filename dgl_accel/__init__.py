@@ -12,6 +12,16 @@ from .backend import (  # noqa: E402
 
 __version__ = "0.1.0"
 
+
+def explain(graph, feat_dim: int, dtype=None):
+    """Why dgl-accel picks its neighbour-group size for this graph and feature width."""
+    import torch
+
+    from .grouping import explain as _explain
+
+    return _explain(graph, feat_dim, torch.float32 if dtype is None else dtype)
+
+
 # DGL_ACCEL_BACKEND=triton on a CPU-only machine: turn the Triton interpreter on before triton loads.
 try:
     from .backend import prepare_for as _prepare_for
@@ -19,5 +29,5 @@ try:
     _prepare_for(get_backend())
 except ValueError:
     pass  # a bad DGL_ACCEL_BACKEND value is reported, with its fix, by the first op that reads it
-__all__ = ["BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats",
+__all__ = ["explain", "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats",
            "reset_stats", "triton_available", "__version__"]

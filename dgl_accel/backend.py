@@ -127,6 +127,12 @@ def record(op: str, path: str, device: torch.device) -> None:
         _stats[(op, path_label(path, device))] += 1
 
 
+def record_fallthrough(op: str, reason: str) -> None:
+    """Count one call of ``op`` that we handed to DGL unchanged, with the reason."""
+    with _lock:
+        _stats[(op, f"fallthrough: {reason}")] += 1
+
+
 def stats() -> dict:
     """Calls per (op, path) since the last :func:`reset_stats`, e.g. ``{"scale": {"native-cpu": 3}}``."""
     out: dict = {}

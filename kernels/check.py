@@ -46,7 +46,8 @@ class Result:
     target: str
     registers: Optional[int] = None
     spill_bytes: Optional[int] = None     # spill stores + spill loads reported by ptxas
-    local_bytes: Optional[int] = None     # per-thread local memory in the cubin (spills, stack)
+    local_bytes: Optional[int] = None     # per-thread local memory in the cubin
+    stack_bytes: Optional[int] = None     # per-thread stack frame (where ptxas puts spills)
     shared_bytes: Optional[int] = None    # static + dynamic shared memory the launch needs
     error: Optional[str] = None
 
@@ -85,8 +86,10 @@ def _spills(ptx: str, cap: int, workdir: str) -> int:
     path = os.path.join(workdir, "k.ptx")
     with open(path, "w") as fh:
         fh.write(ptx)
-    proc = subprocess.run([_tool("ptxas"), f"-arch={_arch(cap)}", "-v", path, "-o", os.devnull],
-                          capture_output=True, text=True)
+    # Same flags as triton's own ptxas call (backends/nvidia/compiler.py make_cubin), so the
+    # spill counts describe the cubin triton actually builds.
+    proc = subprocess.run([_tool("ptxas"), "-lineinfo", "-v", f"--gpu-name={_arch(cap)}", path,
+                           "-o", os.path.join(workdir, "k.o")], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"ptxas failed: {proc.stderr.strip()[-500:]}")
     stores = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", proc.stderr))
@@ -112,6 +115,7 @@ def compile_one(spec: Specialisation, cap: int, fn=None) -> Result:
             result.spill_bytes = _spills(compiled.asm["ptx"], cap, workdir)
         result.registers = res.get("REG")
         result.local_bytes = res.get("LOCAL", 0)
+        result.stack_bytes = res.get("STACK", 0)
         result.shared_bytes = res.get("SHARED", 0) + int(compiled.metadata.shared)
     except Exception as exc:  # report every failure in the table, fail at the end
         result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
@@ -125,10 +129,11 @@ def run(targets=DEFAULT_TARGETS, kernel_filter: Optional[str] = None) -> List[Re
 
 
 def format_table(results: List[Result]) -> str:
-    head = ("kernel", "variant", "target", "registers", "spill_bytes", "local_bytes", "shared_bytes", "status")
+    head = ("kernel", "variant", "target", "registers", "spill_bytes", "stack_bytes", "local_bytes",
+            "shared_bytes", "status")
     rows = [head] + [
-        (r.kernel, r.variant, r.target, str(r.registers), str(r.spill_bytes), str(r.local_bytes),
-         str(r.shared_bytes), "ok" if r.ok else (r.error or "SPILL"))
+        (r.kernel, r.variant, r.target, str(r.registers), str(r.spill_bytes), str(r.stack_bytes),
+         str(r.local_bytes), str(r.shared_bytes), "ok" if r.ok else (r.error or "SPILL"))
         for r in results
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]

@@ -56,9 +56,25 @@ def test_zero_in_degree_raises_dgls_error_when_not_allowed(path):
         conv(g, torch.ones(3, 2))
 
 
-def test_edge_weight_falls_back_to_dgl(path):
-    g = dgl.rand_graph(20, 60)
-    ours, theirs = _pair(4, 3, "both")
-    x, w = torch.randn(20, 4), torch.rand(60)
+@pytest.mark.parametrize("in_f, out_f", [(4, 3), (3, 5)])  # both matmul orders
+@pytest.mark.parametrize("wshape", [(60,), (60, 1)])
+def test_edge_weight_runs_u_mul_e_and_matches_dgl(path, in_f, out_f, wshape):
+    g = dgl.add_self_loop(dgl.rand_graph(20, 60 - 20))
+    ours, theirs = _pair(in_f, out_f, "both")
+    x, w = torch.randn(20, in_f), torch.rand(wshape)
+    xo, wo = x.clone().requires_grad_(), w.clone().requires_grad_()
+    xt, wt = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ours(g, xo, edge_weight=wo).sum().backward()
+    theirs(g, xt, edge_weight=wt).sum().backward()
     assert_close(ours(g, x, edge_weight=w), theirs(g, x, edge_weight=w))
-    assert dgl_accel.stats() == {}  # not routed through our op
+    assert_close(xo.grad, xt.grad)
+    assert_close(wo.grad, wt.grad)
+    assert set(dgl_accel.stats()) == {"u_mul_e_sum"}
+
+
+def test_single_relation_heterograph_is_accelerated(path):
+    g = dgl.heterograph({("a", "r", "a"): ([0, 1, 2], [1, 2, 0])})  # one etype: accelerated
+    ours, theirs = _pair(3, 2, "both")
+    x = torch.randn(3, 3)
+    assert_close(ours(g, x), theirs(g, x))
+    assert set(dgl_accel.stats()) == {"copy_u_sum"}

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import torch
 
-from .. import backend
-
 
 def triton_kernel(module: str, name: str, device: torch.device):
     """The ``@triton.jit`` function ``name`` of ``dgl_accel.kernels.<module>``; CPU tensors need the
@@ -12,8 +10,3 @@ def triton_kernel(module: str, name: str, device: torch.device):
     from ..kernels.loader import kernel
 
     return kernel(module, name, need_interpreter=device.type != "cuda")
-
-
-def feature_tile(num_feats: int, cap: int = 128) -> int:
-    """Power-of-two feature tile covering ``num_feats`` up to ``cap`` columns per program."""
-    return max(16, min(cap, 1 << max(0, int(num_feats - 1).bit_length())))

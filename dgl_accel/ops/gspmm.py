@@ -1,0 +1,326 @@
+"""Generalized SpMM on neighbour groups: ``gspmm(g, op, reduce, ufeat, efeat=None, norm=...)``.
+
+Naming chain: ``_gspmm_grouped_fwd_kernel`` / ``_segment_reduce_kernel`` /
+``_sddmm_grad_efeat_kernel`` (kernels/gspmm_grouped.py) -> :func:`gspmm_forward` and
+:func:`edge_grad_forward` (launchers) -> :class:`GSpMMFunction` (autograd) -> :func:`gspmm` (op).
+
+* ``op``: ``copy_u`` (message x[u]) or ``u_mul_e`` (x[u] * w[e]; w of shape [E], [E,1] or [E,F]).
+* ``reduce``: ``sum`` or ``mean`` run on our paths; ``max``/``min`` fall through to DGL's gspmm
+  (the grouped design combines partial sums linearly; an arg-max backward needs a different one).
+* ``norm``: GCN normalisation fused into the aggregation, with ``dgl.nn.GraphConv``'s conventions:
+  ``left``/``both`` scale each message by out_deg(u)^-1 / ^-1/2, ``right``/``both`` scale each row
+  by in_deg(v)^-1 / ^-1/2, degrees clamped to at least 1.  ``mean`` is ``sum`` with 1/in_deg(v).
+* Backward w.r.t. ``ufeat`` runs the same grouped kernel on the cached transposed structure
+  (directed graphs are fine); backward w.r.t. ``efeat`` is an SDDMM over the edges.
+* ``deterministic``: two-phase combine (per-group partials, then an ordered segmented reduce),
+  bit-identical across runs; otherwise atomics.  Defaults to
+  ``torch.are_deterministic_algorithms_enabled()``.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import dgl
+import torch
+
+from .. import backend
+from ..graph.groups import Groups, groups_for
+from ..graph.structure import Structure, cached, check_graph, in_csr, out_csr
+from .launch import triton_kernel
+
+OPS = ("copy_u", "u_mul_e")
+REDUCES = ("sum", "mean", "max", "min")
+NORMS = ("none", "both", "left", "right")
+_FLOAT = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+# ----------------------------------------------------------------------------- launchers
+def _feature_tile(num_feats: int) -> int:
+    from ..kernels.gspmm_grouped import FEATURE_TILES
+
+    return next((t for t in FEATURE_TILES if t >= num_feats), FEATURE_TILES[-1])
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efeat: Optional[torch.Tensor],
+                  src_scale: Optional[torch.Tensor], dst_scale: Optional[torch.Tensor],
+                  deterministic: bool) -> torch.Tensor:
+    """Launch the grouped kernel(s): out[r] = dst_scale[r] * sum_k src_scale[u_k] * x[u_k] (* w[e_k])
+    over row r's CSR entries k.  ``efeat`` is [E, 1] or [E, F], indexed by edge id."""
+    from ..kernels.gspmm_grouped import BLOCK_G, num_warps_for
+
+    if ufeat.stride(-1) != 1:
+        ufeat = ufeat.contiguous()  # rows may be strided; the feature tile needs unit column stride
+    rows, num_feats, device = structure.num_rows, ufeat.shape[1], ufeat.device
+    acc = _acc_dtype(ufeat.dtype)
+    if rows == 0 or num_feats == 0 or groups.num_groups == 0:
+        return torch.zeros((rows, num_feats), dtype=ufeat.dtype, device=device)
+    block_f = _feature_tile(num_feats)
+    warps = num_warps_for(BLOCK_G, block_f)
+    grid = (-(-groups.num_groups // BLOCK_G), -(-num_feats // block_f))
+    dummy = ufeat  # never dereferenced when its flag is off
+    has_e = efeat is not None
+    efeat = efeat.contiguous() if has_e else dummy
+    per_feat = has_e and efeat.shape[1] > 1
+    src_s = src_scale if src_scale is not None else dummy
+    dst_s = dst_scale if dst_scale is not None else dummy
+    kernel = triton_kernel("gspmm_grouped", "_gspmm_grouped_fwd_kernel", device)
+    common = dict(BLOCK_G=BLOCK_G, BLOCK_F=block_f, HAS_EFEAT=has_e, EFEAT_PER_FEAT=per_feat,
+                  HAS_SRC_SCALE=src_scale is not None, ACC_FP64=acc == torch.float64, num_warps=warps)
+    args = (groups.row, groups.start, groups.length, structure.indices, structure.eids, ufeat, efeat,
+            src_s, dst_s)
+    if not deterministic:
+        buf = torch.zeros((rows, num_feats), dtype=acc, device=device)
+        kernel[grid](*args, buf, groups.num_groups, num_feats, ufeat.stride(0),
+                     efeat.stride(0) if has_e else 0, buf.stride(0),
+                     HAS_DST_SCALE=dst_scale is not None, ATOMIC=True, **common)
+        return buf.to(ufeat.dtype)
+    partial = torch.empty((groups.num_groups, num_feats), dtype=acc, device=device)
+    kernel[grid](*args, partial, groups.num_groups, num_feats, ufeat.stride(0),
+                 efeat.stride(0) if has_e else 0, partial.stride(0),
+                 HAS_DST_SCALE=False, ATOMIC=False, **common)
+    out = torch.empty((rows, num_feats), dtype=ufeat.dtype, device=device)
+    reduce = triton_kernel("gspmm_grouped", "_segment_reduce_kernel", device)
+    reduce[(rows, -(-num_feats // block_f))](
+        groups.row_ptr, partial, dst_s, out, num_feats, partial.stride(0), out.stride(0),
+        BLOCK_F=block_f, HAS_DST_SCALE=dst_scale is not None, ACC_FP64=acc == torch.float64,
+        num_warps=num_warps_for(1, block_f))
+    return out
+
+
+def edge_grad_forward(src: torch.Tensor, dst: torch.Tensor, ufeat: torch.Tensor, grad_out: torch.Tensor,
+                      src_scale, dst_scale, per_feat: bool, out_dtype: torch.dtype) -> torch.Tensor:
+    """Launch the SDDMM kernel: gradient of u_mul_e w.r.t. w, edges in edge-id order."""
+    ufeat, grad_out = ufeat.contiguous(), grad_out.contiguous()
+    num_edges, num_feats = src.numel(), ufeat.shape[1]
+    out = torch.empty((num_edges, num_feats if per_feat else 1), dtype=out_dtype, device=ufeat.device)
+    if num_edges == 0:
+        return out
+    block_e, block_f = 32, 64
+    dummy = ufeat
+    kernel = triton_kernel("gspmm_grouped", "_sddmm_grad_efeat_kernel", ufeat.device)
+    grid = (-(-num_edges // block_e), -(-num_feats // block_f) if per_feat else 1)
+    kernel[grid](src, dst, ufeat, grad_out,
+                 src_scale if src_scale is not None else dummy, dst_scale if dst_scale is not None else dummy,
+                 out, num_edges, num_feats, ufeat.stride(0), grad_out.stride(0), out.stride(0),
+                 BLOCK_E=block_e, BLOCK_F=block_f, PER_FEAT=per_feat, HAS_SRC_SCALE=src_scale is not None,
+                 HAS_DST_SCALE=dst_scale is not None, ACC_FP64=_acc_dtype(ufeat.dtype) == torch.float64)
+    return out
+
+
+# ----------------------------------------------------------------------------- native CPU path
+def _rows_of(structure: Structure) -> torch.Tensor:
+    return torch.repeat_interleave(torch.arange(structure.num_rows, device=structure.indptr.device),
+                                   structure.indptr[1:] - structure.indptr[:-1])
+
+
+def native_spmm(structure: Structure, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:
+    """The same product with torch primitives: a sparse CSR matmul for scalar weights, a gather +
+    index_add for per-feature weights.  Half types compute in fp32."""
+    acc = _acc_dtype(ufeat.dtype)
+    x = ufeat.to(acc)
+    if src_scale is not None:
+        x = x * src_scale.to(acc)[:, None]
+    if efeat is not None and efeat.shape[1] > 1:
+        msg = x[structure.indices.long()] * efeat.to(acc)[structure.eids.long()]
+        out = torch.zeros((structure.num_rows, x.shape[1]), dtype=acc, device=x.device)
+        out.index_add_(0, _rows_of(structure), msg)
+    elif structure.num_edges == 0 or x.shape[1] == 0:
+        out = torch.zeros((structure.num_rows, x.shape[1]), dtype=acc, device=x.device)
+    else:
+        values = (efeat[:, 0].to(acc)[structure.eids.long()] if efeat is not None
+                  else torch.ones(structure.num_edges, dtype=acc, device=x.device))
+        with warnings.catch_warnings():  # torch 2.x calls sparse CSR "beta" on every construction
+            warnings.simplefilter("ignore", UserWarning)
+            matrix = torch.sparse_csr_tensor(structure.indptr, structure.indices.long(), values,
+                                             size=(structure.num_rows, structure.num_cols))
+        out = torch.sparse.mm(matrix, x)
+    if dst_scale is not None:
+        out = out * dst_scale.to(acc)[:, None]
+    return out.to(ufeat.dtype)
+
+
+def native_edge_grad(structure: Structure, ufeat, grad_out, src_scale, dst_scale, per_feat, out_dtype):
+    acc = _acc_dtype(ufeat.dtype)
+    src, dst = structure.indices.long(), _rows_of(structure)
+    val = ufeat.to(acc)[src] * grad_out.to(acc)[dst]
+    val = val if per_feat else val.sum(1, keepdim=True)
+    if src_scale is not None:
+        val = val * src_scale.to(acc)[src, None]
+    if dst_scale is not None:
+        val = val * dst_scale.to(acc)[dst, None]
+    out = torch.empty_like(val)
+    out[structure.eids.long()] = val  # CSR order -> edge-id order
+    return out.to(out_dtype)
+
+
+# ----------------------------------------------------------------------------- autograd
+def _scales(graph, norm: str, reduce: str, dtype: torch.dtype):
+    """(per-source, per-destination) factors as float32 (float64 for fp64 inputs), cached per graph."""
+    acc = _acc_dtype(dtype)
+
+    def build(g):
+        src = dst = None
+        if norm in ("left", "both"):
+            deg = g.out_degrees().to(acc).clamp(min=1)
+            src = deg.pow(-0.5) if norm == "both" else 1.0 / deg
+        if norm in ("right", "both") or reduce == "mean":
+            deg = g.in_degrees().to(acc).clamp(min=1)
+            dst = torch.ones_like(deg)
+            if norm in ("right", "both"):
+                dst = deg.pow(-0.5) if norm == "both" else 1.0 / deg
+            if reduce == "mean":
+                dst = dst / deg
+        return src, dst
+
+    return cached(graph, f"gspmm.scales.{norm}.{reduce}.{acc}", build)
+
+
+def _edges_by_id(graph):
+    return cached(graph, "gspmm.edges_by_id", lambda g: g.edges(order="eid"))
+
+
+class GSpMMFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, graph, reduce, norm, path, gs_in, gs_out, deterministic, ufeat, efeat):
+        src_scale, dst_scale = _scales(graph, norm, reduce, ufeat.dtype)
+        ctx.graph, ctx.reduce, ctx.norm, ctx.path = graph, reduce, norm, path
+        ctx.gs_out, ctx.deterministic = gs_out, deterministic
+        ctx.save_for_backward(ufeat, efeat)
+        if path == "triton":
+            return gspmm_forward(in_csr(graph), groups_for(graph, "in", gs_in), ufeat, efeat,
+                                 src_scale, dst_scale, deterministic)
+        return native_spmm(in_csr(graph), ufeat, efeat, src_scale, dst_scale)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        ufeat, efeat = ctx.saved_tensors
+        graph = ctx.graph
+        src_scale, dst_scale = _scales(graph, ctx.norm, ctx.reduce, ufeat.dtype)
+        grad_u = grad_e = None
+        if ctx.needs_input_grad[7]:
+            # d out[v] / d x[u] = dst_scale[v] * w[e] * src_scale[u]: the transposed product, with the
+            # two scale vectors swapping roles.
+            if ctx.path == "triton":
+                grad_u = gspmm_forward(out_csr(graph), groups_for(graph, "out", ctx.gs_out), grad_out, efeat,
+                                       dst_scale, src_scale, ctx.deterministic)
+            else:
+                grad_u = native_spmm(out_csr(graph), grad_out, efeat, dst_scale, src_scale)
+        if efeat is not None and ctx.needs_input_grad[8]:
+            per_feat = efeat.shape[1] > 1
+            if ctx.path == "triton":
+                src, dst = _edges_by_id(graph)
+                grad_e = edge_grad_forward(src, dst, ufeat, grad_out, src_scale, dst_scale, per_feat, efeat.dtype)
+            else:
+                grad_e = native_edge_grad(in_csr(graph), ufeat, grad_out, src_scale, dst_scale, per_feat,
+                                          efeat.dtype)
+        return None, None, None, None, None, None, None, grad_u, grad_e
+
+
+# ----------------------------------------------------------------------------- public op
+def _choice(name: str, value, allowed) -> str:
+    if value not in allowed:
+        raise ValueError(f"expected {name} to be one of {', '.join(allowed)} (got {value!r}).")
+    return value
+
+
+def _validate(graph, op, reduce, ufeat, efeat, norm, group_size):
+    _choice("op", op, OPS)
+    _choice("reduce", reduce, REDUCES)
+    _choice("norm", norm, NORMS)
+    if not isinstance(graph, dgl.DGLGraph):
+        raise ValueError(f"expected a dgl.DGLGraph or block (got {type(graph).__name__}).")
+    check_graph(graph)
+    if not isinstance(ufeat, torch.Tensor) or ufeat.dim() < 1:
+        raise ValueError("expected ufeat to be a tensor with one row per source node "
+                         f"(got {type(ufeat).__name__}{' of dim 0' if isinstance(ufeat, torch.Tensor) else ''}).")
+    if ufeat.dtype not in _FLOAT:
+        raise ValueError(f"expected floating-point ufeat (float32, float16, bfloat16, float64) "
+                         f"(got {ufeat.dtype}). Fix: ufeat.float().")
+    if ufeat.shape[0] != graph.num_src_nodes():
+        raise ValueError(f"expected ufeat with {graph.num_src_nodes()} rows, one per source node "
+                         f"(got {ufeat.shape[0]}). Fix: for a block pass block.srcdata features.")
+    if ufeat.device != graph.device:
+        raise ValueError(f"expected graph and features on one device (got graph on {graph.device}, "
+                         f"ufeat on {ufeat.device}). Fix: g = g.to(ufeat.device).")
+    if (op == "u_mul_e") != (efeat is not None):
+        raise ValueError(f"expected efeat {'' if op == 'u_mul_e' else 'to be None '}for op={op!r} "
+                         f"(got {'None' if efeat is None else 'a tensor'}). "
+                         f"Fix: use op='u_mul_e' with edge weights, op='copy_u' without.")
+    if efeat is not None:
+        if not isinstance(efeat, torch.Tensor) or efeat.dtype not in _FLOAT:
+            raise ValueError(f"expected floating-point edge weights (got "
+                             f"{efeat.dtype if isinstance(efeat, torch.Tensor) else type(efeat).__name__}).")
+        if efeat.device != graph.device:
+            raise ValueError(f"expected graph and edge weights on one device (got graph on {graph.device}, "
+                             f"efeat on {efeat.device}). Fix: efeat.to(g.device).")
+        num_edges = graph.num_edges()
+        ok_shapes = [(num_edges,), (num_edges, 1), (num_edges,) + tuple(ufeat.shape[1:])]
+        if tuple(efeat.shape) not in ok_shapes:
+            raise ValueError(f"expected efeat of shape [E], [E, 1] or [E, {', '.join(map(str, ufeat.shape[1:]))}] "
+                             f"with E = {graph.num_edges()} (got {list(efeat.shape)}).")
+    if group_size is not None and (not isinstance(group_size, int) or isinstance(group_size, bool)
+                                   or group_size < 1):
+        raise ValueError(f"expected group_size to be None or an int >= 1 (got {group_size!r}).")
+    if reduce in ("max", "min") and norm != "none":
+        raise ValueError(f"expected norm='none' with reduce={reduce!r} (got norm={norm!r}): "
+                         f"degree normalisation is defined for sum/mean aggregation.")
+
+
+def _dgl_fallthrough(graph, op, reduce, ufeat, efeat):
+    """max/min: DGL's gspmm, with zero rows for zero in-degree as ``update_all`` gives."""
+    out = dgl.ops.gspmm(graph, "copy_lhs" if op == "copy_u" else "mul", reduce, ufeat, efeat)
+    empty = graph.in_degrees() == 0
+    if bool(empty.any()):
+        out = torch.where(empty.reshape((-1,) + (1,) * (out.dim() - 1)), torch.zeros_like(out), out)
+    return out
+
+
+def _group_size(graph, num_feats: int, dtype, forced: Optional[int]) -> int:
+    """Forced gs, or the one chosen from this graph's degree statistics (see dgl_accel.explain)."""
+    if forced is not None:
+        return forced
+    from ..grouping import choose_group_size
+
+    return choose_group_size(graph, num_feats, dtype, device=graph.device).gs
+
+
+def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torch.Tensor] = None, *,
+          norm: str = "none", group_size: Optional[int] = None,
+          deterministic: Optional[bool] = None) -> torch.Tensor:
+    """Aggregate messages into destination nodes; differentiable in ``ufeat`` and ``efeat``.
+
+    ``ufeat``: [num_src_nodes, *]; ``efeat`` (``u_mul_e`` only): [E], [E, 1] or [E, *ufeat.shape[1:]].
+    Returns [num_dst_nodes, *ufeat.shape[1:]].  ``group_size`` forces gs (default: chosen from the
+    graph's degree statistics, see ``dgl_accel.explain``).
+    """
+    _validate(graph, op, reduce, ufeat, efeat, norm, group_size)
+    stat_name = f"{op}_{reduce}"
+    if reduce in ("max", "min"):
+        backend.record_fallthrough(stat_name, "max/min reduce runs DGL's gspmm")
+        return _dgl_fallthrough(graph, op, reduce, ufeat, efeat)
+    path = backend.choose_path(ufeat) if efeat is None else backend.choose_path(ufeat, efeat)
+    backend.record(stat_name, path, ufeat.device)
+    trailing = tuple(ufeat.shape[1:])
+    width = 1
+    for d in trailing:
+        width *= d
+    x = ufeat.reshape(ufeat.shape[0], width)  # explicit width: -1 is ambiguous with 0 rows
+    w = None
+    if efeat is not None:  # [E, 1]: one weight per edge; [E, width]: one per edge and feature
+        scalar = efeat.dim() == 1 or tuple(efeat.shape[1:]) == (1,)
+        w = efeat.reshape(efeat.shape[0], 1 if scalar else width)
+    if deterministic is None:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+    gs = _group_size(graph, width, ufeat.dtype, group_size) if path == "triton" else group_size
+    out = GSpMMFunction.apply(graph, reduce, norm, path, gs, gs, bool(deterministic), x, w)
+    return out.reshape((out.shape[0],) + trailing)
+
+
+def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
+    """``dgl.ops.copy_u_sum`` on dgl-accel's paths."""
+    return gspmm(graph, "copy_u", "sum", feat)

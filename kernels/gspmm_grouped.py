@@ -1,0 +1,179 @@
+"""Neighbour-grouped generalized SpMM (GNNAdvisor, OSDI'21), forward and the pieces of backward.
+
+Each destination row's in-neighbour list is split into groups of at most ``gs`` neighbours.  A
+program owns a tile of BLOCK_G groups x a tile of BLOCK_F features and walks the groups' edges in
+lock-step (the loop runs to the longest group of the tile, at most ``gs``), so a hub row of 10^5
+neighbours becomes many short, equally sized pieces of work instead of one straggler program.
+
+Partial sums of rows split across groups are combined either
+* atomically (``ATOMIC``): each group adds its partial into a zero-initialised fp32 buffer, or
+* deterministically: each group writes its partial to its own slot, then ``_segment_reduce_kernel``
+  sums a row's partials in group order, so results are bit-identical run to run.
+
+Messages: ``copy_u`` (x[u]) or ``u_mul_e`` (x[u] * w[e], w scalar or per feature).  Degree
+normalisation is fused: an optional per-source factor multiplies each message (GCN's left norm)
+and an optional per-destination factor multiplies the row (GCN's right norm, mean's 1/deg).
+Row pointers, group starts and all address arithmetic are int64 (no 2^24 / 2^31 precision loss).
+"""
+import triton
+import triton.language as tl
+
+from .registry import Specialisation
+
+
+@triton.jit
+def _gspmm_grouped_fwd_kernel(group_row_ptr, group_start_ptr, group_len_ptr,
+                              indices_ptr, eids_ptr, feat_ptr, efeat_ptr,
+                              src_scale_ptr, dst_scale_ptr, out_ptr,
+                              num_groups, num_feats, stride_feat, stride_efeat, stride_out,
+                              BLOCK_G: tl.constexpr, BLOCK_F: tl.constexpr,
+                              HAS_EFEAT: tl.constexpr, EFEAT_PER_FEAT: tl.constexpr,
+                              HAS_SRC_SCALE: tl.constexpr, HAS_DST_SCALE: tl.constexpr,
+                              ATOMIC: tl.constexpr, ACC_FP64: tl.constexpr):
+    acc_dtype = tl.float64 if ACC_FP64 else tl.float32  # fp32 accumulation for fp32/fp16/bf16
+    grp = tl.program_id(0).to(tl.int64) * BLOCK_G + tl.arange(0, BLOCK_G)
+    g_mask = grp < num_groups
+    f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
+    f_mask = f < num_feats
+    start = tl.load(group_start_ptr + grp, mask=g_mask, other=0)
+    length = tl.load(group_len_ptr + grp, mask=g_mask, other=0)
+    acc = tl.zeros((BLOCK_G, BLOCK_F), dtype=acc_dtype)
+    e = start  # walk the groups' edges by increment: keeps one 64-bit induction value per group
+    for j in range(0, tl.max(length, axis=0)):
+        e_mask = j < length
+        src = tl.load(indices_ptr + e, mask=e_mask, other=0).to(tl.int64)
+        m2 = e_mask[:, None] & f_mask[None, :]
+        msg = tl.load(feat_ptr + src[:, None] * stride_feat + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+        if HAS_SRC_SCALE:
+            msg = msg * tl.load(src_scale_ptr + src, mask=e_mask, other=0.0).to(acc_dtype)[:, None]
+        if HAS_EFEAT:
+            eid = tl.load(eids_ptr + e, mask=e_mask, other=0).to(tl.int64)
+            if EFEAT_PER_FEAT:
+                w = tl.load(efeat_ptr + eid[:, None] * stride_efeat + f[None, :], mask=m2, other=0.0)
+                msg = msg * w.to(acc_dtype)
+            else:
+                w = tl.load(efeat_ptr + eid * stride_efeat, mask=e_mask, other=0.0)
+                msg = msg * w.to(acc_dtype)[:, None]
+        acc += msg
+        e += 1
+    row = tl.load(group_row_ptr + grp, mask=g_mask, other=0)
+    if HAS_DST_SCALE:
+        acc = acc * tl.load(dst_scale_ptr + row, mask=g_mask, other=0.0).to(acc_dtype)[:, None]
+    out_mask = g_mask[:, None] & f_mask[None, :]
+    if ATOMIC:
+        tl.atomic_add(out_ptr + row[:, None] * stride_out + f[None, :], acc, mask=out_mask, sem="relaxed")
+    else:  # one slot per group; _segment_reduce_kernel combines them in order
+        tl.store(out_ptr + grp[:, None] * stride_out + f[None, :], acc, mask=out_mask)
+
+
+@triton.jit
+def _segment_reduce_kernel(row_group_ptr, partial_ptr, dst_scale_ptr, out_ptr,
+                           num_feats, stride_partial, stride_out,
+                           BLOCK_F: tl.constexpr, HAS_DST_SCALE: tl.constexpr, ACC_FP64: tl.constexpr):
+    """out[r] = dst_scale[r] * sum of partial[g] for r's groups, in group order (deterministic)."""
+    acc_dtype = tl.float64 if ACC_FP64 else tl.float32
+    r = tl.program_id(0).to(tl.int64)
+    f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
+    f_mask = f < num_feats
+    first = tl.load(row_group_ptr + r)
+    last = tl.load(row_group_ptr + r + 1)
+    acc = tl.zeros((BLOCK_F,), dtype=acc_dtype)
+    for g in range(first, last):
+        acc += tl.load(partial_ptr + g * stride_partial + f, mask=f_mask, other=0.0).to(acc_dtype)
+    if HAS_DST_SCALE:
+        acc = acc * tl.load(dst_scale_ptr + r).to(acc_dtype)
+    tl.store(out_ptr + r * stride_out + f, acc.to(out_ptr.dtype.element_ty), mask=f_mask)
+
+
+@triton.jit
+def _sddmm_grad_efeat_kernel(src_ptr, dst_ptr, feat_ptr, grad_ptr, src_scale_ptr, dst_scale_ptr, out_ptr,
+                             num_edges, num_feats, stride_feat, stride_grad, stride_out,
+                             BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr, PER_FEAT: tl.constexpr,
+                             HAS_SRC_SCALE: tl.constexpr, HAS_DST_SCALE: tl.constexpr,
+                             ACC_FP64: tl.constexpr):
+    """Gradient of u_mul_e w.r.t. the edge weights, edges in edge-id order:
+    scalar w: out[e] = s_u s_v <x[u], grad[v]>;  per-feature w: out[e, f] = s_u s_v x[u, f] grad[v, f]."""
+    acc_dtype = tl.float64 if ACC_FP64 else tl.float32
+    e = tl.program_id(0).to(tl.int64) * BLOCK_E + tl.arange(0, BLOCK_E)
+    e_mask = e < num_edges
+    u = tl.load(src_ptr + e, mask=e_mask, other=0).to(tl.int64)
+    v = tl.load(dst_ptr + e, mask=e_mask, other=0).to(tl.int64)
+    scale = tl.full((BLOCK_E,), 1.0, dtype=acc_dtype)
+    if HAS_SRC_SCALE:
+        scale = scale * tl.load(src_scale_ptr + u, mask=e_mask, other=0.0).to(acc_dtype)
+    if HAS_DST_SCALE:
+        scale = scale * tl.load(dst_scale_ptr + v, mask=e_mask, other=0.0).to(acc_dtype)
+    if PER_FEAT:
+        f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
+        m2 = e_mask[:, None] & (f < num_feats)[None, :]
+        x = tl.load(feat_ptr + u[:, None] * stride_feat + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+        gv = tl.load(grad_ptr + v[:, None] * stride_grad + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+        val = x * gv * scale[:, None]
+        tl.store(out_ptr + e[:, None] * stride_out + f[None, :], val.to(out_ptr.dtype.element_ty), mask=m2)
+    else:
+        dot = tl.zeros((BLOCK_E,), dtype=acc_dtype)
+        for f0 in range(0, num_feats, BLOCK_F):
+            f = f0 + tl.arange(0, BLOCK_F)
+            m2 = e_mask[:, None] & (f < num_feats)[None, :]
+            x = tl.load(feat_ptr + u[:, None] * stride_feat + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+            gv = tl.load(grad_ptr + v[:, None] * stride_grad + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+            dot += tl.sum(x * gv, axis=1)
+        tl.store(out_ptr + e * stride_out, (dot * scale).to(out_ptr.dtype.element_ty), mask=e_mask)
+
+
+# ------------------------------------------------------------------ launch configuration
+BLOCK_G = 16                      # groups per program
+FEATURE_TILES = (16, 32, 64, 128)  # BLOCK_F values the launcher may pick
+
+
+def num_warps_for(block_g: int, block_f: int) -> int:
+    """About 256 tile elements per warp (8 per thread).  Fewer elements per thread made ptxas
+    spill a few bytes in some variants (seen for 16x32 tiles on 4 warps in the AOT table)."""
+    return max(1, min(8, (block_g * block_f) // 256))
+
+
+# ------------------------------------------------------------------ AOT specialisations
+_DT = ("fp32", "fp16", "bf16")
+_IDX = ("i32", "i64")
+
+
+def _fwd(t, idx, efeat, per_feat, atomic, block_f):
+    sig = {"group_row_ptr": "*i64", "group_start_ptr": "*i64", "group_len_ptr": "*i32",
+           "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}", "efeat_ptr": f"*{t}",
+           "src_scale_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": "*fp32",
+           "num_groups": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_efeat": "i64",
+           "stride_out": "i64"}
+    consts = {"BLOCK_G": BLOCK_G, "BLOCK_F": block_f, "HAS_EFEAT": efeat, "EFEAT_PER_FEAT": per_feat,
+              "HAS_SRC_SCALE": True, "HAS_DST_SCALE": True, "ATOMIC": atomic, "ACC_FP64": False}
+    sig.update({k: "constexpr" for k in consts})
+    return Specialisation("gspmm_grouped", "_gspmm_grouped_fwd_kernel", sig, consts,
+                          num_warps=num_warps_for(BLOCK_G, block_f))
+
+
+def _reduce(t, block_f):
+    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": True, "ACC_FP64": False}
+    sig = {"row_group_ptr": "*i64", "partial_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": f"*{t}",
+           "num_feats": "i32", "stride_partial": "i64", "stride_out": "i64"}
+    sig.update({k: "constexpr" for k in consts})
+    return Specialisation("gspmm_grouped", "_segment_reduce_kernel", sig, consts)
+
+
+def _sddmm(t, idx, per_feat):
+    consts = {"BLOCK_E": 32, "BLOCK_F": 64, "PER_FEAT": per_feat, "HAS_SRC_SCALE": True,
+              "HAS_DST_SCALE": True, "ACC_FP64": False}
+    sig = {"src_ptr": f"*{idx}", "dst_ptr": f"*{idx}", "feat_ptr": f"*{t}", "grad_ptr": f"*{t}",
+           "src_scale_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": f"*{t}",
+           "num_edges": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_grad": "i64",
+           "stride_out": "i64"}
+    sig.update({k: "constexpr" for k in consts})
+    return Specialisation("gspmm_grouped", "_sddmm_grad_efeat_kernel", sig, consts)
+
+
+SPECIALISATIONS = (
+    [_fwd(t, idx, efeat, per_feat, atomic, bf)
+     for t in _DT for idx in _IDX
+     for efeat, per_feat in ((False, False), (True, False), (True, True))
+     for atomic in (True, False) for bf in FEATURE_TILES]
+    + [_reduce(t, bf) for t in _DT for bf in FEATURE_TILES]
+    + [_sddmm(t, idx, pf) for t in _DT for idx in _IDX for pf in (False, True)]
+)
