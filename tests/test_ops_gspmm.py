@@ -191,3 +191,13 @@ def test_bad_input_is_rejected_before_any_kernel(call, match, path):
     with pytest.raises(ValueError, match=match):
         call(g)
     assert dgl_accel.stats() == {}  # nothing was launched or counted
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the group-size autotuner times kernels on a CUDA device")
+def test_autotuner_times_candidates_on_cuda():
+    from dgl_accel.grouping import choose_group_size, clear_autotune_cache
+
+    clear_autotune_cache()
+    g = dgl.rand_graph(5000, 80000).to("cuda")
+    choice = choose_group_size(g, 64, torch.float32)
+    assert choice.tuned_gs is not None and choice.gs == choice.tuned_gs

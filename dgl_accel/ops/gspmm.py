@@ -324,3 +324,28 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torc
 def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
     """``dgl.ops.copy_u_sum`` on dgl-accel's paths."""
     return gspmm(graph, "copy_u", "sum", feat)
+
+
+# ----------------------------------------------------------------------------- GPU autotuning
+def _time_grouped_forward(graph, feat_dim: int, dtype: torch.dtype, gs: int, repeats: int = 3) -> float:
+    """Seconds for one grouped copy_u-sum forward with group size ``gs`` on ``graph``'s CUDA device:
+    the timer the group-size autotuner calls once per candidate and (graph, width, dtype)."""
+    x = torch.randn(graph.num_src_nodes(), feat_dim, device=graph.device).to(dtype)
+    structure, groups = in_csr(graph), groups_for(graph, "in", gs)
+    gspmm_forward(structure, groups, x, None, None, None, False)  # compile outside the timer
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        gspmm_forward(structure, groups, x, None, None, None, False)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / repeats
+
+
+def _register_autotuner() -> None:
+    from ..grouping import set_autotune_timer
+
+    set_autotune_timer(lambda g, feat_dim, dtype, gs: _time_grouped_forward(g, feat_dim, dtype, gs))
+
+
+_register_autotuner()
