@@ -1,6 +1,7 @@
 """Benchmark neighbour aggregation (copy_u / sum gspmm, forward+backward) against DGL's gspmm.
 
 Usage: python bench/bench_aggregation.py [--quick] [--graphs a,b] [--feats 16,64,256] [--device auto|cpu|cuda]
+                                        [--threads N]
 
 CPU mode (default, always run unless ``--device cuda``): on every npz graph of the shared
 datasets (``dgl_accel.data``; a synthetic graph where there are none) and F in {16, 64, 256},
@@ -33,11 +34,25 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
+
+
+def _early_threads(argv: list[str]) -> None:
+    """``--threads N`` must reach OpenMP/MKL before torch and dgl load their thread pools."""
+    for i, a in enumerate(argv):
+        v = a.split("=", 1)[1] if a.startswith("--threads=") else (argv[i + 1] if a == "--threads" and i + 1 < len(argv) else None)
+        if v is not None and v.isdigit() and int(v) > 0:
+            for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ[k] = v
+
+
+if __name__ == "__main__":
+    _early_threads(sys.argv[1:])
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py` from anywhere
 
@@ -223,7 +238,7 @@ def run_cpu(graphs, feats, args) -> list[dict]:
     if args.quick:
         warmup, min_rep, max_rep, min_time = 1, 3, 5, 0.05
     else:
-        warmup, min_rep, max_rep, min_time = 1, args.repeat, 4 * args.repeat, 0.5
+        warmup, min_rep, max_rep, min_time = 1, args.repeat, 200, 1.0
     gen = torch.Generator().manual_seed(0)
     rows, table = [], []
     t_start = time.perf_counter()
@@ -240,7 +255,8 @@ def run_cpu(graphs, feats, args) -> list[dict]:
                 ratio = t["dgl"]["median"] / t["dgl_accel"]["median"]
                 gflops = 2 * e * f / t["dgl_accel"]["median"] / 1e9
                 common = {"graph": name, "nodes": n, "edges": e, "F": f, "variant": case, "mode": "fwd+bwd",
-                          "device_kind": "cpu", "threads": torch.get_num_threads(), "quick": args.quick,
+                          "device_kind": "cpu", "threads": torch.get_num_threads(),
+                          "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""), "quick": args.quick,
                           "max_rel_err": err}
                 for prov in ("dgl", "dgl_accel"):
                     rows.append({"case": f"{name}/F={f}/{case}", "provider": prov, **common, **t[prov],
@@ -334,10 +350,20 @@ def main(argv=None) -> None:
     ap.add_argument("--feats", default=None, help="comma-separated feature widths (default: 16,64,256)")
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                     help="auto: CPU mode, then GPU mode if CUDA is available; cpu/cuda: only that mode")
-    ap.add_argument("--repeat", type=int, default=7, help="minimum timed repeats per provider (CPU)")
+    ap.add_argument("--repeat", type=int, default=11, help="minimum timed repeats per provider (CPU)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="CPU threads for torch and DGL (OpenMP) alike; default: the libraries' default. "
+                         "On a shared machine, --threads 1 avoids OpenMP threads waiting on a busy core")
     ap.add_argument("--results-dir", default=None, help="default: bench/results")
     ap.add_argument("--verbose", action="store_true", help="progress on stderr")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if getattr(dgl_accel, "is_enabled", lambda: False)():
+        # dgl_accel.enable() routes dgl.ops.gspmm to us: the "dgl" baseline must be DGL's own.
+        dgl_accel.disable()
+        print("note: dgl-accel's DGL patching was enabled; disabled it so 'dgl' is DGL's own gspmm",
+              file=sys.stderr)
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("expected a CUDA device (got none): torch.cuda.is_available() is False "

@@ -10,6 +10,8 @@ from .backend import (  # noqa: E402
     BACKENDS, choose_path, get_backend, reset_stats, set_backend, stats, triton_available, use_backend,
 )
 
+from .patching import disable, enable, enabled, is_enabled  # noqa: E402
+
 __version__ = "0.1.0"
 
 
@@ -29,5 +31,5 @@ try:
     _prepare_for(get_backend())
 except ValueError:
     pass  # a bad DGL_ACCEL_BACKEND value is reported, with its fix, by the first op that reads it
-__all__ = ["explain", "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats",
+__all__ = ["enable", "disable", "enabled", "is_enabled", "explain", "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats",
            "reset_stats", "triton_available", "__version__"]

@@ -21,10 +21,10 @@ from dgl_accel.nn import GraphConv
 
 
 class GCN(torch.nn.Module):
-    def __init__(self, in_feats: int, hidden: int, num_classes: int, dropout: float):
+    def __init__(self, in_feats: int, hidden: int, num_classes: int, dropout: float, conv=GraphConv):
         super().__init__()
-        self.conv1 = GraphConv(in_feats, hidden, activation=F.relu)
-        self.conv2 = GraphConv(hidden, num_classes)
+        self.conv1 = conv(in_feats, hidden, activation=F.relu)
+        self.conv2 = conv(hidden, num_classes)
         self.dropout = torch.nn.Dropout(dropout)
 
     def forward(self, g, x):
@@ -45,12 +45,14 @@ def check_labelled(g) -> None:
 
 
 def train(g, epochs: int, hidden: int, dropout: float, lr: float, weight_decay: float,
-          seed: int, log_every: int = 10, log=print) -> dict:
+          seed: int, log_every: int = 10, log=print, conv=GraphConv) -> dict:
+    """Train and evaluate; ``conv`` is the layer class (dgl-accel's GraphConv by default, or
+    ``dgl.nn.GraphConv`` for the native baseline / for use under ``dgl_accel.enabled()``)."""
     check_labelled(g)
     torch.manual_seed(seed)
     g = dgl.add_self_loop(dgl.remove_self_loop(g))  # a new graph: the caller's stays as it was
     feat, labels = g.ndata["feat"].float(), g.ndata["label"]
-    model = GCN(feat.shape[1], hidden, int(labels.max()) + 1, dropout)
+    model = GCN(feat.shape[1], hidden, int(labels.max()) + 1, dropout, conv)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     dgl_accel.reset_stats()
     best_val, test_at_best, start = -1.0, 0.0, time.perf_counter()

@@ -23,6 +23,9 @@ def path(request):
 
 
 @pytest.fixture(autouse=True)
-def _restore_backend():
+def _fresh_state():
+    """Each test starts with empty stats and ends with the env-selected backend and no patching."""
+    dgl_accel.reset_stats()
     yield
     dgl_accel.set_backend(None)
+    dgl_accel.disable()

@@ -273,7 +273,11 @@ def _validate(graph, op, reduce, ufeat, efeat, norm, group_size):
 
 def _dgl_fallthrough(graph, op, reduce, ufeat, efeat):
     """max/min: DGL's gspmm, with zero rows for zero in-degree as ``update_all`` gives."""
-    out = dgl.ops.gspmm(graph, "copy_lhs" if op == "copy_u" else "mul", reduce, ufeat, efeat)
+    from ..patching import ORIGINAL_GSPMM  # never the routed one: that would loop back here
+
+    if efeat is not None and efeat.dim() == 1:
+        efeat = efeat.reshape(-1, *([1] * (ufeat.dim() - 1)))
+    out = ORIGINAL_GSPMM(graph, "copy_lhs" if op == "copy_u" else "mul", reduce, ufeat, efeat)
     empty = graph.in_degrees() == 0
     if bool(empty.any()):
         out = torch.where(empty.reshape((-1,) + (1,) * (out.dim() - 1)), torch.zeros_like(out), out)

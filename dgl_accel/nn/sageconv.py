@@ -1,0 +1,17 @@
+"""Drop-in ``SAGEConv``: DGL's module, with its message passing routed through dgl-accel.
+
+``mean`` and ``gcn`` aggregate with copy_u/u_mul_e + sum/mean, which run on our paths; ``pool``'s
+max and ``lstm``'s UDF reducer go to DGL unchanged (``dgl_accel.stats()`` records the max
+fallthrough).  Parameters, state_dict keys and outputs are DGL's.
+"""
+import dgl.nn
+
+from ..patching import enabled
+
+
+class SAGEConv(dgl.nn.SAGEConv):
+    def forward(self, graph, feat, edge_weight=None):
+        if self._aggre_type == "lstm":  # a Python reducer: nothing of ours to route
+            return super().forward(graph, feat, edge_weight=edge_weight)
+        with enabled():
+            return super().forward(graph, feat, edge_weight=edge_weight)

@@ -1,0 +1,113 @@
+"""Route DGL's generalized SpMM to dgl-accel: ``enable()``, ``disable()``, ``with enabled():``.
+
+Every built-in message passing in DGL (``g.update_all(fn.copy_u, fn.sum)``, ``dgl.ops.copy_u_sum``,
+``dgl.ops.gspmm``, and so every ``dgl.nn`` module built on them) reaches one Python function,
+``dgl.ops.spmm.gspmm``.  While enabled, that name (and its re-export ``dgl.ops.gspmm``) points to
+:func:`routed_gspmm`, which runs :func:`dgl_accel.ops.gspmm` for what we support and calls the
+original, unchanged, for everything else, counting the reason in ``dgl_accel.stats()``.
+Patching is reversible and idempotent; ``disable()`` puts back the exact original objects.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+
+import dgl.ops
+import dgl.ops.spmm
+import torch
+
+from . import backend
+
+# Captured at import, before any patching: fallthrough calls and restores use these objects.
+ORIGINAL_GSPMM = dgl.ops.spmm.gspmm
+_TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
+_OPS = {"copy_lhs": "copy_u", "mul": "u_mul_e", "div": "u_mul_e"}  # DGL op -> ours (div: 1/w)
+_NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "u_div_e",
+          "add": "u_add_e", "sub": "u_sub_e"}  # DGL op -> the dgl.ops name users know
+_FLOAT = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+_lock = threading.RLock()
+_depth = 0          # nesting of enabled() blocks
+_persistent = False  # enable() without a block
+
+
+def _unsupported(g, op, reduce_op, lhs, rhs):
+    """Why this call must go to DGL unchanged, or None if dgl-accel runs it."""
+    if g._graph.number_of_etypes() != 1 or not (g.is_block or len(g.ntypes) == 1):
+        return "heterograph"
+    if op not in _OPS:
+        return f"op {op}" if op != "copy_rhs" else "edge-only op copy_e"
+    if reduce_op not in ("sum", "mean"):
+        return f"reduce {reduce_op}"
+    if not isinstance(lhs, torch.Tensor) or lhs.dtype not in _FLOAT or lhs.dim() < 1:
+        return "lhs dtype"
+    if op != "copy_lhs":
+        if not isinstance(rhs, torch.Tensor) or rhs.dtype not in _FLOAT:
+            return "rhs dtype"
+        if math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:]):
+            return "broadcast shape"
+        if rhs.device != lhs.device:
+            return "devices differ"
+    if lhs.device != g.device:
+        return "devices differ"
+    return None
+
+
+def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
+    """Drop-in for ``dgl.ops.spmm.gspmm(g, op, reduce_op, lhs_data, rhs_data)``."""
+    from .ops.gspmm import gspmm
+
+    reason = _unsupported(g, op, reduce_op, lhs_data, rhs_data)
+    if reason is not None:
+        backend.record_fallthrough(f"{_NAMES.get(op, op)}_{reduce_op}", reason)
+        return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
+    efeat = None
+    if op != "copy_lhs":
+        per_feature = math.prod(rhs_data.shape[1:]) != 1
+        efeat = rhs_data if per_feature else rhs_data.reshape(rhs_data.shape[0])  # [E, 1, 1]: one weight
+        if op == "div":
+            efeat = 1.0 / efeat  # DGL's own rewrite of div (backend/pytorch/sparse.py)
+    return gspmm(g, _OPS[op], reduce_op, lhs_data, efeat)
+
+
+def _apply(active: bool) -> None:
+    target = routed_gspmm if active else ORIGINAL_GSPMM
+    for module, name in _TARGETS:
+        setattr(module, name, target)
+
+
+def is_enabled() -> bool:
+    return dgl.ops.spmm.gspmm is routed_gspmm
+
+
+def enable() -> None:
+    """Route DGL's gspmm through dgl-accel until :func:`disable` (idempotent)."""
+    global _persistent
+    with _lock:
+        _persistent = True
+        _apply(True)
+
+
+def disable() -> None:
+    """Restore DGL's original gspmm objects (idempotent); open ``enabled()`` blocks end early."""
+    global _persistent, _depth
+    with _lock:
+        _persistent, _depth = False, 0
+        _apply(False)
+
+
+@contextlib.contextmanager
+def enabled():
+    """``with dgl_accel.enabled(): ...`` routes DGL's gspmm inside the block only (nestable)."""
+    global _depth
+    with _lock:
+        _depth += 1
+        _apply(True)
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth = max(0, _depth - 1)
+            if _depth == 0 and not _persistent:
+                _apply(False)

@@ -1,0 +1,120 @@
+"""enable()/disable()/enabled(): DGL's gspmm is routed to dgl-accel and restored exactly;
+unsupported calls fall through to DGL unchanged, and stats() says why."""
+import dgl
+import dgl.function as fn
+import dgl.ops
+import dgl.ops.spmm
+import pytest
+import torch
+
+import dgl_accel
+from dgl_accel import patching
+from dgl_accel.testing.tolerances import assert_close
+
+ORIGINAL = dgl.ops.spmm.gspmm
+
+
+@pytest.fixture(autouse=True)
+def _always_restore():
+    yield
+    dgl_accel.disable()
+    assert dgl.ops.spmm.gspmm is ORIGINAL and dgl.ops.gspmm is ORIGINAL
+
+
+def test_enable_disable_are_idempotent_and_restore_the_original_objects():
+    assert not dgl_accel.is_enabled()
+    dgl_accel.enable()
+    dgl_accel.enable()
+    assert dgl.ops.spmm.gspmm is patching.routed_gspmm and dgl.ops.gspmm is patching.routed_gspmm
+    dgl_accel.disable()
+    dgl_accel.disable()
+    assert dgl.ops.spmm.gspmm is ORIGINAL and dgl.ops.gspmm is ORIGINAL
+
+
+def test_context_manager_nests_and_restores_on_error():
+    with pytest.raises(RuntimeError):
+        with dgl_accel.enabled():
+            with dgl_accel.enabled():
+                assert dgl_accel.is_enabled()
+            assert dgl_accel.is_enabled()  # the outer block is still open
+            raise RuntimeError("boom")
+    assert not dgl_accel.is_enabled()
+    dgl_accel.enable()
+    with dgl_accel.enabled():
+        pass
+    assert dgl_accel.is_enabled()  # enable() outlives blocks
+
+
+def test_update_all_and_dgl_ops_are_routed(path):
+    g = dgl.rand_graph(40, 200)
+    x, w = torch.randn(40, 5), torch.rand(200)
+    g.ndata["h"], g.edata["w"] = x, w
+    g.update_all(fn.copy_u("h", "m"), fn.sum("m", "ref_sum"))
+    g.update_all(fn.u_mul_e("h", "w", "m"), fn.mean("m", "ref_mean"))
+    ref_div = dgl.ops.u_div_e_sum(g, x, w)
+    with dgl_accel.enabled():
+        g.update_all(fn.copy_u("h", "m"), fn.sum("m", "sum"))
+        g.update_all(fn.u_mul_e("h", "w", "m"), fn.mean("m", "mean"))
+        div = dgl.ops.u_div_e_sum(g, x, w)
+        direct = dgl.ops.gspmm(g, "copy_lhs", "sum", x, None)
+    assert_close(g.ndata["sum"], g.ndata["ref_sum"])
+    assert_close(g.ndata["mean"], g.ndata["ref_mean"])
+    assert_close(div, ref_div)
+    assert_close(direct, g.ndata["ref_sum"])
+    label = "native-cpu" if path == "native" else "triton-interpreter"
+    assert dgl_accel.stats() == {"copy_u_sum": {label: 2}, "u_mul_e_mean": {label: 1}, "u_mul_e_sum": {label: 1}}
+
+
+@pytest.mark.parametrize("name, run, reason", [
+    ("copy_u_max", lambda g, x, w: dgl.ops.copy_u_max(g, x), "reduce max"),
+    ("copy_e_sum", lambda g, x, w: dgl.ops.copy_e_sum(g, w), "edge-only op copy_e"),
+    ("u_add_e_sum", lambda g, x, w: dgl.ops.u_add_e_sum(g, x, w[:, None]), "op add"),
+    ("u_mul_e_sum", lambda g, x, w: dgl.ops.u_mul_e_sum(g, x.reshape(30, 2, 2), w.reshape(-1, 2, 1).repeat(1, 1, 1)),
+     "broadcast shape"),
+])
+def test_unsupported_calls_fall_through_unchanged(name, run, reason, path):
+    g = dgl.rand_graph(30, 120)
+    x = torch.randn(30, 4)
+    w = torch.rand(120, 2) if reason == "broadcast shape" else torch.rand(120)
+    if reason == "broadcast shape":
+        x = torch.randn(30, 2, 2)
+        run = lambda g, x, w: dgl.ops.u_mul_e_sum(g, x, w[:, :, None].expand(-1, 2, 1).contiguous())  # noqa: E731
+    expected = run(g, x, w)
+    with dgl_accel.enabled():
+        got = run(g, x, w)
+    assert torch.equal(got, expected)  # DGL itself ran: bit-identical
+    assert dgl_accel.stats() == {name: {f"fallthrough: {reason}": 1}}
+
+
+def test_integer_features_fall_through_to_dgls_own_error():
+    g = dgl.rand_graph(10, 30)
+    x = torch.ones(10, 2, dtype=torch.int32)
+    with pytest.raises(dgl.DGLError, match="Feature data must be float type"):
+        dgl.ops.copy_u_sum(g, x)
+    with dgl_accel.enabled(), pytest.raises(dgl.DGLError, match="Feature data must be float type"):
+        dgl.ops.copy_u_sum(g, x)  # same behaviour as DGL: we don't run it, DGL reports it
+    assert dgl_accel.stats() == {"copy_u_sum": {"fallthrough: lhs dtype": 1}}
+
+
+def test_heterograph_falls_through():
+    hg = dgl.heterograph({("a", "r", "b"): ([0, 1], [1, 0]), ("b", "s", "a"): ([0, 1], [0, 0])})
+    hg.nodes["a"].data["h"] = torch.randn(2, 3)
+    hg.nodes["b"].data["h"] = torch.randn(2, 3)
+    hg.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "o")), "s": (fn.copy_u("h", "m"), fn.sum("m", "o"))},
+                        "sum")
+    expected = {nt: hg.nodes[nt].data["o"].clone() for nt in ("a", "b")}
+    with dgl_accel.enabled():
+        hg.multi_update_all({"r": (fn.copy_u("h", "m"), fn.sum("m", "o")), "s": (fn.copy_u("h", "m"), fn.sum("m", "o"))},
+                            "sum")
+    for nt in ("a", "b"):
+        assert torch.equal(hg.nodes[nt].data["o"], expected[nt])
+    assert all(label.startswith("fallthrough") or label.startswith("native") for d in dgl_accel.stats().values()
+               for label in d)
+
+
+def test_our_own_fallthrough_does_not_recurse_while_enabled():
+    g = dgl.rand_graph(10, 30)
+    x = torch.randn(10, 2)
+    with dgl_accel.enabled():
+        out = dgl_accel.ops.gspmm(g, "copy_u", "max", x)
+    assert out.shape == (10, 2)
