@@ -59,22 +59,19 @@ _STATS = {"hits": 0, "misses": 0, "invalidations": 0}
 
 
 class _Entry:
-    __slots__ = ("index_ref", "key", "items")
+    __slots__ = ("index_ref", "items")
 
     def __init__(self, g):
-        # In-place mutation replaces g._graph.  A weakref to the old index (not its id(),
-        # which CPython may reuse for the replacement) detects that without keeping the
-        # old structure alive; the counts are a second guard.
+        # Every in-place mutation (add_edges, remove_edges, add_nodes, remove_nodes) replaces
+        # g._graph with a new index object.  A weakref to the old index (not its id(), which
+        # CPython may reuse for the replacement) detects that without keeping the old structure
+        # alive.  This check runs on every cached lookup, i.e. on every op call: it must stay
+        # O(1) and avoid DGL's Python accessors (num_edges() & co. cost ~2 us each).
         self.index_ref = weakref.ref(g._graph)
-        self.key = _version_key(g)
         self.items: dict[str, Any] = {}
 
     def valid_for(self, g) -> bool:
-        return self.index_ref() is g._graph and self.key == _version_key(g)
-
-
-def _version_key(g) -> tuple:
-    return (id(g._graph), g.num_edges(), g.num_src_nodes(), g.num_dst_nodes(), g.idtype, g.device)
+        return self.index_ref() is g._graph
 
 
 def cached(g, name: str, build: Callable[[Any], Any]) -> Any:

@@ -18,7 +18,6 @@ Naming chain: ``_gspmm_grouped_fwd_kernel`` / ``_segment_reduce_kernel`` /
 """
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
 import dgl
@@ -113,54 +112,68 @@ def edge_grad_forward(src: torch.Tensor, dst: torch.Tensor, ufeat: torch.Tensor,
 
 
 # ----------------------------------------------------------------------------- native CPU path
-def _rows_of(structure: Structure) -> torch.Tensor:
-    return torch.repeat_interleave(torch.arange(structure.num_rows, device=structure.indptr.device),
-                                   structure.indptr[1:] - structure.indptr[:-1])
+# DGL's own compiled CPU SpMM/SDDMM (multi-threaded, per-row CSR kernels) is the fastest CPU
+# primitive on this stack: torch.sparse.mm on CSR measured 1.5-2.5x slower than it for F >= 64
+# (bench/bench_aggregation.py).  So the native path calls DGL's kernels directly, without DGL's
+# Python/autograd layers, and adds what we fuse: cached degree scales, the transposed index cached
+# per graph, fp32 math for half types.
+def _graph_index(graph, direction: str):
+    if direction == "in":
+        return graph._graph
+    return cached(graph, "gspmm.reverse_index", lambda g: g._graph.reverse())
 
 
-def native_spmm(structure: Structure, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:
-    """The same product with torch primitives: a sparse CSR matmul for scalar weights, a gather +
-    index_add for per-feature weights.  Half types compute in fp32."""
+try:  # DGL's C entry point: skips _gspmm's per-call shape inference and Python conversions
+    from dgl._sparse_ops import _CAPI_DGLKernelSpMM, to_dgl_nd, to_dgl_nd_for_write
+except ImportError:  # another DGL version: go through its public-ish wrapper
+    _CAPI_DGLKernelSpMM = None
+
+
+def _dgl_spmm_sum(gidx, x: torch.Tensor, w: Optional[torch.Tensor], num_rows: int, num_edges: int):
+    """sum over in-edges of x[u] (* w[e]) with DGL's CPU kernel; x, w contiguous, same dtype."""
+    if _CAPI_DGLKernelSpMM is None:
+        from dgl._sparse_ops import _gspmm
+
+        return _gspmm(gidx, "copy_lhs" if w is None else "mul", "sum", x, w)[0]
+    out = torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
+    if num_edges:
+        null = to_dgl_nd(None)
+        _CAPI_DGLKernelSpMM(gidx, "copy_lhs" if w is None else "mul", "sum", to_dgl_nd(x),
+                            null if w is None else to_dgl_nd(w), to_dgl_nd_for_write(out), null, null)
+    return out
+
+
+def native_spmm(graph, direction: str, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:
+    """out = dst_scale * (A (src_scale * x)) with A the in-adjacency (``"in"``) or its transpose
+    (``"out"``), weighted by ``efeat`` ([E, 1] or [E, F], edge-id order) when given."""
     acc = _acc_dtype(ufeat.dtype)
     x = ufeat.to(acc)
-    if src_scale is not None:
-        x = x * src_scale.to(acc)[:, None]
-    if efeat is not None and efeat.shape[1] > 1:
-        msg = x[structure.indices.long()] * efeat.to(acc)[structure.eids.long()]
-        out = torch.zeros((structure.num_rows, x.shape[1]), dtype=acc, device=x.device)
-        out.index_add_(0, _rows_of(structure), msg)
-    elif structure.num_edges == 0 or x.shape[1] == 0:
-        out = torch.zeros((structure.num_rows, x.shape[1]), dtype=acc, device=x.device)
-    else:
-        values = (efeat[:, 0].to(acc)[structure.eids.long()] if efeat is not None
-                  else torch.ones(structure.num_edges, dtype=acc, device=x.device))
-        with warnings.catch_warnings():  # torch 2.x calls sparse CSR "beta" on every construction
-            warnings.simplefilter("ignore", UserWarning)
-            matrix = torch.sparse_csr_tensor(structure.indptr, structure.indices.long(), values,
-                                             size=(structure.num_rows, structure.num_cols))
-        out = torch.sparse.mm(matrix, x)
+    x = x * src_scale[:, None] if src_scale is not None else x.contiguous()
+    num_src, num_dst, num_edges, _ = _graph_facts(graph)
+    w = None if efeat is None else efeat.to(acc).contiguous()
+    out = _dgl_spmm_sum(_graph_index(graph, direction), x, w, num_dst if direction == "in" else num_src, num_edges)
     if dst_scale is not None:
-        out = out * dst_scale.to(acc)[:, None]
+        out.mul_(dst_scale[:, None])
     return out.to(ufeat.dtype)
 
 
-def native_edge_grad(structure: Structure, ufeat, grad_out, src_scale, dst_scale, per_feat, out_dtype):
+def native_edge_grad(graph, ufeat, grad_out, src_scale, dst_scale, per_feat, out_dtype):
+    """SDDMM: s_u s_v <x[u], grad[v]> per edge (or the elementwise product), edge-id order."""
+    from dgl._sparse_ops import _gsddmm
+
     acc = _acc_dtype(ufeat.dtype)
-    src, dst = structure.indices.long(), _rows_of(structure)
-    val = ufeat.to(acc)[src] * grad_out.to(acc)[dst]
-    val = val if per_feat else val.sum(1, keepdim=True)
-    if src_scale is not None:
-        val = val * src_scale.to(acc)[src, None]
-    if dst_scale is not None:
-        val = val * dst_scale.to(acc)[dst, None]
-    out = torch.empty_like(val)
-    out[structure.eids.long()] = val  # CSR order -> edge-id order
-    return out.to(out_dtype)
+    x, g = ufeat.to(acc), grad_out.to(acc)
+    x = x * src_scale[:, None] if src_scale is not None else x.contiguous()
+    g = g * dst_scale[:, None] if dst_scale is not None else g.contiguous()
+    out = _gsddmm(graph._graph, "mul" if per_feat else "dot", x, g, "u", "v")
+    return out.reshape(out.shape[0], x.shape[1] if per_feat else 1).to(out_dtype)
 
 
 # ----------------------------------------------------------------------------- autograd
 def _scales(graph, norm: str, reduce: str, dtype: torch.dtype):
     """(per-source, per-destination) factors as float32 (float64 for fp64 inputs), cached per graph."""
+    if norm == "none" and reduce == "sum":
+        return None, None  # the common case: no lookup at all
     acc = _acc_dtype(dtype)
 
     def build(g):
@@ -188,19 +201,19 @@ class GSpMMFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph, reduce, norm, path, gs_in, gs_out, deterministic, ufeat, efeat):
         src_scale, dst_scale = _scales(graph, norm, reduce, ufeat.dtype)
-        ctx.graph, ctx.reduce, ctx.norm, ctx.path = graph, reduce, norm, path
+        ctx.graph, ctx.path, ctx.scales = graph, path, (src_scale, dst_scale)
         ctx.gs_out, ctx.deterministic = gs_out, deterministic
         ctx.save_for_backward(ufeat, efeat)
         if path == "triton":
             return gspmm_forward(in_csr(graph), groups_for(graph, "in", gs_in), ufeat, efeat,
                                  src_scale, dst_scale, deterministic)
-        return native_spmm(in_csr(graph), ufeat, efeat, src_scale, dst_scale)
+        return native_spmm(graph, "in", ufeat, efeat, src_scale, dst_scale)
 
     @staticmethod
     def backward(ctx, grad_out):
         ufeat, efeat = ctx.saved_tensors
         graph = ctx.graph
-        src_scale, dst_scale = _scales(graph, ctx.norm, ctx.reduce, ufeat.dtype)
+        src_scale, dst_scale = ctx.scales
         grad_u = grad_e = None
         if ctx.needs_input_grad[7]:
             # d out[v] / d x[u] = dst_scale[v] * w[e] * src_scale[u]: the transposed product, with the
@@ -209,15 +222,14 @@ class GSpMMFunction(torch.autograd.Function):
                 grad_u = gspmm_forward(out_csr(graph), groups_for(graph, "out", ctx.gs_out), grad_out, efeat,
                                        dst_scale, src_scale, ctx.deterministic)
             else:
-                grad_u = native_spmm(out_csr(graph), grad_out, efeat, dst_scale, src_scale)
+                grad_u = native_spmm(graph, "out", grad_out, efeat, dst_scale, src_scale)
         if efeat is not None and ctx.needs_input_grad[8]:
             per_feat = efeat.shape[1] > 1
             if ctx.path == "triton":
                 src, dst = _edges_by_id(graph)
                 grad_e = edge_grad_forward(src, dst, ufeat, grad_out, src_scale, dst_scale, per_feat, efeat.dtype)
             else:
-                grad_e = native_edge_grad(in_csr(graph), ufeat, grad_out, src_scale, dst_scale, per_feat,
-                                          efeat.dtype)
+                grad_e = native_edge_grad(graph, ufeat, grad_out, src_scale, dst_scale, per_feat, efeat.dtype)
         return None, None, None, None, None, None, None, grad_u, grad_e
 
 
@@ -228,24 +240,37 @@ def _choice(name: str, value, allowed) -> str:
     return value
 
 
+def _graph_facts(graph):
+    """(num_src, num_dst, num_edges, device) after checking the graph once per graph version: DGL's Python
+    accessors cost microseconds each, which matters for small graphs called every layer."""
+    def build(g):
+        check_graph(g)
+        return g.num_src_nodes(), g.num_dst_nodes(), g.num_edges(), g.device
+
+    return cached(graph, "gspmm.facts", build)
+
+
 def _validate(graph, op, reduce, ufeat, efeat, norm, group_size):
-    _choice("op", op, OPS)
-    _choice("reduce", reduce, REDUCES)
-    _choice("norm", norm, NORMS)
+    if op not in OPS:
+        _choice("op", op, OPS)
+    if reduce not in REDUCES:
+        _choice("reduce", reduce, REDUCES)
+    if norm not in NORMS:
+        _choice("norm", norm, NORMS)
     if not isinstance(graph, dgl.DGLGraph):
         raise ValueError(f"expected a dgl.DGLGraph or block (got {type(graph).__name__}).")
-    check_graph(graph)
+    num_src, _, num_edges, device = _graph_facts(graph)
     if not isinstance(ufeat, torch.Tensor) or ufeat.dim() < 1:
         raise ValueError("expected ufeat to be a tensor with one row per source node "
                          f"(got {type(ufeat).__name__}{' of dim 0' if isinstance(ufeat, torch.Tensor) else ''}).")
     if ufeat.dtype not in _FLOAT:
         raise ValueError(f"expected floating-point ufeat (float32, float16, bfloat16, float64) "
                          f"(got {ufeat.dtype}). Fix: ufeat.float().")
-    if ufeat.shape[0] != graph.num_src_nodes():
-        raise ValueError(f"expected ufeat with {graph.num_src_nodes()} rows, one per source node "
+    if ufeat.shape[0] != num_src:
+        raise ValueError(f"expected ufeat with {num_src} rows, one per source node "
                          f"(got {ufeat.shape[0]}). Fix: for a block pass block.srcdata features.")
-    if ufeat.device != graph.device:
-        raise ValueError(f"expected graph and features on one device (got graph on {graph.device}, "
+    if ufeat.device != device:
+        raise ValueError(f"expected graph and features on one device (got graph on {device}, "
                          f"ufeat on {ufeat.device}). Fix: g = g.to(ufeat.device).")
     if (op == "u_mul_e") != (efeat is not None):
         raise ValueError(f"expected efeat {'' if op == 'u_mul_e' else 'to be None '}for op={op!r} "
@@ -255,10 +280,9 @@ def _validate(graph, op, reduce, ufeat, efeat, norm, group_size):
         if not isinstance(efeat, torch.Tensor) or efeat.dtype not in _FLOAT:
             raise ValueError(f"expected floating-point edge weights (got "
                              f"{efeat.dtype if isinstance(efeat, torch.Tensor) else type(efeat).__name__}).")
-        if efeat.device != graph.device:
-            raise ValueError(f"expected graph and edge weights on one device (got graph on {graph.device}, "
+        if efeat.device != device:
+            raise ValueError(f"expected graph and edge weights on one device (got graph on {device}, "
                              f"efeat on {efeat.device}). Fix: efeat.to(g.device).")
-        num_edges = graph.num_edges()
         ok_shapes = [(num_edges,), (num_edges, 1), (num_edges,) + tuple(ufeat.shape[1:])]
         if tuple(efeat.shape) not in ok_shapes:
             raise ValueError(f"expected efeat of shape [E], [E, 1] or [E, {', '.join(map(str, ufeat.shape[1:]))}] "
@@ -313,7 +337,7 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torc
     width = 1
     for d in trailing:
         width *= d
-    x = ufeat.reshape(ufeat.shape[0], width)  # explicit width: -1 is ambiguous with 0 rows
+    x = ufeat if ufeat.dim() == 2 else ufeat.reshape(ufeat.shape[0], width)  # -1 is ambiguous with 0 rows
     w = None
     if efeat is not None:  # [E, 1]: one weight per edge; [E, width]: one per edge and feature
         scalar = efeat.dim() == 1 or tuple(efeat.shape[1:]) == (1,)
@@ -322,7 +346,7 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torc
         deterministic = torch.are_deterministic_algorithms_enabled()
     gs = _group_size(graph, width, ufeat.dtype, group_size) if path == "triton" else group_size
     out = GSpMMFunction.apply(graph, reduce, norm, path, gs, gs, bool(deterministic), x, w)
-    return out.reshape((out.shape[0],) + trailing)
+    return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
 
 
 def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
