@@ -10,6 +10,7 @@ from .backend import (  # noqa: E402
     BACKENDS, choose_path, get_backend, reset_stats, set_backend, stats, triton_available, use_backend,
 )
 
+from .exec_paths import execution_paths  # noqa: E402
 from .patching import disable, enable, enabled, is_enabled  # noqa: E402
 
 __version__ = "0.1.0"
@@ -31,5 +32,5 @@ try:
     _prepare_for(get_backend())
 except ValueError:
     pass  # a bad DGL_ACCEL_BACKEND value is reported, with its fix, by the first op that reads it
-__all__ = ["enable", "disable", "enabled", "is_enabled", "explain", "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats",
+__all__ = ["execution_paths", "enable", "disable", "enabled", "is_enabled", "explain", "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats",
            "reset_stats", "triton_available", "__version__"]

@@ -162,3 +162,16 @@ def out_csr(g) -> Structure:
     """Out-edges grouped by source: rows = src nodes, ``indices`` = destination ids."""
     check_graph(g)
     return cached(g, "out_csr", lambda h: _build(h, "csr"))
+
+
+def structure_id(g) -> tuple:
+    """Identity of the adjacency behind ``g``, equal for every view of the same graph.
+
+    DGL hands message-passing code a fresh view object on each call (``update_all`` runs on
+    ``g[etype]``, a new DGLGraph around a new index sharing the same C++ unit graph), so neither
+    the DGLGraph nor its ``_graph`` identifies the structure.  The in-CSR arrays DGL stores in the
+    unit graph do: their addresses are shared by all views and differ between live graphs.
+    Costs one C call (~20 us): use it where a per-call check is worth that, not on every op.
+    """
+    indptr, indices, eids = g._graph.adjacency_matrix_tensors(0, True, "csr")[2:]
+    return (indptr.data_ptr(), indices.data_ptr(), eids.data_ptr(), g.num_src_nodes(), g.num_dst_nodes())

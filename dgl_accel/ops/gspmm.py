@@ -18,6 +18,7 @@ Naming chain: ``_gspmm_grouped_fwd_kernel`` / ``_segment_reduce_kernel`` /
 """
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 import dgl
@@ -25,6 +26,7 @@ import torch
 
 from .. import backend
 from ..graph.groups import Groups, groups_for
+from ..exec_paths import LayerPlan, begin_layer
 from ..graph.structure import Structure, cached, check_graph, in_csr, out_csr
 from .launch import triton_kernel
 
@@ -197,40 +199,101 @@ def _edges_by_id(graph):
     return cached(graph, "gspmm.edges_by_id", lambda g: g.edges(order="eid"))
 
 
+def _compact_spmm(paths, depth, direction, x, row_scale, col_scale, scale_key):
+    """``native_spmm`` on the execution path SG_depth: gather the columns it reads, aggregate on
+    the compact block (DGL's kernel), scatter the rows it writes.  Other rows of the result are 0."""
+    acc = _acc_dtype(x.dtype)
+    rows, cols, gidx, num_edges = paths.compact(depth, direction)
+
+    def gathered():  # the scales of the active rows/columns, as [k, 1] columns
+        pick = lambda scale, ids: None if scale is None else scale.index_select(0, ids).unsqueeze(1)  # noqa: E731
+        return [pick(row_scale, rows), pick(col_scale, cols)]
+
+    row_s, col_s = paths.gathered((depth, direction, scale_key), gathered)
+    out = torch.zeros((paths.graph.num_nodes(), x.shape[1]), dtype=acc, device=x.device)
+    if rows.numel() and x.shape[1]:
+        xc = x.index_select(0, cols).to(acc)
+        if col_s is not None:
+            xc.mul_(col_s)
+        oc = _dgl_spmm_sum(gidx, xc, None, rows.numel(), num_edges)
+        if row_s is not None:
+            oc.mul_(row_s)
+        out.index_copy_(0, rows, oc)
+    return out.to(x.dtype)
+
+
+def _aggregate(graph, direction: str, x, w, src_scale, dst_scale, path, gs, deterministic):
+    """One aggregation over ``graph`` (``"in"``) or its transpose (``"out"``) on the chosen path."""
+    if path == "triton":
+        structure = in_csr(graph) if direction == "in" else out_csr(graph)
+        gs = gs if gs is not None else _group_size(graph, x.shape[1], x.dtype, None)
+        return gspmm_forward(structure, groups_for(graph, direction, gs), x, w, src_scale, dst_scale,
+                             deterministic)
+    return native_spmm(graph, direction, x, w, src_scale, dst_scale)
+
+
+def _edge_grad(graph, path, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype):
+    if path == "triton":
+        src, dst = _edges_by_id(graph)
+        return edge_grad_forward(src, dst, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype)
+    return native_edge_grad(graph, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype)
+
+
+def _path_aggregate(ctx, depth, direction, x, w, row_scale, col_scale):
+    """Aggregate on execution path SG_depth; returns (result, the graph whose edges it used)."""
+    paths = ctx.session.paths
+    if not paths.worthwhile(depth):  # most edges are on the path: the full graph is as good, and exact
+        return _aggregate(ctx.graph, direction, x, w, col_scale, row_scale, ctx.path, ctx.gs, ctx.deterministic), \
+            ctx.graph
+    if ctx.path != "triton" and w is None:
+        return _compact_spmm(paths, depth, direction, x, row_scale, col_scale, ctx.scale_key), None
+    sg = paths.subgraph(depth)
+    w_sg = None if w is None else w[sg.edata[dgl.EID].long()]
+    return _aggregate(sg, direction, x, w_sg, col_scale, row_scale, ctx.path, ctx.gs, ctx.deterministic), sg
+
+
 class GSpMMFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, graph, reduce, norm, path, gs_in, gs_out, deterministic, ufeat, efeat):
-        src_scale, dst_scale = _scales(graph, norm, reduce, ufeat.dtype)
-        ctx.graph, ctx.path, ctx.scales = graph, path, (src_scale, dst_scale)
-        ctx.gs_out, ctx.deterministic = gs_out, deterministic
+    def forward(ctx, graph, reduce, norm, path, gs, deterministic, session, layer, ufeat, efeat):
+        src_scale, dst_scale = _scales(graph, norm, reduce, ufeat.dtype)  # full-graph degrees, always
+        ctx.graph, ctx.path, ctx.scales, ctx.gs = graph, path, (src_scale, dst_scale), gs
+        ctx.deterministic, ctx.session, ctx.layer = deterministic, session, layer
+        ctx.scale_key = f"{norm}.{reduce}.{_acc_dtype(ufeat.dtype)}"
         ctx.save_for_backward(ufeat, efeat)
-        if path == "triton":
-            return gspmm_forward(in_csr(graph), groups_for(graph, "in", gs_in), ufeat, efeat,
-                                 src_scale, dst_scale, deterministic)
-        return native_spmm(graph, "in", ufeat, efeat, src_scale, dst_scale)
+        depth = session.forward_depth(layer) if layer is not None else None
+        if depth is None:
+            return _aggregate(graph, "in", ufeat, efeat, src_scale, dst_scale, path, gs, deterministic)
+        # Receptive-field forward: rows in N^depth (all the loss can reach) are exact; others are 0
+        # (or, where the path holds most edges, computed anyway).
+        return _path_aggregate(ctx, depth, "in", ufeat, efeat, dst_scale, src_scale)[0]
 
     @staticmethod
     def backward(ctx, grad_out):
         ufeat, efeat = ctx.saved_tensors
-        graph = ctx.graph
         src_scale, dst_scale = ctx.scales
+        depth = ctx.session.backward_depth(ctx.layer) if ctx.layer is not None else None
         grad_u = grad_e = None
-        if ctx.needs_input_grad[7]:
+        edges_of = ctx.graph  # the graph whose edges carry nonzero weight gradients
+        if ctx.needs_input_grad[8]:
             # d out[v] / d x[u] = dst_scale[v] * w[e] * src_scale[u]: the transposed product, with the
-            # two scale vectors swapping roles.
-            if ctx.path == "triton":
-                grad_u = gspmm_forward(out_csr(graph), groups_for(graph, "out", ctx.gs_out), grad_out, efeat,
-                                       dst_scale, src_scale, ctx.deterministic)
+            # two scale vectors swapping roles.  grad_out is exactly 0 outside N^depth, so only the
+            # in-edges of N^depth (SG_depth) contribute.
+            if depth is None:
+                grad_u = _aggregate(ctx.graph, "out", grad_out, efeat, dst_scale, src_scale, ctx.path, ctx.gs,
+                                    ctx.deterministic)
             else:
-                grad_u = native_spmm(graph, "out", grad_out, efeat, dst_scale, src_scale)
-        if efeat is not None and ctx.needs_input_grad[8]:
+                grad_u, used = _path_aggregate(ctx, depth, "out", grad_out, efeat, src_scale, dst_scale)
+                edges_of = used if used is not None else ctx.graph
+        if efeat is not None and ctx.needs_input_grad[9]:
+            if depth is not None and edges_of is ctx.graph and ctx.session.paths.worthwhile(depth):
+                edges_of = ctx.session.paths.subgraph(depth)
             per_feat = efeat.shape[1] > 1
-            if ctx.path == "triton":
-                src, dst = _edges_by_id(graph)
-                grad_e = edge_grad_forward(src, dst, ufeat, grad_out, src_scale, dst_scale, per_feat, efeat.dtype)
-            else:
-                grad_e = native_edge_grad(graph, ufeat, grad_out, src_scale, dst_scale, per_feat, efeat.dtype)
-        return None, None, None, None, None, None, None, grad_u, grad_e
+            grad_e = _edge_grad(edges_of, ctx.path, ufeat, grad_out, src_scale, dst_scale, per_feat, efeat.dtype)
+            if edges_of is not ctx.graph:  # SG edges -> full edge list; the others get exact zeros
+                full = grad_e.new_zeros((efeat.shape[0], grad_e.shape[1]))
+                full[edges_of.edata[dgl.EID].long()] = grad_e
+                grad_e = full
+        return None, None, None, None, None, None, None, None, grad_u, grad_e
 
 
 # ----------------------------------------------------------------------------- public op
@@ -319,12 +382,13 @@ def _group_size(graph, num_feats: int, dtype, forced: Optional[int]) -> int:
 
 def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torch.Tensor] = None, *,
           norm: str = "none", group_size: Optional[int] = None,
-          deterministic: Optional[bool] = None) -> torch.Tensor:
+          deterministic: Optional[bool] = None, layer_plan: Optional[LayerPlan] = None) -> torch.Tensor:
     """Aggregate messages into destination nodes; differentiable in ``ufeat`` and ``efeat``.
 
     ``ufeat``: [num_src_nodes, *]; ``efeat`` (``u_mul_e`` only): [E], [E, 1] or [E, *ufeat.shape[1:]].
     Returns [num_dst_nodes, *ufeat.shape[1:]].  ``group_size`` forces gs (default: chosen from the
-    graph's degree statistics, see ``dgl_accel.explain``).
+    graph's degree statistics, see ``dgl_accel.explain``).  ``layer_plan`` is for layers that
+    registered with ``dgl_accel.exec_paths.begin_layer`` themselves.
     """
     _validate(graph, op, reduce, ufeat, efeat, norm, group_size)
     stat_name = f"{op}_{reduce}"
@@ -344,8 +408,11 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torc
         w = efeat.reshape(efeat.shape[0], 1 if scalar else width)
     if deterministic is None:
         deterministic = torch.are_deterministic_algorithms_enabled()
-    gs = _group_size(graph, width, ufeat.dtype, group_size) if path == "triton" else group_size
-    out = GSpMMFunction.apply(graph, reduce, norm, path, gs, gs, bool(deterministic), x, w)
+    # Inside dgl_accel.execution_paths(...): this aggregation's place in the training step.  A layer
+    # that already registered itself (to restrict its own dense work) passes its plan.
+    plan = layer_plan if layer_plan is not None else begin_layer(graph)
+    session, layer = (plan.session, plan.layer) if plan is not None else (None, None)
+    out = GSpMMFunction.apply(graph, reduce, norm, path, group_size, bool(deterministic), session, layer, x, w)
     return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
 
 
