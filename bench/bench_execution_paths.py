@@ -103,15 +103,17 @@ def run_case(g, name, ratio, args, seed=0):
     dgl_accel.nn.swap(ours)
     opts = {k: torch.optim.Adam(m.parameters(), lr=0.01) for k, m in (("dgl", native), ("ours", ours))}
 
-    # One-off preparation: frontiers, execution-path subgraphs and their CSR views for both layers.
+    # One-off preparation, as the steps use it: ep needs the backward path of layer 2 (layer 1's
+    # input needs no gradient); ep_rf also the forward paths of both layers.
     start = time.perf_counter()
-    paths = Paths(g, train_idx)
-    for depth in range(2):
-        sg = paths.subgraph(depth)
-        sg.adj_tensors("csc")
-        sg._graph.reverse()
+    ep_paths = Paths(g, train_idx)
+    ep_paths.compact(0, "out")
     prep_s = time.perf_counter() - start
-    paths = prepare(g, train_idx)  # the cached copy the steps will use
+    rf_paths = Paths(g, train_idx)
+    for depth, direction in ((0, "out"), (0, "in"), (1, "in")):
+        rf_paths.compact(depth, direction)
+    rf_paths.rows(1), rf_paths.rows(2)
+    prepare(g, train_idx)  # the cached copy the steps will use
 
     def step_dgl():
         loss = F.cross_entropy(native(g, x)[train_idx], y[train_idx])
@@ -141,7 +143,8 @@ def run_case(g, name, ratio, args, seed=0):
     ep_times = times["ep"]
     bwd_dgl = _backward_aggregation_ms(step_dgl, GSpMM, args.repeat)
     bwd_ep = _backward_aggregation_ms(lambda: step_ep(False), GSpMMFunction, args.repeat)
-    extra = paths.extra_bytes()
+    paths = ep_paths
+    extra, extra_rf = ep_paths.extra_bytes(), rf_paths.extra_bytes()
     feat_bytes = x.numel() * x.element_size()
     return {"case": f"{name}@{ratio:g}", "graph": name, "train_ratio": ratio, "nodes": n, "edges": g.num_edges(),
             "dgl_epoch_ms": round(med["dgl"], 2), "ep_epoch_ms": round(med["ep"], 2),
@@ -150,10 +153,12 @@ def run_case(g, name, ratio, args, seed=0):
             "dgl_bwd_agg_ms": round(bwd_dgl, 3), "ep_bwd_agg_ms": round(bwd_ep, 3),
             "backward_speedup": round(bwd_dgl / max(bwd_ep, 1e-6), 2),
             "frontier1_frac": round(float(paths.frontier(1).float().mean()), 3),
-            "sg0_edge_frac": round(paths.subgraph(0).num_edges() / g.num_edges(), 3),
+            "sg0_edge_frac": round(paths.edge_ids(0).numel() / g.num_edges(), 3),
             "prep_ms": round(prep_s * 1e3, 2), "extra_mb": round(extra / 2**20, 2),
             "extra_vs_graph_pct": round(100 * extra / _structure_bytes(g), 1),
             "extra_vs_graph_feat_pct": round(100 * extra / (_structure_bytes(g) + feat_bytes), 1),
+            "extra_rf_mb": round(extra_rf / 2**20, 2),
+            "extra_rf_vs_graph_feat_pct": round(100 * extra_rf / (_structure_bytes(g) + feat_bytes), 1),
             "provider": "dgl_accel", "dropout": args.dropout,
             # the harness's timing columns: ep's epoch, seconds
             "median": statistics.median(ep_times), "min": min(ep_times), "max": max(ep_times)}
@@ -187,7 +192,8 @@ def main(argv=None):
                   f"backward aggregation {rows[-1]['backward_speedup']}x", file=sys.stderr)
     cols = ["graph", "train_ratio", "dgl_epoch_ms", "ep_epoch_ms", "ep_rf_epoch_ms", "epoch_speedup",
             "epoch_speedup_rf", "dgl_bwd_agg_ms", "ep_bwd_agg_ms", "backward_speedup", "frontier1_frac",
-            "sg0_edge_frac", "prep_ms", "extra_mb", "extra_vs_graph_pct", "extra_vs_graph_feat_pct"]
+            "sg0_edge_frac", "prep_ms", "extra_mb", "extra_vs_graph_pct", "extra_vs_graph_feat_pct",
+            "extra_rf_mb", "extra_rf_vs_graph_feat_pct"]
     print(f"2-layer GCN {args.feats}->{args.hidden}->{args.classes}, dropout {args.dropout}, CPU threads "
           f"{torch.get_num_threads()}; speedups = dgl / dgl_accel")
     print_table(rows, columns=cols)

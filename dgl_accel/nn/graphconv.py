@@ -26,6 +26,34 @@ def _rows_matmul(x: torch.Tensor, weight: torch.Tensor, rows) -> torch.Tensor:
     return out.index_copy_(0, rows, torch.matmul(x.index_select(0, rows), weight))
 
 
+class _PathMatmul(torch.autograd.Function):
+    """``x @ weight`` whose backward uses only the rows where the output gradient can be nonzero.
+
+    Inside an execution-path session the gradient reaching a layer's weight product is exactly zero
+    outside a frontier N^d (known at backward time: the step's aggregation count is final by then),
+    so ``grad_weight = x[N^d]^T grad[N^d]`` and ``grad_x`` is ``grad @ weight^T`` on N^d rows only.
+    ``offset`` is 1 when the product feeds the layer's aggregation (weight first), 0 when it follows.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, plan, offset):
+        ctx.save_for_backward(x, weight)
+        ctx.plan, ctx.offset = plan, offset
+        return torch.matmul(x, weight)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        session = ctx.plan.session
+        rows = ctx.plan.rows(max(0, session.calls - ctx.plan.layer) + ctx.offset)
+        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        if rows is None:
+            return (grad @ weight.t() if need_x else None), (x.t() @ grad if need_w else None), None, None
+        g = grad.index_select(0, rows)
+        grad_x = grad.new_zeros(x.shape).index_copy_(0, rows, g @ weight.t()) if need_x else None
+        return grad_x, (x.index_select(0, rows).t() @ g if need_w else None), None, None
+
+
 def _has_zero_in_degree(graph) -> bool:
     # Cached per graph version: an O(N) degree pass per layer call adds up on small graphs.
     return cached(graph, "graphconv.zero_in_degree", lambda g: bool((g.in_degrees() == 0).any()))
@@ -44,16 +72,25 @@ class GraphConv(dgl.nn.GraphConv):
         op = "copy_u" if edge_weight is None else "u_mul_e"
         plan = begin_layer(graph)  # None outside dgl_accel.execution_paths
         depth = plan.forward_depth if plan is not None else None
-        plain = depth is None or feat_src.dim() != 2
         # Multiply first when it shrinks the features that the aggregation has to move (as DGL does).
         if self._in_feats > self._out_feats and weight is not None:
-            feat_src = torch.matmul(feat_src, weight) if plain else _rows_matmul(feat_src, weight, plan.rows(depth + 1))
+            feat_src = self._product(feat_src, weight, plan, depth, 1)
             weight = None
         rst = gspmm(graph, op, "sum", feat_src, edge_weight, norm=self._norm, layer_plan=plan)
         if weight is not None:
-            rst = torch.matmul(rst, weight) if plain else _rows_matmul(rst, weight, plan.rows(depth))
+            rst = self._product(rst, weight, plan, depth, 0)
         if self.bias is not None:
             rst = rst + self.bias
         if self._activation is not None:
             rst = self._activation(rst)
         return rst
+
+    @staticmethod
+    def _product(x, weight, plan, depth, offset):
+        """x @ weight: plain outside execution paths; inside, restricted to the rows that matter
+        (forward rows too once the receptive field is known, backward rows always)."""
+        if plan is None or x.dim() != 2:
+            return torch.matmul(x, weight)
+        if depth is not None:
+            return _rows_matmul(x, weight, plan.rows(depth + offset))
+        return _PathMatmul.apply(x, weight, plan, offset)

@@ -200,25 +200,18 @@ def _edges_by_id(graph):
 
 
 def _compact_spmm(paths, depth, direction, x, row_scale, col_scale, scale_key):
-    """``native_spmm`` on the execution path SG_depth: gather the columns it reads, aggregate on
-    the compact block (DGL's kernel), scatter the rows it writes.  Other rows of the result are 0."""
+    """``native_spmm`` on the execution path SG_depth: gather the input rows its edges read, and
+    let DGL's kernel aggregate them over SG_depth's edges only.  Rows without edges come out 0."""
     acc = _acc_dtype(x.dtype)
-    rows, cols, gidx, num_edges = paths.compact(depth, direction)
-
-    def gathered():  # the scales of the active rows/columns, as [k, 1] columns
-        pick = lambda scale, ids: None if scale is None else scale.index_select(0, ids).unsqueeze(1)  # noqa: E731
-        return [pick(row_scale, rows), pick(col_scale, cols)]
-
-    row_s, col_s = paths.gathered((depth, direction, scale_key), gathered)
-    out = torch.zeros((paths.graph.num_nodes(), x.shape[1]), dtype=acc, device=x.device)
-    if rows.numel() and x.shape[1]:
-        xc = x.index_select(0, cols).to(acc)
-        if col_s is not None:
-            xc.mul_(col_s)
-        oc = _dgl_spmm_sum(gidx, xc, None, rows.numel(), num_edges)
-        if row_s is not None:
-            oc.mul_(row_s)
-        out.index_copy_(0, rows, oc)
+    cols, gidx, num_edges = paths.compact(depth, direction)
+    col_s = None if col_scale is None else paths.gathered(
+        (depth, direction, scale_key), lambda: col_scale.index_select(0, cols).unsqueeze(1))
+    xc = x.index_select(0, cols).to(acc)
+    if col_s is not None:
+        xc.mul_(col_s)
+    out = _dgl_spmm_sum(gidx, xc, None, paths.graph.num_nodes(), num_edges)
+    if row_scale is not None:
+        out.mul_(row_scale[:, None])
     return out.to(x.dtype)
 
 
