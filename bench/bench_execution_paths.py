@@ -83,13 +83,17 @@ class _BackwardTimer:
         self.function.backward = staticmethod(self.original)
 
 
-def _backward_aggregation_ms(step, function, repeat) -> float:
-    samples = []
-    for _ in range(repeat):
-        with _BackwardTimer(function) as timer:
-            step()
-        samples.append(timer.seconds * 1e3)
-    return statistics.median(samples)
+def _backward_aggregation_ms(cases, repeat) -> dict:
+    """Median ms per step inside each case's aggregation backward, cases interleaved so that
+    machine noise hits both alike.  ``cases``: {name: (step, autograd Function)}."""
+    samples = {name: [] for name in cases}
+    for r in range(repeat):
+        for name in (list(cases) if r % 2 == 0 else list(reversed(cases))):
+            step, function = cases[name]
+            with _BackwardTimer(function) as timer:
+                step()
+            samples[name].append(timer.seconds * 1e3)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def run_case(g, name, ratio, args, seed=0):
@@ -141,8 +145,9 @@ def run_case(g, name, ratio, args, seed=0):
             times[k].append(time.perf_counter() - t)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     ep_times = times["ep"]
-    bwd_dgl = _backward_aggregation_ms(step_dgl, GSpMM, args.repeat)
-    bwd_ep = _backward_aggregation_ms(lambda: step_ep(False), GSpMMFunction, args.repeat)
+    bwd = _backward_aggregation_ms({"dgl": (step_dgl, GSpMM), "ep": (lambda: step_ep(False), GSpMMFunction)},
+                                   2 * args.repeat)
+    bwd_dgl, bwd_ep = bwd["dgl"], bwd["ep"]
     paths = ep_paths
     extra, extra_rf = ep_paths.extra_bytes(), rf_paths.extra_bytes()
     feat_bytes = x.numel() * x.element_size()
