@@ -1,0 +1,1 @@
+"""Samplers (transit-parallel engine, neighbour sampling, random walks) for dgl.dataloading."""
