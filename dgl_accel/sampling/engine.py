@@ -1,0 +1,94 @@
+"""Transit-parallel sampling engine (NextDoor, EuroSys'21).
+
+A sampling step maps (sample, transit) pairs to work.  The engine inverts that map: all samples
+sharing a transit vertex are processed together (sort by transit, run-length encode, scan), and
+transits are split by their work (neighbours to draw across their samples) into three kernel
+classes:
+
+* sub-warp (< 32 slots)  -> many transits per program, their slots side by side in one tile
+                            (NextDoor's sub-warp: lanes of one warp serve several transits);
+* block (32 .. 1024)     -> one transit per program, its slots spread across the program
+                            (NextDoor's thread block);
+* grid (> 1024)          -> not launched as its own kernel yet: such transits run the block kernel
+                            in slot chunks (with replacement) or the CPU algorithm (without).
+
+In Triton a "program" is a thread block; ``num_warps`` warps execute each tile, so the sub-warp
+class maps 32 transits x K_PAD slots onto one program rather than onto individual warps.
+Thresholds are configurable (``SUBWARP_MAX``, ``BLOCK_MAX``), defaults from the paper.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import backend
+
+SUBWARP_MAX = 32
+BLOCK_MAX = 1024
+
+
+@dataclass(frozen=True)
+class TransitGroups:
+    """Samples grouped by transit: transit ``transits[g]`` serves ``order[ptr[g]:ptr[g+1]]``."""
+
+    transits: torch.Tensor  # unique transit vertices, ascending
+    ptr: torch.Tensor       # int64 [G+1] offsets into ``order``
+    order: torch.Tensor     # sample indices sorted by transit (stable)
+
+    @property
+    def counts(self) -> torch.Tensor:
+        return self.ptr[1:] - self.ptr[:-1]
+
+
+def group_by_transit(transit_of_sample: torch.Tensor) -> TransitGroups:
+    """Invert sample -> transit: sort by transit, run-length encode, exclusive scan."""
+    order = torch.argsort(transit_of_sample, stable=True)
+    transits, counts = torch.unique_consecutive(transit_of_sample[order], return_counts=True)
+    ptr = torch.zeros(transits.numel() + 1, dtype=torch.int64, device=transit_of_sample.device)
+    torch.cumsum(counts, 0, out=ptr[1:])
+    return TransitGroups(transits=transits, ptr=ptr, order=order)
+
+
+def classify(work: torch.Tensor, subwarp_max: int = SUBWARP_MAX, block_max: int = BLOCK_MAX):
+    """Indices of the transits in the sub-warp, block and grid classes, by work per transit."""
+    if not 0 < subwarp_max <= block_max:
+        raise ValueError(f"expected 0 < subwarp_max <= block_max (got {subwarp_max}, {block_max}).")
+    sub = (work < subwarp_max).nonzero().flatten()
+    blk = ((work >= subwarp_max) & (work <= block_max)).nonzero().flatten()
+    grid = (work > block_max).nonzero().flatten()
+    return sub, blk, grid
+
+
+def neighbor_choice_triton(indptr: torch.Tensor, transits: torch.Tensor, fanout: int, *, seed: int, step: int,
+                           num_nodes: int, replace: bool) -> torch.Tensor:
+    """The Triton launcher of ``_neighbor_choice_kernel``: positions [T, fanout] (-1 padded), the
+    same values as :func:`dgl_accel.sampling.choice.neighbor_choice` for the same arguments."""
+    from ..kernels.sampling import SUBWARP_BLOCK_T, k_pad
+    from ..ops.launch import triton_kernel
+
+    transits = transits.to(torch.int64).contiguous()
+    out = torch.full((transits.numel(), fanout), -1, dtype=torch.int64, device=transits.device)
+    if transits.numel() == 0 or fanout == 0:
+        return out
+    if fanout > BLOCK_MAX:
+        raise ValueError(f"expected fanout <= {BLOCK_MAX} on the Triton path (got {fanout}): grid-class "
+                         f"transits run the native path. Fix: dgl_accel.set_backend('native') for this sampler.")
+    kernel = triton_kernel("sampling", "_neighbor_choice_kernel", transits.device)
+    block_t = SUBWARP_BLOCK_T if fanout < SUBWARP_MAX else 1  # sub-warp class, else block class
+    grid = (-(-transits.numel() // block_t),)
+    kernel[grid](indptr.to(torch.int64).contiguous(), transits, out, transits.numel(), fanout, seed, step,
+                 num_nodes, REPLACE=bool(replace), BLOCK_T=block_t, K_PAD=k_pad(fanout), num_warps=4)
+    return out
+
+
+def choose_neighbors(indptr, transits, fanout, *, seed, step, num_nodes, replace=False):
+    """Uniform neighbour choice on the path the backend picks (Triton kernel or native CPU)."""
+    path = backend.choose_path(indptr, transits)
+    backend.record("neighbor_choice", path, transits.device)
+    if path == "triton" and fanout <= BLOCK_MAX:
+        return neighbor_choice_triton(indptr, transits, fanout, seed=seed, step=step, num_nodes=num_nodes,
+                                      replace=replace)
+    from .choice import neighbor_choice
+
+    return neighbor_choice(indptr, transits, fanout, seed=seed, step=step, num_nodes=num_nodes, replace=replace)

@@ -1,0 +1,66 @@
+"""The transit engine: grouping by transit, work classes, and the Triton neighbour-choice kernel
+(under the interpreter) reproducing the spec bit for bit."""
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_accel.sampling.engine import classify, group_by_transit, neighbor_choice_triton
+from dgl_accel.sampling.rng import philox_randint
+
+
+def spec_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
+    """The choice spec written out one transit at a time (independent of every implementation)."""
+    out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
+    for i, v in enumerate(transits.tolist()):
+        start, deg = int(indptr[v]), int(indptr[v + 1] - indptr[v])
+        r = philox_randint(seed, (step * num_nodes + v) * fanout + torch.arange(fanout)).tolist()
+        if replace:
+            if deg:
+                out[i] = torch.tensor([start + x % deg for x in r])
+        elif deg <= fanout:
+            out[i, :deg] = torch.arange(start, start + deg)
+        else:
+            chosen = []
+            for j in range(fanout):
+                m = deg - fanout + j
+                t = r[j] % (m + 1)
+                chosen.append(m if t in chosen else t)
+            out[i] = torch.tensor(chosen) + start
+    return out
+
+
+@st.composite
+def csr_and_transits(draw):
+    n = draw(st.integers(1, 40))
+    degrees = draw(st.lists(st.one_of(st.integers(0, 6), st.integers(30, 70)), min_size=n, max_size=n))
+    indptr = torch.zeros(n + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(torch.tensor(degrees), 0)
+    transits = torch.tensor(draw(st.lists(st.integers(0, n - 1), min_size=0, max_size=30)), dtype=torch.int64)
+    return indptr, transits, n
+
+
+@settings(max_examples=20)
+@given(case=csr_and_transits(), fanout=st.sampled_from([1, 3, 10, 40]), replace=st.booleans(),
+       seed=st.integers(0, 2**40), step=st.integers(0, 3))
+def test_triton_kernel_matches_the_spec(case, fanout, replace, seed, step):
+    indptr, transits, n = case
+    got = neighbor_choice_triton(indptr, transits, fanout, seed=seed, step=step, num_nodes=n, replace=replace)
+    assert torch.equal(got, spec_choice(indptr, transits, fanout, seed, step, n, replace))
+    if not replace:  # a k-subset: no position twice in a row
+        for row in got.tolist():
+            picked = [p for p in row if p >= 0]
+            assert len(picked) == len(set(picked))
+
+
+def test_group_by_transit_inverts_the_map():
+    transit_of_sample = torch.tensor([5, 2, 5, 9, 2, 5])
+    groups = group_by_transit(transit_of_sample)
+    assert groups.transits.tolist() == [2, 5, 9] and groups.counts.tolist() == [2, 3, 1]
+    for g, t in enumerate(groups.transits.tolist()):
+        samples = groups.order[groups.ptr[g]:groups.ptr[g + 1]].tolist()
+        assert all(transit_of_sample[s] == t for s in samples) and samples == sorted(samples)
+
+
+def test_classify_by_work():
+    sub, blk, grid = classify(torch.tensor([1, 31, 32, 500, 1024, 1025, 10**5]))
+    assert sub.tolist() == [0, 1] and blk.tolist() == [2, 3, 4] and grid.tolist() == [5, 6]
