@@ -2,8 +2,6 @@
 import subprocess
 import sys
 
-import dgl
-import torch
 
 import dgl_accel
 from dgl_accel import data

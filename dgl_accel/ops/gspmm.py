@@ -18,7 +18,6 @@ Naming chain: ``_gspmm_grouped_fwd_kernel`` / ``_segment_reduce_kernel`` /
 """
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
 import dgl
