@@ -31,7 +31,7 @@ from typing import List, Optional
 import dgl
 import torch
 
-from .graph.structure import cached, check_graph, structure_id
+from .graph.structure import cached, check_graph, edges_by_id, structure_id
 
 _local = threading.local()
 _ROW_MIXING = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.InstanceNorm1d)
@@ -83,7 +83,7 @@ class Paths:
         self._frontiers: List[torch.Tensor] = [mask]
         self._cache: dict = {}
         self.learned_layers: Optional[int] = None  # aggregations per step seen by an earlier block
-        src, dst = graph.edges(order="eid")  # the graph's own COO arrays where DGL holds them
+        src, dst = edges_by_id(graph)  # the graph's own COO arrays where DGL holds them
         self._src, self._dst = src.long(), dst.long()
 
     def _get(self, key, build):

@@ -173,5 +173,32 @@ def structure_id(g) -> tuple:
     unit graph do: their addresses are shared by all views and differ between live graphs.
     Costs one C call (~20 us): use it where a per-call check is worth that, not on every op.
     """
-    indptr, indices, eids = g._graph.adjacency_matrix_tensors(0, True, "csr")[2:]
-    return (indptr.data_ptr(), indices.data_ptr(), eids.data_ptr(), g.num_src_nodes(), g.num_dst_nodes())
+    from dgl import DGLError
+
+    sizes = (g.num_src_nodes(), g.num_dst_nodes())
+    for transpose in (True, False):  # CSC, else CSR: whichever the graph is allowed to hold
+        try:
+            arrays = g._graph.adjacency_matrix_tensors(0, transpose, "csr")[2:]
+        except DGLError:
+            continue
+        return ("csr", transpose) + tuple(a.data_ptr() for a in arrays if a.numel()) + sizes
+    # COO only: edges() hands out the stored (src, dst) arrays themselves (its eids are made anew).
+    src, dst = g._graph.edges(0, "eid")[:2]
+    return ("coo", src.data_ptr(), dst.data_ptr()) + sizes
+
+
+def edges_by_id(g):
+    """(src, dst) of every edge in edge-id order, cached; works whatever sparse formats the graph
+    is restricted to (``g.edges(order="eid")`` refuses CSR/CSC-only graphs)."""
+    def build(graph):
+        from dgl import DGLError
+
+        try:
+            return graph.edges(order="eid")
+        except DGLError:
+            src, dst, eid = graph.edges(form="all", order="srcdst")
+            by_id_src, by_id_dst = torch.empty_like(src), torch.empty_like(dst)
+            by_id_src[eid.long()], by_id_dst[eid.long()] = src, dst
+            return by_id_src, by_id_dst
+
+    return cached(g, "structure.edges_by_id", build)

@@ -26,7 +26,7 @@ import torch
 from .. import backend
 from ..graph.groups import Groups, groups_for
 from ..exec_paths import LayerPlan, begin_layer
-from ..graph.structure import Structure, cached, check_graph, in_csr, out_csr
+from ..graph.structure import Structure, cached, check_graph, edges_by_id, in_csr, out_csr
 from .launch import triton_kernel
 
 OPS = ("copy_u", "u_mul_e")
@@ -194,10 +194,6 @@ def _scales(graph, norm: str, reduce: str, dtype: torch.dtype):
     return cached(graph, f"gspmm.scales.{norm}.{reduce}.{acc}", build)
 
 
-def _edges_by_id(graph):
-    return cached(graph, "gspmm.edges_by_id", lambda g: g.edges(order="eid"))
-
-
 def _compact_spmm(paths, depth, direction, x, row_scale, col_scale, scale_key):
     """``native_spmm`` on the execution path SG_depth: gather the input rows its edges read, and
     let DGL's kernel aggregate them over SG_depth's edges only.  Rows without edges come out 0."""
@@ -226,7 +222,7 @@ def _aggregate(graph, direction: str, x, w, src_scale, dst_scale, path, gs, dete
 
 def _edge_grad(graph, path, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype):
     if path == "triton":
-        src, dst = _edges_by_id(graph)
+        src, dst = edges_by_id(graph)
         return edge_grad_forward(src, dst, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype)
     return native_edge_grad(graph, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype)
 

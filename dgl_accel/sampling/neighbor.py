@@ -1,0 +1,206 @@
+"""``NeighborSampler``: DGL's multi-layer neighbour sampler on the counter-based choice primitive.
+
+A drop-in for ``dgl.dataloading.NeighborSampler`` on homogeneous graphs: same constructor
+arguments (plus ``seed``), same ``sample_blocks`` contract, and the prefetching / output-device /
+``as_edge_prediction_sampler`` machinery inherited from ``dgl.dataloading.BlockSampler``.
+
+Randomness is counter-based (see :mod:`dgl_accel.sampling.choice`): call ``n`` of a sampler built
+with ``seed=s`` uses the per-call seed ``mix(s, n)`` and ``step`` = layer index (0 = the layer
+nearest the output nodes), so two samplers with the same seed produce the same blocks for the same
+sequence of calls, on any device and in any batch composition of the transits.  Inside a
+``torch.utils.data`` worker the worker id is mixed in too, so workers do not repeat each other.
+"""
+from __future__ import annotations
+
+import dgl
+import numpy as np
+import torch
+from dgl.dataloading import BlockSampler
+
+from ..graph.structure import in_csr
+from .choice import (
+    _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, uniform_choice_np, weighted_choice_np,
+)
+
+__all__ = ["NeighborSampler"]
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def call_seed(seed: int, call: int, worker: int = 0) -> int:
+    """Per-call Philox key: a 64-bit mix of the sampler seed, the call counter and the worker id."""
+    return _splitmix64(_splitmix64(_splitmix64(seed) ^ call) ^ worker)
+
+
+def _check_homogeneous(g) -> None:
+    if not isinstance(g, dgl.DGLGraph) or g.is_block or len(g.ntypes) != 1 or len(g.canonical_etypes) != 1:
+        got = (f"node types {list(g.ntypes)} and edge types {list(g.canonical_etypes)}"
+               if isinstance(g, dgl.DGLGraph) else type(g).__name__)
+        if isinstance(g, dgl.DGLGraph) and g.is_block:
+            got = "a block"
+        raise ValueError(f"expected a homogeneous graph (got {got}). "
+                         f"Fix: use dgl.dataloading.NeighborSampler for heterographs")
+
+
+class NeighborSampler(BlockSampler):
+    """Sample a fixed number of in-neighbours per node and layer, building DGL blocks (MFGs).
+
+    Parameters follow ``dgl.dataloading.NeighborSampler``:
+
+    fanouts : list[int]
+        Neighbours per node for each layer, input layer first; -1 = all in-neighbours.
+    edge_dir : "in" only (sample in-edges, messages flow to the seeds).
+    prob : str, optional
+        Name of an ``edata`` field of non-negative per-edge weights; zero-weight edges are never
+        chosen (so a boolean mask works too).
+    replace : bool
+        Sample with replacement (each node then gets exactly ``fanout`` edges when it has any
+        positive-weight in-edge; repeated edges appear repeatedly in the block).
+    prefetch_node_feats, prefetch_labels, prefetch_edge_feats, output_device :
+        As in ``dgl.dataloading.BlockSampler``.
+    seed : int, optional
+        Sampler seed in [0, 2^64); default ``torch.randint(2**62, ())`` at construction, so
+        ``torch.manual_seed`` makes runs reproducible.
+
+    Block layout, as ``dgl.to_block(frontier, seeds)``: ``dstdata[NID]`` = the seeds in the given
+    order; ``srcdata[NID]`` = the seeds first, then the other sampled sources in increasing id
+    (DGL orders those by first appearance; both are valid DGL blocks); ``edata[EID]`` = original
+    edge ids, edges grouped by destination in seed order.  Blocks are built directly in CSC form
+    (what in-edge message passing uses), so no format conversion happens later.
+
+    ``exclude_eids`` (from ``as_edge_prediction_sampler(exclude=...)``): sampled edges whose id is
+    excluded are dropped after the choice, so they never appear in a block.  (DGL removes them
+    before choosing; here a node whose chosen edges include excluded ones ends up with fewer than
+    ``fanout`` edges.)
+
+    Seed nodes must be unique, as for DGL's sampler (the DataLoader guarantees it).
+    """
+
+    def __init__(self, fanouts, edge_dir="in", prob=None, replace=False, prefetch_node_feats=None,
+                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None, seed=None):
+        super().__init__(prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
+                         prefetch_edge_feats=prefetch_edge_feats, output_device=output_device)
+        if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
+            raise ValueError(f"expected fanouts to be a non-empty list of ints, one per layer (got {fanouts!r}). "
+                             f"Fix: pass e.g. [10, 10] for two layers.")
+        if any(isinstance(f, dict) for f in fanouts):
+            raise ValueError(f"expected one int fanout per layer (got per-edge-type dicts {fanouts!r}). "
+                             f"Fix: use dgl.dataloading.NeighborSampler for heterographs")
+        self.fanouts = [check_fanout(f, f"fanouts[{i}]") for i, f in enumerate(fanouts)]
+        if edge_dir != "in":
+            raise ValueError(f"expected edge_dir='in' (got {edge_dir!r}). "
+                             f"Fix: use dgl.dataloading.NeighborSampler for edge_dir='out'.")
+        self.edge_dir = edge_dir
+        if prob is not None and not isinstance(prob, str):
+            raise ValueError(f"expected prob to be the name of an edata field (got {type(prob).__name__}). "
+                             f"Fix: store the weights with g.edata['p'] = w and pass prob='p'.")
+        self.prob = prob
+        self.replace = bool(replace)
+        if seed is None:
+            seed = int(torch.randint(2**62, ()))
+        self.seed = check_seed(seed)
+        self.calls = 0
+
+    # -------------------------------------------------------------------------------- sampling
+    def _next_seed(self) -> int:
+        info = torch.utils.data.get_worker_info()
+        s = call_seed(self.seed, self.calls, 0 if info is None else info.id + 1)
+        self.calls += 1
+        return s
+
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        _check_homogeneous(g)
+        if isinstance(seed_nodes, dict):
+            if len(seed_nodes) != 1:
+                raise ValueError(f"expected seed nodes of the single node type (got a dict with keys "
+                                 f"{list(seed_nodes)}). Fix: pass a tensor of node ids.")
+            seed_nodes = next(iter(seed_nodes.values()))
+        seed_nodes = torch.as_tensor(seed_nodes)
+        n = g.num_nodes()
+        check_nodes(seed_nodes, n, "seed nodes")
+        output_nodes = seed_nodes
+        csr = in_csr(g)
+        indptr, indices, eids = _np64(csr.indptr), csr.indices.numpy(), csr.eids.numpy()
+        tab = None
+        if self.prob is not None:
+            if self.prob not in g.edata:
+                raise ValueError(f"expected g.edata to have the prob field {self.prob!r} (got fields "
+                                 f"{list(g.edata.keys())}). Fix: set g.edata[{self.prob!r}] = weights.")
+            p = g.edata[self.prob]
+            check_prob(p, g.num_edges(), f"g.edata[{self.prob!r}]")
+            tab = _tables(csr.indptr, csr.eids, p, indptr, eids)
+        excl = None
+        if exclude_eids is not None:
+            if isinstance(exclude_eids, dict):
+                exclude_eids = torch.cat([torch.as_tensor(x) for x in exclude_eids.values()]) \
+                    if exclude_eids else torch.empty(0, dtype=torch.int64)
+            excl = np.unique(_np64(torch.as_tensor(exclude_eids)))
+        seed = self._next_seed()
+        idtype = g.idtype
+        cur = _np64(seed_nodes)
+        out_dev = seed_nodes.device if self.output_device is None else torch.device(self.output_device)
+        blocks = []
+        for step, fanout in enumerate(reversed(self.fanouts)):
+            if tab is None:
+                pos = uniform_choice_np(indptr, cur, fanout, seed, step, n, self.replace)
+            else:
+                pos = weighted_choice_np(indptr, tab, cur, fanout, seed, step, n, self.replace)
+            block, src_ids = _make_block(pos, cur, indices, eids, excl, n, idtype)
+            blocks.insert(0, block)
+            cur = src_ids
+        if out_dev.type != "cpu":
+            blocks = [b.to(out_dev) for b in blocks]
+        input_nodes = blocks[0].srcdata[dgl.NID]
+        return input_nodes, output_nodes, blocks
+
+
+def _make_block(pos: np.ndarray, dst: np.ndarray, indices: np.ndarray, eids: np.ndarray, excl, n: int,
+                idtype):
+    """Block with dst = ``dst`` (unique ids) and in-edges at CSR positions ``pos`` [T, F] (-1 = none).
+
+    Returns the block and its source ids (dst first, then the new sources in increasing id).
+    """
+    T = dst.shape[0]
+    valid = pos >= 0
+    flat = pos[valid]  # row-major: edges grouped by destination, in slot order
+    eid = eids[flat]
+    if excl is not None and excl.size and eid.size:
+        keep = ~np.isin(eid, excl, assume_unique=False)
+        if not keep.all():
+            valid[valid] = keep
+            flat, eid = flat[keep], eid[keep]
+    src = indices[flat]
+    counts = valid.sum(axis=1)
+    indptr_b = np.zeros(T + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr_b[1:])
+    # Relabel: dst ids keep 0..T-1; other sources get T.. in increasing id order.
+    if src.size * 8 >= n:  # dense marks: O(n), cheaper than sorting when the frontier is large
+        mark = np.zeros(n, dtype=bool)
+        mark[src] = True
+        mark[dst] = False
+        new = np.flatnonzero(mark)
+    else:
+        new = np.unique(src)
+        new = new[~np.isin(new, dst)]
+    mapping = np.empty(n, dtype=np.int64)  # only the entries written below are ever read
+    mapping[dst] = np.arange(T, dtype=np.int64)
+    mapping[new] = np.arange(T, T + new.size, dtype=np.int64)
+    src_local = mapping[src]
+    src_ids = np.concatenate([dst, new])
+    np_idt = np.int32 if idtype == torch.int32 else np.int64
+    block = dgl.create_block(
+        ("csc", (torch.from_numpy(indptr_b.astype(np_idt, copy=False)),
+                 torch.from_numpy(src_local.astype(np_idt, copy=False)),
+                 torch.from_numpy(np.arange(src_local.size, dtype=np_idt)))),
+        num_src_nodes=int(src_ids.size), num_dst_nodes=T, idtype=idtype)
+    block.srcdata[dgl.NID] = torch.from_numpy(src_ids.astype(np_idt, copy=False))
+    block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt, copy=False))
+    block.edata[dgl.EID] = torch.from_numpy(eid.astype(np_idt, copy=False))
+    return block, src_ids

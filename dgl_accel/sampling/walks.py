@@ -1,0 +1,641 @@
+"""Random walks on the CPU, vectorised in torch across walks (Python loops only over steps):
+DeepWalk / weighted / restart walks (``random_walk``), node2vec (``node2vec_random_walk``)
+and GraphSAINT's frontier sampler (``multi_dimensional_random_walk``).
+
+Walks move along out-edges, like ``dgl.sampling.random_walk`` on a homogeneous graph.
+
+Randomness
+----------
+Every random number comes from Philox4x32-10 (see :mod:`dgl_accel.sampling.rng`), addressed by a
+counter that names the decision, never by a stream position.  One Philox evaluation yields four
+32-bit words (``tl.randint4x(seed, offset)`` in Triton: word k is the k-th output, and word 0
+equals ``tl.randint(seed, offset)``).  The 64-bit offset is::
+
+    offset = (walk_id << 32) | block          (walk_id < 2**31, block < 2**32)
+
+where ``walk_id`` is the walk's position in ``nodes`` (the instance id for the frontier sampler).
+A walk's samples therefore depend only on (seed, walk_id, start node, arguments): not on how many
+other walks run with it, on chunking, or on which walks died earlier.
+
+* ``random_walk``: the walk uses K words per step (K = 1, or 2 with ``restart_prob``); step s uses
+  words j = s*K + k, found in ``block = j // 4``, lane ``j % 4``.  k = 0: neighbour choice,
+  k = 1: restart decision (terminate iff ``word < restart_prob[s] * 2**32``).
+* ``node2vec_random_walk``: step 0 uses block 0 lane 0 (first-order choice).  Rejection trial t
+  (t < 2**11) of step s >= 1 uses ``block = (s << 12) | (t >> 1)``, lanes 2*(t & 1) (proposal) and
+  2*(t & 1) + 1 (acceptance); a walk still rejected after ``_MAX_TRIALS`` trials is sampled
+  exactly from ``block = (s << 12) | 4095`` lane 0.
+* ``multi_dimensional_random_walk``: initial roots use ``block = j // 4`` for root j (j < 2**20);
+  step s uses ``block = (1 << 31) | s``, lane 0 (which frontier slot pops) and lane 1 (neighbour).
+
+A word ``w`` picks among ``n`` items as ``(w * n) >> 32`` (bias <= n / 2**32) and is turned into a
+float in [0, 1) as ``w / 2**32`` (float64).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from ..graph.structure import cached, check_graph, out_csr
+
+__all__ = ["random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "MDRWResult",
+           "philox4x32"]
+
+_M32 = 0xFFFFFFFF
+_KEY_A, _KEY_B = 0x9E3779B9, 0xBB67AE85
+_ROUND_A, _ROUND_B = 0xD2511F53, 0xCD9E8D57
+_TWO32 = float(2 ** 32)
+_MAX_TRIALS = 32      # node2vec rejection trials before the exact fallback (must be <= 4094)
+_CHUNK = 1 << 15      # walks processed together: keeps the per-step working set in cache
+
+
+# ------------------------------------------------------------------------------------- RNG
+def philox4x32(seed: int, offsets: torch.Tensor):
+    """The four words of ``tl.randint4x(seed, offsets)`` as int64 tensors in [0, 2^32).
+
+    Same function as :func:`dgl_accel.sampling.rng.philox_randint` (word 0 is bit-identical to
+    it), written with full 64-bit products: for 32-bit a, b the int64 product ``a * b`` wraps
+    modulo 2^64, so its bit pattern holds the exact (hi, lo) halves.  Half as many tensor ops.
+    """
+    offsets = offsets.to(torch.int64)
+    c0 = offsets & _M32
+    c1 = offsets >> 32  # offsets >= 0 here, so no masking needed
+    k0, k1 = seed & _M32, (seed >> 32) & _M32
+    # Round 1 has c2 = c3 = 0.
+    pa = c0 * _ROUND_A
+    c0 = c1 ^ k0
+    c1 = torch.zeros_like(c0)
+    c2 = pa >> 32
+    c2 ^= k1
+    c2 &= _M32
+    c3 = pa
+    k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
+    for _ in range(9):
+        pb = c2 * _ROUND_B
+        pa = c0 * _ROUND_A
+        c0 = pb >> 32        # arithmetic shift: upper bits may be garbage until the mask
+        c0 ^= c1             # c1, c3 carry unmasked products; only their low 32 bits matter
+        c0 ^= k0
+        c0 &= _M32
+        c2 = pa >> 32
+        c2 ^= c3
+        c2 ^= k1
+        c2 &= _M32
+        c1, c3 = pb, pa
+        k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
+    return c0, c1 & _M32, c2, c3 & _M32
+
+
+def _words(seed: int, walk_ids: torch.Tensor, block: int):
+    return philox4x32(seed, (walk_ids << 32) | block)
+
+
+def _pick(word: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """Index in [0, n) from a 32-bit word (n < 2^31)."""
+    return (word * n) >> 32
+
+
+# ------------------------------------------------------------------------------ validation
+def _err(expected: str, got, fix: str) -> ValueError:
+    return ValueError(f"expected {expected} (got {got}). Fix: {fix}")
+
+
+def _resolve_seed(seed) -> int:
+    if seed is None:
+        return int(torch.randint(2 ** 62, ()))
+    if isinstance(seed, torch.Tensor) and seed.numel() == 1 and not seed.is_floating_point():
+        seed = int(seed)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
+        raise _err("seed to be None or an int in [0, 2^64)", repr(seed), "pass a Python int, e.g. seed=0.")
+    return seed
+
+
+def _check_cpu_graph(g):
+    check_graph(g)
+    if g.device.type != "cpu":
+        raise _err("a graph on the CPU", f"device {g.device}", "call g.cpu() first (the Triton path is separate).")
+
+
+def _check_nodes(g, nodes) -> torch.Tensor:
+    if not isinstance(nodes, torch.Tensor):
+        try:
+            nodes = torch.as_tensor(nodes, dtype=torch.int64)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise _err("nodes to be a 1-D tensor or list of node ids", type(nodes).__name__,
+                       "pass torch.tensor([...]) of ints.") from e
+    if nodes.dtype.is_floating_point or nodes.dtype == torch.bool or nodes.dtype.is_complex:
+        raise _err("integer node ids", f"dtype {nodes.dtype}", "pass an integer tensor, e.g. nodes.long().")
+    if nodes.dim() != 1:
+        raise _err("nodes to be 1-D", f"shape {tuple(nodes.shape)}", "flatten it with nodes.reshape(-1).")
+    nodes = nodes.to(device="cpu", dtype=torch.int64)
+    n = g.num_nodes()
+    if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= n):
+        bad = nodes[(nodes < 0) | (nodes >= n)][:5].tolist()
+        raise _err(f"node ids in [0, {n})", f"out-of-range ids such as {bad}",
+                   "pass ids of existing nodes (g.num_nodes() is the upper bound).")
+    if nodes.numel() >= 2 ** 31:
+        raise _err("fewer than 2^31 walks", nodes.numel(), "split the nodes into batches.")
+    return nodes
+
+
+def _check_length(name: str, length) -> int:
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise _err(f"{name} to be an int >= 0", repr(length), f"pass a non-negative int {name}.")
+    if length >= 2 ** 20:
+        raise _err(f"{name} < 2^20", length, "split the walk into shorter pieces.")
+    return length
+
+
+def _check_positive(name: str, v) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise _err(f"{name} to be a positive number", repr(v), f"pass e.g. {name}=1.0.") from None
+    if not f > 0 or f == float("inf"):
+        raise _err(f"{name} > 0 and finite", repr(v), f"pass a positive {name}, e.g. {name}=1.0.")
+    return f
+
+
+def _restart_probs(restart_prob, length: int):
+    """None when there is no restart, else a float64 tensor [length]."""
+    if restart_prob is None:
+        return None
+    if isinstance(restart_prob, torch.Tensor):
+        rp = restart_prob.detach().to("cpu", torch.float64).reshape(-1)
+        if rp.numel() != length:
+            raise _err(f"restart_prob tensor with {length} entries (one per step)", f"{rp.numel()} entries",
+                       "pass one probability per step, or a float.")
+    else:
+        try:
+            rp = torch.full((length,), float(restart_prob), dtype=torch.float64)
+        except (TypeError, ValueError):
+            raise _err("restart_prob to be a float or tensor", repr(restart_prob), "pass e.g. 0.15.") from None
+    if rp.numel() and (bool(torch.isnan(rp).any()) or float(rp.min()) < 0 or float(rp.max()) > 1):
+        raise _err("restart_prob in [0, 1]", rp[(rp < 0) | (rp > 1) | torch.isnan(rp)][:5].tolist(),
+                   "pass probabilities between 0 and 1.")
+    if not bool((rp > 0).any()):
+        return None
+    return rp
+
+
+# --------------------------------------------------------------------------- graph caches
+class _CSR:
+    """Out-CSR with int64 arrays and each row's destinations sorted (for neighbour tests)."""
+
+    __slots__ = ("indptr", "start", "deg", "indices", "eids", "num_nodes", "num_edges", "max_deg",
+                 "weights")
+
+    def __init__(self, g):
+        s = out_csr(g)
+        indptr = s.indptr.to(torch.int64)
+        indices = s.indices.to(torch.int64)
+        eids = s.eids.to(torch.int64)
+        n = s.num_rows
+        deg = indptr[1:] - indptr[:-1]
+        if indices.numel() > 1:
+            rows = torch.repeat_interleave(torch.arange(n, dtype=torch.int64), deg)
+            key = rows * max(n, 1) + indices
+            if not bool((key[1:] >= key[:-1]).all()):
+                order = torch.argsort(key, stable=True)
+                indices, eids = indices[order], eids[order]
+        self.indptr, self.indices, self.eids = indptr, indices.contiguous(), eids.contiguous()
+        self.start, self.deg = indptr[:-1].contiguous(), deg.contiguous()
+        self.num_nodes, self.num_edges = n, int(indices.numel())
+        self.max_deg = int(deg.max()) if n else 0
+        self.weights: dict = {}  # prob field -> (version key, _Weights)
+
+
+class _Weights:
+    """Per-row normalised prefix sums as a globally sorted key: ``key[e] = row + cdf_row(e)``
+    (float64, cdf of a row's last positive edge is exactly 1), so one ``searchsorted`` finds the
+    edge for target ``row + u``.  Rows whose weights sum to 0 get degree 0 (dead ends)."""
+
+    __slots__ = ("key", "deg", "w")
+
+    def __init__(self, csr: _CSR, w_edge: torch.Tensor):
+        w = w_edge[csr.eids].to(torch.float64)  # weights in CSR order
+        n = csr.num_nodes
+        rows = torch.repeat_interleave(torch.arange(n, dtype=torch.int64), csr.deg)
+        cum = torch.cumsum(w, 0)
+        # Prefix sums up to each row start (handles rows with no edges).
+        row_start_cum = torch.zeros(n, dtype=torch.float64)
+        if csr.num_edges:
+            before = torch.cat([torch.zeros(1, dtype=torch.float64), cum])
+            row_start_cum = before[csr.indptr[:-1]]
+            row_sum = before[csr.indptr[1:]] - row_start_cum
+        else:
+            row_sum = torch.zeros(n, dtype=torch.float64)
+        # Per-row cumulative sums recomputed locally for precision (no catastrophic cancellation
+        # from a large global prefix): cumsum within rows via the global cumsum minus row base,
+        # then renormalised; the last positive edge of each row is pinned to exactly 1.
+        local = cum - row_start_cum[rows] if csr.num_edges else cum
+        safe = torch.where(row_sum > 0, row_sum, torch.ones_like(row_sum))
+        cdf = (local / safe[rows]).clamp_(0.0, 1.0)
+        cdf = torch.where(local >= row_sum[rows], torch.ones_like(cdf), cdf)
+        self.key = rows.to(torch.float64) + cdf
+        self.deg = torch.where(row_sum > 0, csr.deg, torch.zeros_like(csr.deg))
+        self.w = w
+
+
+def _csr(g) -> _CSR:
+    return cached(g, "walks_csr", _CSR)
+
+
+def _weights(g, csr: _CSR, prob) -> _Weights | None:
+    if prob is None:
+        return None
+    if not isinstance(prob, str):
+        raise _err("prob to be the name of an edge feature (str) or None", repr(prob),
+                   "store the weights with g.edata['w'] = w and pass prob='w'.")
+    if prob not in g.edata:
+        raise _err(f"an edge feature named {prob!r}", f"edge features {sorted(g.edata.keys())}",
+                   f"set g.edata[{prob!r}] = weights (one non-negative value per edge).")
+    w = g.edata[prob]
+    if w.dim() != 1 and not (w.dim() == 2 and w.shape[1] == 1):
+        raise _err(f"g.edata[{prob!r}] to have shape ({g.num_edges()},)", f"shape {tuple(w.shape)}",
+                   "store one scalar weight per edge.")
+    w = w.reshape(-1)
+    key = (w.data_ptr(), w._version, w.numel(), w.dtype)
+    hit = csr.weights.get(prob)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    if w.numel() != csr.num_edges:
+        raise _err(f"{csr.num_edges} weights in g.edata[{prob!r}]", w.numel(), "store one weight per edge.")
+    wf = w.detach().to("cpu", torch.float64)
+    if wf.numel() and (bool(torch.isnan(wf).any()) or float(wf.min()) < 0 or bool(torch.isinf(wf).any())):
+        raise _err(f"non-negative finite weights in g.edata[{prob!r}]",
+                   f"min {float(wf.min())}, nan {bool(torch.isnan(wf).any())}",
+                   "clamp the weights to >= 0 (e.g. w.clamp(min=0)).")
+    out = _Weights(csr, wf)
+    csr.weights[prob] = (key, out)
+    return out
+
+
+def _choose(csr: _CSR, wt: _Weights | None, cur: torch.Tensor, deg: torch.Tensor, word: torch.Tensor):
+    """CSR position of the chosen out-edge of ``cur`` (all with deg > 0) from a 32-bit word."""
+    if wt is None:
+        return csr.start[cur] + _pick(word, deg)
+    target = cur.to(torch.float64) + word.to(torch.float64) / _TWO32
+    pos = torch.searchsorted(wt.key, target, right=True)
+    # Guard against rounding at the row's end (cannot leave the row: key of its last edge is row+1).
+    return torch.minimum(pos, csr.start[cur] + csr.deg[cur] - 1)
+
+
+def _has_edge(csr: _CSR, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Vectorised ``x in out_neighbours(t)`` by branch-free binary search in t's sorted row
+    (every t here has at least one out-edge)."""
+    base = csr.start[t]
+    n = csr.deg[t]
+    if base.numel() == 0:
+        return torch.zeros(0, dtype=torch.bool)
+    nmax = int(n.max())
+    ind = csr.indices
+    while nmax > 1:
+        half = n >> 1
+        mid = base + half
+        base = torch.where(ind[mid] < x, mid, base)
+        n = n - half
+        nmax -= nmax >> 1
+    lb = base + (ind[base] < x).to(torch.int64)
+    lb = torch.minimum(lb, torch.full_like(lb, max(csr.num_edges - 1, 0)))
+    return ind[lb] == x
+
+
+def _out(W: int, cols: int, dtype) -> torch.Tensor:
+    return torch.full((W, cols), -1, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------ random walk
+def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, return_eids=False):
+    """Random walks along out-edges, one per entry of ``nodes``; drop-in for
+    ``dgl.sampling.random_walk(g, nodes, length=length, prob=prob, restart_prob=restart_prob)``
+    on homogeneous graphs.
+
+    Parameters
+    ----------
+    g : homogeneous DGLGraph on the CPU.
+    nodes : 1-D ids of the start nodes (repeat a node for several walks).
+    length : number of transitions per walk (>= 0).
+    prob : name of an edge feature of non-negative weights; transitions pick an out-edge with
+        probability proportional to its weight (rows whose weights sum to 0 are dead ends).
+        None: uniform over out-edges (DeepWalk).
+    restart_prob : float or tensor [length]: probability to terminate the walk before each
+        transition (DGL's semantics; the rest of the trace is -1).  0 / None: never.
+    seed : int in [0, 2^64) for the Philox counters (module docstring); None draws one from
+        torch's RNG, so ``torch.manual_seed`` makes runs reproducible.
+    return_eids : also return the traversed edge ids.
+
+    Returns
+    -------
+    ``(traces, types)`` or ``(traces, eids, types)`` like DGL: traces [len(nodes), length + 1] of
+    the graph's idtype, -1 after a walk stops (dead end or restart); eids [len(nodes), length],
+    -1 padded; types [length + 1] of zeros (node type ids).
+    """
+    _check_cpu_graph(g)
+    length = _check_length("length", length)
+    nodes = _check_nodes(g, nodes)
+    rp = _restart_probs(restart_prob, length)
+    seed = _resolve_seed(seed)
+    csr = _csr(g)
+    wt = _weights(g, csr, prob)
+    idtype = g.idtype
+    W = nodes.numel()
+    traces = _out(W, length + 1, torch.int64)
+    eids = _out(W, length, torch.int64) if return_eids else None
+    thresh = None if rp is None else (rp * _TWO32).ceil().to(torch.int64).tolist()
+    deg_arr = csr.deg if wt is None else wt.deg
+    for lo in range(0, W, _CHUNK):
+        hi = min(W, lo + _CHUNK)
+        tr, ei = _walk_chunk(csr, wt, deg_arr, nodes[lo:hi], lo, length, thresh, seed, return_eids)
+        traces[lo:hi] = tr.t()
+        if return_eids:
+            eids[lo:hi] = ei.t()
+    traces = traces.to(idtype)
+    types = torch.zeros(length + 1, dtype=idtype)
+    if return_eids:
+        return traces, eids.to(idtype), types
+    return traces, types
+
+
+def _walk_chunk(csr, wt, deg_arr, start_nodes, first_id, length, thresh, seed, return_eids):
+    C = start_nodes.numel()
+    tr = torch.full((length + 1, C), -1, dtype=torch.int64)  # step-major: contiguous row writes
+    ei = torch.full((length, C), -1, dtype=torch.int64) if return_eids else None
+    tr[0] = start_nodes
+    pos = None                    # positions (within the chunk) of live walks; None = all
+    ids = torch.arange(first_id, first_id + C, dtype=torch.int64)
+    cur = start_nodes.clone()
+    K = 1 if thresh is None else 2
+    words, words_block = None, -1
+    for s in range(length):
+        if cur.numel() == 0:
+            break
+        j = s * K
+        if j // 4 != words_block:
+            words_block = j // 4
+            words = _words(seed, ids, words_block)
+        choice_w = words[j % 4]
+        keep = None
+        if thresh is not None:
+            t = thresh[s]
+            if t > 0:
+                keep = words[(j + 1) % 4] >= t
+        deg = deg_arr[cur]
+        alive = deg > 0 if keep is None else (deg > 0) & keep
+        if keep is not None or not bool(alive.all()):
+            sel = alive.nonzero().squeeze(1)
+            if sel.numel() != cur.numel():
+                cur, deg, ids, choice_w = cur[sel], deg[sel], ids[sel], choice_w[sel]
+                words = tuple(w[sel] for w in words)
+                pos = sel if pos is None else pos[sel]
+                if cur.numel() == 0:
+                    break
+        e = _choose(csr, wt, cur, deg, choice_w)
+        cur = csr.indices[e]
+        if pos is None:
+            tr[s + 1] = cur
+            if return_eids:
+                ei[s] = csr.eids[e]
+        else:
+            tr[s + 1].index_copy_(0, pos, cur)
+            if return_eids:
+                ei[s].index_copy_(0, pos, csr.eids[e])
+    return tr, ei
+
+
+# -------------------------------------------------------------------------------- node2vec
+def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, return_eids=False):
+    """node2vec walks (Grover & Leskovec 2016) along out-edges; drop-in for
+    ``dgl.sampling.node2vec_random_walk(g, nodes, p, q, walk_length, prob=prob)``.
+
+    The first step is a first-order (uniform or ``prob``-weighted) step.  From (previous t,
+    current v) the next node x is drawn with probability proportional to
+    ``w(v, x) * bias(t, x)``, bias = 1/p if x == t, 1 if t -> x is an edge, 1/q otherwise, by
+    rejection sampling (KnightKing): propose x first-order, accept with probability
+    bias / max(1/p, 1, 1/q).  Only proposals whose acceptance depends on the neighbour test run
+    it (binary search in t's sorted out-row); rejected walks retry as a shrinking vectorised
+    subset, and any walk still rejected after 32 trials is sampled exactly.
+
+    Returns traces [len(nodes), walk_length + 1] (graph idtype, -1 after a dead end), plus eids
+    [len(nodes), walk_length] if ``return_eids`` (then a tuple, as in DGL).
+    """
+    _check_cpu_graph(g)
+    walk_length = _check_length("walk_length", walk_length)
+    p = _check_positive("p", p)
+    q = _check_positive("q", q)
+    nodes = _check_nodes(g, nodes)
+    seed = _resolve_seed(seed)
+    csr = _csr(g)
+    wt = _weights(g, csr, prob)
+    W = nodes.numel()
+    traces = _out(W, walk_length + 1, torch.int64)
+    eids = _out(W, walk_length, torch.int64) if return_eids else None
+    for lo in range(0, W, _CHUNK):
+        hi = min(W, lo + _CHUNK)
+        tr, ei = _n2v_chunk(csr, wt, nodes[lo:hi], lo, walk_length, p, q, seed, return_eids)
+        traces[lo:hi] = tr.t()
+        if return_eids:
+            eids[lo:hi] = ei.t()
+    traces = traces.to(g.idtype)
+    return (traces, eids.to(g.idtype)) if return_eids else traces
+
+
+def _n2v_chunk(csr, wt, start_nodes, first_id, length, p, q, seed, return_eids):
+    C = start_nodes.numel()
+    tr = torch.full((length + 1, C), -1, dtype=torch.int64)
+    ei = torch.full((length, C), -1, dtype=torch.int64) if return_eids else None
+    tr[0] = start_nodes
+    deg_arr = csr.deg if wt is None else wt.deg
+    bp, b1, bq = 1.0 / p, 1.0, 1.0 / q
+    bmax = max(bp, b1, bq)
+    # Accept iff word < thr(bias) = bias / bmax * 2^32 (thr == 2^32 accepts always).
+    thr_p, thr_1, thr_q = (int(min(_TWO32, -(-b / bmax * _TWO32 // 1))) for b in (bp, b1, bq))
+    thr_lo, thr_hi = min(thr_1, thr_q), max(thr_1, thr_q)
+    ids = torch.arange(first_id, first_id + C, dtype=torch.int64)
+    pos = torch.arange(C, dtype=torch.int64)
+    cur = start_nodes.clone()
+    prev = None
+    for s in range(length):
+        deg = deg_arr[cur]
+        alive = deg > 0
+        if not bool(alive.all()):
+            sel = alive.nonzero().squeeze(1)
+            cur, deg, ids, pos = cur[sel], deg[sel], ids[sel], pos[sel]
+            prev = None if prev is None else prev[sel]
+        if cur.numel() == 0:
+            break
+        if prev is None:  # first-order first step
+            e = _choose(csr, wt, cur, deg, _words(seed, ids, 0)[0])
+        else:
+            e = torch.empty_like(cur)
+            pend = None   # indices into the live set still waiting for an accepted proposal
+            p_cur, p_deg, p_ids, p_prev = cur, deg, ids, prev
+            for t in range(_MAX_TRIALS):
+                if t % 2 == 0:
+                    words = _words(seed, p_ids, (s << 12) | (t >> 1))
+                lane = 2 * (t & 1)
+                cand = _choose(csr, wt, p_cur, p_deg, words[lane])
+                x = csr.indices[cand]
+                u = words[lane + 1]
+                is_t = x == p_prev
+                acc = torch.where(is_t, u < thr_p, u < thr_lo)
+                if thr_hi > thr_lo:
+                    unsure = (~is_t) & (u >= thr_lo) & (u < thr_hi)
+                    if bool(unsure.any()):
+                        k = unsure.nonzero().squeeze(1)
+                        nb = _has_edge(csr, p_prev[k], x[k])
+                        acc[k] = u[k] < torch.where(nb, torch.full_like(u[k], thr_1), torch.full_like(u[k], thr_q))
+                if pend is None:
+                    e = torch.where(acc, cand, e)
+                    if bool(acc.all()):
+                        pend = acc.new_zeros(0).long()
+                        break
+                    rej = (~acc).nonzero().squeeze(1)
+                    pend = rej
+                else:
+                    a = acc.nonzero().squeeze(1)
+                    e[pend[a]] = cand[a]
+                    rej = (~acc).nonzero().squeeze(1)
+                    pend = pend[rej]
+                if pend.numel() == 0:
+                    break
+                p_cur, p_deg, p_ids, p_prev = p_cur[rej], p_deg[rej], p_ids[rej], p_prev[rej]
+                words = tuple(w[rej] for w in words)
+            else:
+                if pend is not None and pend.numel():
+                    e[pend] = _n2v_exact(csr, wt, p_cur, p_prev, p_ids, seed, s, p, q)
+        nxt = csr.indices[e]
+        tr[s + 1].index_copy_(0, pos, nxt)
+        if return_eids:
+            ei[s].index_copy_(0, pos, csr.eids[e])
+        prev, cur = cur, nxt
+    return tr, ei
+
+
+def _n2v_exact(csr, wt, cur, prev, ids, seed, s, p, q):
+    """Exact second-order sampling for walks (cur, prev): enumerate cur's out-edges, weight
+    them by w * bias, and invert the per-walk cdf with one word (block (s << 12) | 4095)."""
+    deg = csr.deg[cur]
+    seg = torch.repeat_interleave(torch.arange(cur.numel(), dtype=torch.int64), deg)
+    seg_start = torch.cumsum(deg, 0) - deg
+    edge = csr.start[cur][seg] + (torch.arange(seg.numel(), dtype=torch.int64) - seg_start[seg])
+    x = csr.indices[edge]
+    t = prev[seg]
+    nb = _has_edge(csr, t, x)
+    bias = torch.where(x == t, torch.full(x.shape, 1.0 / p, dtype=torch.float64),
+                       torch.where(nb, torch.ones(x.shape, dtype=torch.float64),
+                                   torch.full(x.shape, 1.0 / q, dtype=torch.float64)))
+    if wt is not None:
+        bias = bias * wt.w[edge]
+    cum = torch.cumsum(bias, 0)
+    before = torch.cat([torch.zeros(1, dtype=torch.float64), cum])
+    tot = before[seg_start + deg] - before[seg_start]
+    local = cum - before[seg_start][seg]
+    key = seg.to(torch.float64) + torch.where(local >= tot[seg], torch.ones_like(local), local / tot[seg])
+    u = _words(seed, ids, (s << 12) | 4095)[0].to(torch.float64) / _TWO32
+    k = torch.searchsorted(key, torch.arange(cur.numel(), dtype=torch.float64) + u, right=True)
+    k = torch.minimum(k, seg_start + deg - 1)
+    return edge[k]
+
+
+# ---------------------------------------------------------------- multi-dimensional walk
+class MDRWResult(NamedTuple):
+    """Output of :func:`multi_dimensional_random_walk` (leading dim = instance; -1 = padding
+    after an instance whose frontier has no out-edges left).
+
+    nodes: [I, walk_budget]: the m roots, then the node reached at each step (repeats possible).
+    src, dst, eids: [I, walk_budget - m]: the edge traversed at each step (src popped from the
+    frontier, dst its replacement).
+    """
+    nodes: torch.Tensor
+    src: torch.Tensor
+    dst: torch.Tensor
+    eids: torch.Tensor
+
+
+def multi_dimensional_random_walk(g, num_roots_or_roots, walk_budget, *, num_instances=None, seed=None):
+    """GraphSAINT's frontier sampler (Ribeiro & Towsley's multi-dimensional random walk),
+    vectorised over independent instances.
+
+    Each instance keeps a frontier of m vertices.  Per step it pops frontier vertex u with
+    probability out_deg(u) / sum of the frontier's out-degrees, moves to a uniform random
+    out-neighbour v of u, records (u, v) and v, and puts v in u's slot.  It runs
+    ``walk_budget - m`` steps, so each instance visits ``walk_budget`` vertices (roots included).
+
+    ``num_roots_or_roots``: an int m (roots drawn uniformly from all nodes per instance), a 1-D
+    tensor [m] of roots (shared by all instances) or a 2-D tensor [I, m].  ``num_instances``
+    defaults to 1 (or to I for 2-D roots).  Returns :class:`MDRWResult`.
+    """
+    _check_cpu_graph(g)
+    seed = _resolve_seed(seed)
+    n = g.num_nodes()
+    if isinstance(num_roots_or_roots, int) and not isinstance(num_roots_or_roots, bool):
+        m = num_roots_or_roots
+        if m < 1:
+            raise _err("num_roots >= 1", m, "pass a positive frontier size or a tensor of roots.")
+        if n == 0:
+            raise _err("a graph with nodes", "0 nodes", "sample from a non-empty graph.")
+        if m >= 2 ** 20:
+            raise _err("num_roots < 2^20", m, "use a smaller frontier.")
+        I = 1 if num_instances is None else int(num_instances)
+        if I < 1:
+            raise _err("num_instances >= 1", I, "pass a positive number of instances.")
+        inst = torch.arange(I, dtype=torch.int64)
+        cols = []
+        for b in range((m + 3) // 4):
+            cols.extend(_words(seed, inst, b))
+        roots = _pick(torch.stack(cols[:m], 1), torch.tensor(n, dtype=torch.int64))
+    else:
+        roots = num_roots_or_roots
+        if not isinstance(roots, torch.Tensor) or roots.dim() not in (1, 2) or roots.numel() == 0:
+            raise _err("an int or a non-empty 1-D/2-D tensor of roots", type(roots).__name__ if
+                       not isinstance(roots, torch.Tensor) else f"shape {tuple(roots.shape)}",
+                       "pass the frontier size m or roots of shape [m] / [num_instances, m].")
+        flat = _check_nodes(g, roots.reshape(-1))
+        roots = flat.reshape(roots.shape)
+        if roots.dim() == 1:
+            I = 1 if num_instances is None else int(num_instances)
+            roots = roots.unsqueeze(0).expand(I, -1)
+        elif num_instances is not None and int(num_instances) != roots.shape[0]:
+            raise _err(f"num_instances == roots.shape[0] ({roots.shape[0]})", num_instances,
+                       "drop num_instances or make them agree.")
+        I, m = roots.shape
+    if isinstance(walk_budget, bool) or not isinstance(walk_budget, int) or walk_budget < m:
+        raise _err(f"walk_budget to be an int >= the frontier size {m}", repr(walk_budget),
+                   "pass the number of vertices to visit (roots included).")
+    csr = _csr(g)
+    steps = walk_budget - m
+    frontier = roots.to(torch.int64).clone().contiguous()
+    nodes_out = torch.full((I, walk_budget), -1, dtype=torch.int64)
+    nodes_out[:, :m] = frontier
+    src = torch.full((I, steps), -1, dtype=torch.int64)
+    dst = src.clone()
+    eid = src.clone()
+    inst = torch.arange(I, dtype=torch.int64)
+    fdeg = csr.deg[frontier].to(torch.float64)          # [I, m]
+    rows = inst
+    for s in range(steps):
+        w = _words(seed, inst, (1 << 31) | s)
+        cum = torch.cumsum(fdeg, 1)
+        tot = cum[:, -1]
+        live = tot > 0
+        if not bool(live.all()):
+            keep = live.nonzero().squeeze(1)
+            inst, fdeg, frontier, cum, tot, rows = (a[keep] for a in (inst, fdeg, frontier, cum, tot, rows))
+            w = tuple(a[keep] for a in w)
+            if inst.numel() == 0:
+                break
+        u = w[0].to(torch.float64) / _TWO32 * tot
+        slot = torch.searchsorted(cum, u.unsqueeze(1), right=True).squeeze(1).clamp_(max=m - 1)
+        r = torch.arange(inst.numel(), dtype=torch.int64)
+        src_v = frontier[r, slot]
+        e = csr.start[src_v] + _pick(w[1], csr.deg[src_v])
+        v = csr.indices[e]
+        frontier[r, slot] = v
+        fdeg[r, slot] = csr.deg[v].to(torch.float64)
+        nodes_out[rows, m + s] = v
+        src[rows, s] = src_v
+        dst[rows, s] = v
+        eid[rows, s] = csr.eids[e]
+    it = g.idtype
+    return MDRWResult(nodes_out.to(it), src.to(it), dst.to(it), eid.to(it))
