@@ -215,32 +215,37 @@ def uniform_choice_np(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int,
     if fanout == -1:
         return _all_neighbors(start, d)
     T = v.shape[0]
-    out = np.full((T, fanout), -1, dtype=np.int64)
     if fanout == 0 or T == 0:
-        return out
+        return np.full((T, fanout), -1, dtype=np.int64)
     if replace:
+        out = np.full((T, fanout), -1, dtype=np.int64)
         rows = np.flatnonzero(d > 0)
         if rows.size:
             r = philox_randint_np(seed, _counters(step, num_nodes, v[rows], fanout)).view(np.int64)
             out[rows] = start[rows, None] + r % d[rows, None]
         return out
     j = np.arange(fanout, dtype=np.int64)
-    light = d <= fanout
-    lp = start[:, None] + j
-    out[...] = np.where(light[:, None] & (j < d[:, None]), lp, -1)
-    heavy = np.flatnonzero(~light)
+    out = start[:, None] + j          # rows with d <= fanout: every neighbour in CSR order ...
+    out[j >= d[:, None]] = -1         # ... then -1 (only such rows have j >= d)
+    heavy = np.flatnonzero(d > fanout)
     if heavy.size:
         dh = d[heavy]
-        r = philox_randint_np(seed, _counters(step, num_nodes, v[heavy], fanout)).view(np.int64)
-        chosen = np.empty((heavy.size, fanout), dtype=np.int64)
+        base = (np.int64(step) * np.int64(num_nodes) + v[heavy]) * np.int64(fanout)
+        # slot-major [fanout, H] so every per-slot vector below is contiguous
+        r = philox_randint_np(seed, base[None, :] + j[:, None]).view(np.int64)
+        chosen = np.empty((fanout, heavy.size), dtype=np.int64)
+        dup = np.empty(heavy.size, dtype=bool)
         for jj in range(fanout):  # Floyd: loop over slots only, vectorised over transits
-            m = dh - fanout + jj
-            t = r[:, jj] % (m + 1)
+            m = dh - (fanout - jj)
+            t = chosen[jj]
+            np.remainder(r[jj], m + 1, out=t)
             if jj:
-                dup = (chosen[:, :jj] == t[:, None]).any(axis=1)
-                t = np.where(dup, m, t)
-            chosen[:, jj] = t
-        out[heavy] = start[heavy, None] + chosen
+                np.equal(chosen[0], t, out=dup)
+                for k in range(1, jj):
+                    dup |= chosen[k] == t
+                np.copyto(t, m, where=dup)
+        chosen += start[heavy]
+        out[heavy] = chosen.T
     return out
 
 
