@@ -1,6 +1,11 @@
-"""Samplers (transit-parallel engine, neighbour sampling, random walks) for dgl.dataloading."""
+"""Samplers for dgl.dataloading: the transit-parallel engine, neighbour sampling, random walks,
+layer sampling (FastGCN / LADIES)."""
+from .choice import neighbor_choice, weighted_neighbor_choice
+from .engine import choose_neighbors, classify, group_by_transit
+from .layer import FastGCNSampler, LADIESSampler
+from .neighbor import NeighborSampler
+from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 
-# Neighbour sampling (uniform / weighted neighbour choice and the multi-layer block sampler).
-from .choice import neighbor_choice, weighted_neighbor_choice  # noqa: E402,F401
-from .neighbor import NeighborSampler  # noqa: E402,F401
-from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_walk  # noqa: F401
+__all__ = ["NeighborSampler", "LADIESSampler", "FastGCNSampler", "random_walk", "node2vec_random_walk",
+           "multi_dimensional_random_walk", "neighbor_choice", "weighted_neighbor_choice", "choose_neighbors",
+           "classify", "group_by_transit"]

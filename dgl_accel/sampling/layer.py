@@ -217,9 +217,11 @@ def _gather_in_edges(g, rows: torch.Tensor, exclude: Optional[torch.Tensor]):
     cnt = csr.indptr[rows + 1] - start
     total = int(cnt.sum()) if rows.numel() else 0
     dev = rows.device
-    row_pos = torch.repeat_interleave(torch.arange(rows.numel(), device=dev), cnt)
-    first = torch.cumsum(cnt, 0) - cnt
-    pos = start[row_pos] + torch.arange(total, device=dev) - first[row_pos]
+    ends = torch.cumsum(cnt, 0)
+    k = torch.arange(total, device=dev)
+    # row of the k-th gathered edge (torch.repeat_interleave costs ~8 ms per call on CPU here)
+    row_pos = torch.searchsorted(ends, k, right=True)
+    pos = start[row_pos] + k - (ends - cnt)[row_pos]
     src = csr.indices[pos].to(torch.int64)
     eid = csr.eids[pos].to(torch.int64)
     if exclude is not None and exclude.numel() and total:

@@ -37,55 +37,17 @@ from typing import NamedTuple
 import torch
 
 from ..graph.structure import cached, check_graph, out_csr
+from .rng import philox4x32
 
-__all__ = ["random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "MDRWResult",
-           "philox4x32"]
+__all__ = ["random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "MDRWResult"]
 
 _M32 = 0xFFFFFFFF
-_KEY_A, _KEY_B = 0x9E3779B9, 0xBB67AE85
-_ROUND_A, _ROUND_B = 0xD2511F53, 0xCD9E8D57
 _TWO32 = float(2 ** 32)
 _MAX_TRIALS = 32      # node2vec rejection trials before the exact fallback (must be <= 4094)
-_CHUNK = 1 << 15      # walks processed together: keeps the per-step working set in cache
+_CHUNK = 1 << 17      # walks per chunk: bounds temporaries; larger chunks amortise per-op overhead
 
 
 # ------------------------------------------------------------------------------------- RNG
-def philox4x32(seed: int, offsets: torch.Tensor):
-    """The four words of ``tl.randint4x(seed, offsets)`` as int64 tensors in [0, 2^32).
-
-    Same function as :func:`dgl_accel.sampling.rng.philox_randint` (word 0 is bit-identical to
-    it), written with full 64-bit products: for 32-bit a, b the int64 product ``a * b`` wraps
-    modulo 2^64, so its bit pattern holds the exact (hi, lo) halves.  Half as many tensor ops.
-    """
-    offsets = offsets.to(torch.int64)
-    c0 = offsets & _M32
-    c1 = offsets >> 32  # offsets >= 0 here, so no masking needed
-    k0, k1 = seed & _M32, (seed >> 32) & _M32
-    # Round 1 has c2 = c3 = 0.
-    pa = c0 * _ROUND_A
-    c0 = c1 ^ k0
-    c1 = torch.zeros_like(c0)
-    c2 = pa >> 32
-    c2 ^= k1
-    c2 &= _M32
-    c3 = pa
-    k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
-    for _ in range(9):
-        pb = c2 * _ROUND_B
-        pa = c0 * _ROUND_A
-        c0 = pb >> 32        # arithmetic shift: upper bits may be garbage until the mask
-        c0 ^= c1             # c1, c3 carry unmasked products; only their low 32 bits matter
-        c0 ^= k0
-        c0 &= _M32
-        c2 = pa >> 32
-        c2 ^= c3
-        c2 ^= k1
-        c2 &= _M32
-        c1, c3 = pb, pa
-        k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
-    return c0, c1 & _M32, c2, c3 & _M32
-
-
 def _words(seed: int, walk_ids: torch.Tensor, block: int):
     return philox4x32(seed, (walk_ids << 32) | block)
 
@@ -183,7 +145,7 @@ class _CSR:
     """Out-CSR with int64 arrays and each row's destinations sorted (for neighbour tests)."""
 
     __slots__ = ("indptr", "start", "deg", "indices", "eids", "num_nodes", "num_edges", "max_deg",
-                 "weights")
+                 "weights", "rev")
 
     def __init__(self, g):
         s = out_csr(g)
@@ -203,6 +165,7 @@ class _CSR:
         self.num_nodes, self.num_edges = n, int(indices.numel())
         self.max_deg = int(deg.max()) if n else 0
         self.weights: dict = {}  # prob field -> (version key, _Weights)
+        self.rev = None          # node2vec: count of reverse edges per CSR position (lazy)
 
 
 class _Weights:
@@ -210,7 +173,7 @@ class _Weights:
     (float64, cdf of a row's last positive edge is exactly 1), so one ``searchsorted`` finds the
     edge for target ``row + u``.  Rows whose weights sum to 0 get degree 0 (dead ends)."""
 
-    __slots__ = ("key", "deg", "w")
+    __slots__ = ("key", "deg", "w", "before", "rowsum", "rev")
 
     def __init__(self, csr: _CSR, w_edge: torch.Tensor):
         w = w_edge[csr.eids].to(torch.float64)  # weights in CSR order
@@ -235,6 +198,9 @@ class _Weights:
         self.key = rows.to(torch.float64) + cdf
         self.deg = torch.where(row_sum > 0, csr.deg, torch.zeros_like(csr.deg))
         self.w = w
+        self.before = torch.cat([torch.zeros(1, dtype=torch.float64), cum])  # prefix sums, CSR order
+        self.rowsum = row_sum
+        self.rev = None
 
 
 def _csr(g) -> _CSR:
@@ -301,6 +267,21 @@ def _has_edge(csr: _CSR, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return ind[lb] == x
 
 
+class _OneThread:
+    """Run the step loop on one intra-op thread (restored afterwards).  Its ops are small (one
+    chunk of walks) so intra-op threading only adds fork/join cost, which explodes when the cores
+    are shared: measured 10-30x slower with 2 threads on a loaded 2-core machine."""
+
+    def __enter__(self):
+        self.n = torch.get_num_threads()
+        if self.n != 1:
+            torch.set_num_threads(1)
+
+    def __exit__(self, *exc):
+        if self.n != 1:
+            torch.set_num_threads(self.n)
+
+
 def _out(W: int, cols: int, dtype) -> torch.Tensor:
     return torch.full((W, cols), -1, dtype=dtype)
 
@@ -344,12 +325,13 @@ def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, ret
     eids = _out(W, length, torch.int64) if return_eids else None
     thresh = None if rp is None else (rp * _TWO32).ceil().to(torch.int64).tolist()
     deg_arr = csr.deg if wt is None else wt.deg
-    for lo in range(0, W, _CHUNK):
-        hi = min(W, lo + _CHUNK)
-        tr, ei = _walk_chunk(csr, wt, deg_arr, nodes[lo:hi], lo, length, thresh, seed, return_eids)
-        traces[lo:hi] = tr.t()
-        if return_eids:
-            eids[lo:hi] = ei.t()
+    with _OneThread():
+        for lo in range(0, W, _CHUNK):
+            hi = min(W, lo + _CHUNK)
+            tr, ei = _walk_chunk(csr, wt, deg_arr, nodes[lo:hi], lo, length, thresh, seed, return_eids)
+            traces[lo:hi] = tr.t()
+            if return_eids:
+                eids[lo:hi] = ei.t()
     traces = traces.to(idtype)
     types = torch.zeros(length + 1, dtype=idtype)
     if return_eids:
@@ -430,38 +412,95 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, r
     W = nodes.numel()
     traces = _out(W, walk_length + 1, torch.int64)
     eids = _out(W, walk_length, torch.int64) if return_eids else None
-    for lo in range(0, W, _CHUNK):
-        hi = min(W, lo + _CHUNK)
-        tr, ei = _n2v_chunk(csr, wt, nodes[lo:hi], lo, walk_length, p, q, seed, return_eids)
-        traces[lo:hi] = tr.t()
-        if return_eids:
-            eids[lo:hi] = ei.t()
+    with _OneThread():
+        for lo in range(0, W, _CHUNK):
+            hi = min(W, lo + _CHUNK)
+            tr, ei = _n2v_chunk(csr, wt, nodes[lo:hi], lo, walk_length, p, q, seed, return_eids)
+            traces[lo:hi] = tr.t()
+            if return_eids:
+                eids[lo:hi] = ei.t()
     traces = traces.to(g.idtype)
     return (traces, eids.to(g.idtype)) if return_eids else traces
 
 
+def _lower_bound(csr: _CSR, rows: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
+    """Absolute CSR position of the first entry >= val in each row (row end if none)."""
+    base = csr.start[rows].clone()
+    n = csr.deg[rows]
+    if base.numel() == 0:
+        return base
+    ind = csr.indices
+    nmax = int(n.max())
+    while nmax > 1:
+        half = n >> 1
+        mid = base + half
+        # Rows with no entries may start at num_edges: clamp (half == 0 keeps base for them).
+        base = torch.where(ind[mid.clamp(max=csr.num_edges - 1)] < vals, mid, base)
+        n = n - half
+        nmax -= nmax >> 1
+    nz = csr.deg[rows] > 0
+    last = ind[torch.minimum(base, torch.full_like(base, max(csr.num_edges - 1, 0)))]
+    return base + (nz & (last < vals)).to(torch.int64)
+
+
+def _reverse_mass(csr: _CSR, wt: _Weights | None) -> torch.Tensor:
+    """For each CSR position e (edge a -> b): the number (or total weight) of edges b -> a."""
+    if wt is not None and wt.rev is not None:
+        return wt.rev
+    if wt is None and csr.rev is not None:
+        return csr.rev
+    rows = torch.repeat_interleave(torch.arange(csr.num_nodes, dtype=torch.int64), csr.deg)
+    b = csr.indices
+    out = torch.empty(csr.num_edges, dtype=torch.float64)
+    for lo in range(0, csr.num_edges, 1 << 20):  # bounded temporaries
+        hi = min(csr.num_edges, lo + (1 << 20))
+        lb = _lower_bound(csr, b[lo:hi], rows[lo:hi])
+        ub = _lower_bound(csr, b[lo:hi], rows[lo:hi] + 1)
+        out[lo:hi] = (ub - lb).to(torch.float64) if wt is None else wt.before[ub] - wt.before[lb]
+    if wt is None:
+        csr.rev = out
+    else:
+        wt.rev = out
+    return out
+
+
 def _n2v_chunk(csr, wt, start_nodes, first_id, length, p, q, seed, return_eids):
+    # Envelope (KnightKing's outlier folding): c = max(1, 1/q) on every out-edge of v, plus an
+    # "outlier" box of mass m(v->t) * (1/p - c) on the return edge when 1/p > c, where m(v->t)
+    # is the count (weight) of edges v -> t, precomputed per edge.  A trial draws r uniform in
+    # the envelope's mass from one word: r < c * mass(v) proposes the first-order neighbour
+    # r / (c * mass(v)), otherwise x = t.  Proposal x is accepted with probability
+    # target / envelope: 1 for x == t (envelope there is max(c, 1/p) = bias when 1/p > c, else
+    # 1/p / c), b(x) / c otherwise; only b(x) in {1, 1/q} needs the neighbour test, and only
+    # when the acceptance word falls between the two thresholds.
     C = start_nodes.numel()
     tr = torch.full((length + 1, C), -1, dtype=torch.int64)
     ei = torch.full((length, C), -1, dtype=torch.int64) if return_eids else None
     tr[0] = start_nodes
     deg_arr = csr.deg if wt is None else wt.deg
-    bp, b1, bq = 1.0 / p, 1.0, 1.0 / q
-    bmax = max(bp, b1, bq)
-    # Accept iff word < thr(bias) = bias / bmax * 2^32 (thr == 2^32 accepts always).
-    thr_p, thr_1, thr_q = (int(min(_TWO32, -(-b / bmax * _TWO32 // 1))) for b in (bp, b1, bq))
+    bp, bq = 1.0 / p, 1.0 / q
+    c = max(1.0, bq)
+    extra = max(0.0, bp - c)
+    rev = _reverse_mass(csr, wt) if extra > 0 and length > 1 else None
+    mass_arr = csr.deg.to(torch.float64) if wt is None else wt.rowsum
+
+    def thr(x):
+        return int(min(_TWO32, -(-x * _TWO32 // 1)))
+    thr_t = thr(bp / max(c, bp))
+    thr_1, thr_q = thr(1.0 / c), thr(bq / c)
     thr_lo, thr_hi = min(thr_1, thr_q), max(thr_1, thr_q)
     ids = torch.arange(first_id, first_id + C, dtype=torch.int64)
     pos = torch.arange(C, dtype=torch.int64)
     cur = start_nodes.clone()
-    prev = None
+    prev = prev_e = None
     for s in range(length):
         deg = deg_arr[cur]
         alive = deg > 0
         if not bool(alive.all()):
             sel = alive.nonzero().squeeze(1)
             cur, deg, ids, pos = cur[sel], deg[sel], ids[sel], pos[sel]
-            prev = None if prev is None else prev[sel]
+            if prev is not None:
+                prev, prev_e = prev[sel], prev_e[sel]
         if cur.numel() == 0:
             break
         if prev is None:  # first-order first step
@@ -469,26 +508,42 @@ def _n2v_chunk(csr, wt, start_nodes, first_id, length, p, q, seed, return_eids):
         else:
             e = torch.empty_like(cur)
             pend = None   # indices into the live set still waiting for an accepted proposal
-            p_cur, p_deg, p_ids, p_prev = cur, deg, ids, prev
+            main = mass_arr[cur] * c
+            total = main + rev[prev_e] * extra if rev is not None else main
+            p_cur, p_deg, p_ids, p_prev, p_main, p_tot = cur, deg, ids, prev, main, total
+            words = None
             for t in range(_MAX_TRIALS):
                 if t % 2 == 0:
                     words = _words(seed, p_ids, (s << 12) | (t >> 1))
                 lane = 2 * (t & 1)
-                cand = _choose(csr, wt, p_cur, p_deg, words[lane])
+                r = words[lane].to(torch.float64) * (p_tot / _TWO32)
+                in_main = r < p_main
+                frac = (r / p_main).clamp_(max=1.0 - 2.0 ** -40)
+                if wt is None:
+                    cand = csr.start[p_cur] + (frac * p_deg).to(torch.int64)
+                else:
+                    cand = torch.minimum(torch.searchsorted(wt.key, p_cur.to(torch.float64) + frac, right=True),
+                                         csr.start[p_cur] + csr.deg[p_cur] - 1)
                 x = csr.indices[cand]
                 u = words[lane + 1]
                 is_t = x == p_prev
-                acc = torch.where(is_t, u < thr_p, u < thr_lo)
+                if rev is not None:
+                    out_box = ~in_main
+                    is_t |= out_box
+                    # The outlier box stands for the return edge v -> t: take the first such edge.
+                    if bool(out_box.any()):
+                        k = out_box.nonzero().squeeze(1)
+                        cand[k] = _lower_bound(csr, p_cur[k], p_prev[k])
+                acc = torch.where(is_t, u < thr_t, u < thr_lo)
                 if thr_hi > thr_lo:
                     unsure = (~is_t) & (u >= thr_lo) & (u < thr_hi)
                     if bool(unsure.any()):
                         k = unsure.nonzero().squeeze(1)
                         nb = _has_edge(csr, p_prev[k], x[k])
-                        acc[k] = u[k] < torch.where(nb, torch.full_like(u[k], thr_1), torch.full_like(u[k], thr_q))
+                        acc[k] = u[k] < torch.where(nb, thr_1, thr_q)
                 if pend is None:
                     e = torch.where(acc, cand, e)
                     if bool(acc.all()):
-                        pend = acc.new_zeros(0).long()
                         break
                     rej = (~acc).nonzero().squeeze(1)
                     pend = rej
@@ -497,9 +552,10 @@ def _n2v_chunk(csr, wt, start_nodes, first_id, length, p, q, seed, return_eids):
                     e[pend[a]] = cand[a]
                     rej = (~acc).nonzero().squeeze(1)
                     pend = pend[rej]
-                if pend.numel() == 0:
-                    break
+                    if pend.numel() == 0:
+                        break
                 p_cur, p_deg, p_ids, p_prev = p_cur[rej], p_deg[rej], p_ids[rej], p_prev[rej]
+                p_main, p_tot = p_main[rej], p_tot[rej]
                 words = tuple(w[rej] for w in words)
             else:
                 if pend is not None and pend.numel():
@@ -508,7 +564,7 @@ def _n2v_chunk(csr, wt, start_nodes, first_id, length, p, q, seed, return_eids):
         tr[s + 1].index_copy_(0, pos, nxt)
         if return_eids:
             ei[s].index_copy_(0, pos, csr.eids[e])
-        prev, cur = cur, nxt
+        prev, prev_e, cur = cur, e, nxt
     return tr, ei
 
 
@@ -603,7 +659,11 @@ def multi_dimensional_random_walk(g, num_roots_or_roots, walk_budget, *, num_ins
     if isinstance(walk_budget, bool) or not isinstance(walk_budget, int) or walk_budget < m:
         raise _err(f"walk_budget to be an int >= the frontier size {m}", repr(walk_budget),
                    "pass the number of vertices to visit (roots included).")
-    csr = _csr(g)
+    with _OneThread():
+        return _mdrw(g, _csr(g), roots, walk_budget, m, I, seed)
+
+
+def _mdrw(g, csr, roots, walk_budget, m, I, seed):
     steps = walk_budget - m
     frontier = roots.to(torch.int64).clone().contiguous()
     nodes_out = torch.full((I, walk_budget), -1, dtype=torch.int64)
