@@ -73,15 +73,15 @@ def main(argv=None):
         neighbor_rows = bench_neighbor(names, quick=args.quick)
         walk_rows = bench_walks(names, quick=args.quick)
         record("sampling", neighbor_rows + walk_rows)
-        ratios = {**_ratios(neighbor_rows, "seeds_per_s"), **_ratios(walk_rows, "steps_per_s")}
+        groups = {"neighbor": _ratios(neighbor_rows, "seeds_per_s"),
+                  "deepwalk": {c: r for c, r in _ratios(walk_rows, "steps_per_s").items() if "deepwalk" in c},
+                  "node2vec": {c: r for c, r in _ratios(walk_rows, "steps_per_s").items() if "node2vec" in c}}
         print("\nratio ours / dgl (throughput; bars: NeighborSampler and DeepWalk >= 1.0, node2vec >= 1.5)")
-        for case, r in ratios.items():
-            print(f"  {case}: {r:.2f}x")
-        def worst(key):  # noqa: E306
-            vals = [r for c, r in ratios.items() if key in c.lower()]
-            return min(vals) if vals else float("nan")
-        print(f"neighbor_min_ratio={worst('neighbor'):.2f} deepwalk_min_ratio={worst('deepwalk'):.2f} "
-              f"node2vec_min_ratio={worst('node2vec'):.2f}")
+        for group in groups.values():
+            for case, r in group.items():
+                print(f"  {case}: {r:.2f}x")
+        print(" ".join(f"{k}_min_ratio={min(v.values()):.2f}" if v else f"{k}_min_ratio=nan"
+                       for k, v in groups.items()))
     if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()):
         gpu_mode(names, args.quick)
     return 0
