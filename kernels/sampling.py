@@ -1,9 +1,10 @@
 """Neighbour choice for transit-parallel sampling (NextDoor, EuroSys'21), uniform, with and
 without replacement.
 
-Each transit vertex v draws ``fanout`` of its CSR neighbours.  Random numbers come from Philox
-counters (step * num_nodes + v) * fanout + j, so a choice depends only on (seed, step, v, j):
-identical on CPU (dgl_accel/sampling/choice.py), under the interpreter and on a GPU.
+Each transit vertex v draws ``fanout`` of its CSR neighbours.  Slot j takes word (j % 4) of the
+Philox4x32 block at counter (step * num_nodes + v) * ceil(fanout / 4) + j // 4 (one Philox
+evaluation serves four slots), so a choice depends only on (seed, step, v, j): identical on CPU
+(dgl_accel/sampling/choice.py), under the interpreter and on a GPU.
 Without replacement and deg(v) > fanout the slots follow Floyd's algorithm (slot j draws
 t in [0, deg - fanout + j]; a repeat takes deg - fanout + j instead), a uniform k-subset.
 
@@ -30,8 +31,12 @@ def _neighbor_choice_kernel(indptr_ptr, transits_ptr, out_ptr, num_transits, fan
     deg = tl.load(indptr_ptr + v + 1, mask=i_mask, other=0) - start
     j = tl.arange(0, K_PAD).to(tl.int64)
     slot = i_mask[:, None] & (j[None, :] < fanout)
-    counter = (step * num_nodes + v)[:, None] * fanout + j[None, :]
-    r = tl.randint(seed, counter).to(tl.int64) & 0xFFFFFFFF  # uint32 draw as a non-negative int64
+    words = (fanout + 3) // 4
+    counter = (step * num_nodes + v)[:, None] * words + (j // 4)[None, :]
+    r0, r1, r2, r3 = tl.randint4x(seed, counter)
+    lane = (j % 4)[None, :]
+    r = tl.where(lane == 0, r0, tl.where(lane == 1, r1, tl.where(lane == 2, r2, r3)))
+    r = r.to(tl.int64) & 0xFFFFFFFF  # uint32 draw as a non-negative int64
     d2 = tl.maximum(deg, 1)[:, None]
     if REPLACE:
         pos = tl.where(deg[:, None] > 0, start[:, None] + r % d2, -1)

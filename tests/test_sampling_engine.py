@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel.sampling.engine import classify, group_by_transit, neighbor_choice_triton
-from dgl_accel.sampling.rng import philox_randint
+from dgl_accel.sampling.rng import philox4x32
 
 
 def spec_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
@@ -13,7 +13,9 @@ def spec_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
     out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
     for i, v in enumerate(transits.tolist()):
         start, deg = int(indptr[v]), int(indptr[v + 1] - indptr[v])
-        r = philox_randint(seed, (step * num_nodes + v) * fanout + torch.arange(fanout)).tolist()
+        words = (fanout + 3) // 4  # slot j: word j % 4 of the block at counter base + j // 4
+        blocks = philox4x32(seed, (step * num_nodes + v) * words + torch.arange(fanout) // 4)
+        r = [int(blocks[j % 4][j]) for j in range(fanout)]
         if replace:
             if deg:
                 out[i] = torch.tensor([start + x % deg for x in r])
