@@ -16,7 +16,7 @@ from scipy import stats
 from dgl_accel.graph.structure import in_csr
 from dgl_accel.sampling import NeighborSampler, neighbor_choice, weighted_neighbor_choice
 from dgl_accel.sampling.rng import philox_randint_np, philox_uniform_np
-from dgl_accel.sampling.rng import philox_randint, philox_uniform
+from dgl_accel.sampling.rng import philox4x32, philox_randint, philox_uniform
 from dgl_accel.testing.strategies import graphs
 
 ALPHA = 1e-3
@@ -40,8 +40,10 @@ def reference_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
     out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
     for i, v in enumerate(transits.tolist()):
         s, d = int(indptr[v]), int(indptr[v + 1] - indptr[v])
-        c = torch.tensor([(step * num_nodes + v) * fanout + j for j in range(fanout)], dtype=torch.int64)
-        r = philox_randint(seed, c).tolist()
+        w = (fanout + 3) // 4  # counters per transit: four 32-bit words per Philox evaluation
+        c = torch.tensor([(step * num_nodes + v) * w + k for k in range(w)], dtype=torch.int64)
+        words = [x.tolist() for x in philox4x32(seed, c)]
+        r = [words[j % 4][j // 4] for j in range(fanout)]
         if replace:
             if d > 0:
                 out[i] = torch.tensor([s + r[j] % d for j in range(fanout)])
@@ -84,6 +86,22 @@ def test_neighbor_choice_matches_spec(n, fanout, replace, step, seed, data):
     got = neighbor_choice(indptr, transits, fanout, seed=seed, step=step, num_nodes=num_nodes, replace=replace)
     assert got.dtype == torch.int64 and got.shape == (len(transits), fanout)
     assert torch.equal(got, reference_choice(indptr, transits, fanout, seed, step, num_nodes, replace))
+
+
+@given(n=st.integers(1, 40), fanout=st.sampled_from([-1, 0, 1, 3, 4, 5, 12, 15]), replace=st.booleans(),
+       step=st.integers(0, 4), seed=st.integers(0, 2**64 - 1), data=st.randoms(use_true_random=False))
+def test_flat_choice_matches_padded_choice(n, fanout, replace, step, seed, data):
+    """The sampler's unpadded (positions, counts) form holds exactly the padded choice's valid slots."""
+    from dgl_accel.sampling.choice import uniform_choice_flat, uniform_choice_np
+
+    degrees = [data.choice([0, 1, fanout, fanout + 1, data.randint(0, 30), data.randint(0, 300)])
+               for _ in range(n)]
+    indptr = csr_from_degrees([max(x, 0) for x in degrees]).numpy()
+    v = np.array(data.sample(range(n), data.randint(0, n)), dtype=np.int64)
+    padded = uniform_choice_np(indptr, v, fanout, seed, step, n, replace)
+    flat, counts = uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
+    assert np.array_equal(counts, (padded >= 0).sum(axis=1))
+    assert np.array_equal(flat, padded[padded >= 0])
 
 
 def test_neighbor_choice_all_neighbors():

@@ -4,13 +4,15 @@ This module is the *specification* a Triton kernel reproduces bit for bit, so th
 below are literal.  Notation: ``v = transits[i]`` is a transit node, its in-neighbours are the CSR
 positions ``indptr[v] .. indptr[v+1]-1``, ``d = deg(v)``, ``start = indptr[v]`` and ``F = fanout``.
 
-Counter layout (uniform choice and weighted choice *with* replacement), one int64 per draw::
+Counter layout (uniform choice): one Philox4x32 evaluation gives four 32-bit words, so slot j of
+transit v uses word ``j % 4`` of counter ``j // 4`` of its block of ``W = ceil(F / 4)`` counters::
 
-    c(i, j) = (step * num_nodes + v) * F + j          0 <= j < F
-    r_j     = philox_randint(seed, c(i, j))           int in [0, 2^32)
-    u_j     = philox_uniform(seed, c(i, j))           float32 in [0, 1)
+    W       = (F + 3) // 4
+    c(v, k) = (step * num_nodes + v) * W + k          0 <= k < W
+    r_j     = philox4x32(seed, c(v, j // 4))[j % 4]   int in [0, 2^32)   (tl.randint4x word j % 4)
 
 so a draw depends only on (seed, step, node, slot), never on the batch it came in or the device.
+``F == -1`` (all neighbours) uses no randomness.
 
 Uniform, ``replace=True``: ``pos[i, j] = start + r_j % d``; all -1 when ``d == 0``.
 
@@ -24,8 +26,8 @@ Uniform, ``replace=False``: ``d <= F``: ``pos[i, j] = start + j`` for ``j < d``,
         if t in chosen: t = m
         chosen.append(t); pos[i, j] = start + t
 
-Weighted choice (``prob`` = one non-negative weight per edge, in edge-id order) is CPU-only for now;
-its layouts are documented on :func:`weighted_neighbor_choice`.
+Weighted choice (``prob`` = one non-negative weight per edge, in edge-id order) is CPU-only for now
+and keeps one draw (word 0) per counter; its layouts are documented on :func:`weighted_neighbor_choice`.
 
 CPU implementation note: the work is done in numpy on zero-copy views of the tensors.  Philox in
 numpy's uint64 arithmetic (a 32x32-bit product fits exactly) is bit-identical to ``rng.philox_randint``
@@ -40,7 +42,7 @@ import threading
 import numpy as np
 import torch
 
-from .rng import philox_randint_np, philox_uniform_np
+from .rng import philox4x32_np, philox_uniform_np
 
 __all__ = [
     "neighbor_choice", "weighted_neighbor_choice",
@@ -155,6 +157,54 @@ def _all_neighbors(start: np.ndarray, d: np.ndarray) -> np.ndarray:
     return pos
 
 
+def _slot_words(seed: int, step: int, num_nodes: int, v: np.ndarray, fanout: int) -> np.ndarray:
+    """Slot-major uint32 [fanout, len(v)] draws: slot j of transit v is word (j % 4) of
+    ``philox4x32(seed, (step * num_nodes + v) * W + j // 4)``, W = ceil(fanout / 4)."""
+    W = (fanout + 3) // 4
+    base = (np.int64(step) * np.int64(num_nodes) + v) * np.int64(W)
+    words = philox4x32_np(seed, base[None, :] + np.arange(W, dtype=np.int64)[:, None])  # 4 x [W, H]
+    r = np.empty((W, 4, v.shape[0]), dtype=np.uint32)
+    for k in range(4):
+        r[:, k] = words[k]  # exact: every word is < 2^32
+    return r.reshape(4 * W, v.shape[0])[:fanout]
+
+
+def _floyd_exact(t: np.ndarray, m: np.ndarray) -> None:
+    """Floyd's membership rule in place on slot-major [F, H] raw draws t (t[j] = r_j % (m_j + 1)):
+    slot j takes m_j when its draw repeats an earlier slot's value."""
+    F, H = t.shape
+    cmp = np.empty((F, H), dtype=bool)
+    hit = np.empty(H, dtype=bool)
+    for jj in range(1, F):
+        tj = t[jj]
+        np.equal(t[:jj], tj, out=cmp[:jj])
+        np.logical_or.reduce(cmp[:jj], axis=0, out=hit)
+        np.copyto(tj, m[jj], where=hit)
+
+
+def _uniform_draws(start: np.ndarray, d: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
+                   num_nodes: int, replace: bool):
+    """(rows, t): the rows that use randomness (d > 0 with replacement, d > fanout without) and their
+    chosen local offsets, slot-major [fanout, len(rows)] (position = start[row] + t)."""
+    rows = np.flatnonzero(d > 0) if replace else np.flatnonzero(d > fanout)
+    if not rows.size:
+        return rows, np.empty((fanout, 0), dtype=np.int64)
+    dr = d[rows]
+    r = _slot_words(seed, step, num_nodes, v[rows], fanout)
+    narrow = int(dr.max()) < 2**31  # 32-bit arithmetic (3x faster modulo) whenever offsets fit
+    if not narrow:
+        r = r.astype(np.int64)
+        dr = dr.astype(np.int64)
+    if replace:
+        return rows, (r % dr.astype(r.dtype)).view(np.int32) if narrow else r % dr
+    m = (dr - fanout).astype(np.int32 if narrow else np.int64)[None, :] \
+        + np.arange(fanout, dtype=np.int32 if narrow else np.int64)[:, None]  # m for every slot
+    t = r % (m + 1).view(r.dtype) if narrow else r % (m + 1)
+    t = t.view(m.dtype)
+    _floyd_exact(t, m)
+    return rows, t
+
+
 def uniform_choice_np(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
                       num_nodes: int, replace: bool) -> np.ndarray:
     """The module-level rules on numpy int64 arrays (no validation): [T, fanout] positions."""
@@ -167,28 +217,51 @@ def uniform_choice_np(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int,
         return np.full((T, fanout), -1, dtype=np.int64)
     if replace:
         out = np.full((T, fanout), -1, dtype=np.int64)
-        rows = np.flatnonzero(d > 0)
-        if rows.size:
-            r = philox_randint_np(seed, _counters(step, num_nodes, v[rows], fanout)).view(np.int64)
-            out[rows] = start[rows, None] + r % d[rows, None]
-        return out
-    j = np.arange(fanout, dtype=np.int64)
-    # rows with d <= fanout: every neighbour in CSR order, then -1 (only such rows have j >= d)
-    out = np.where(j < d[:, None], start[:, None] + j, -1)
-    heavy = np.flatnonzero(d > fanout)
-    if heavy.size:
-        dh = d[heavy]
-        base = (np.int64(step) * np.int64(num_nodes) + v[heavy]) * np.int64(fanout)
-        # slot-major [fanout, H] so every per-slot vector below is contiguous
-        r = philox_randint_np(seed, base[None, :] + j[:, None]).view(np.int64)
-        m = (dh - fanout)[None, :] + j[:, None]  # m for every slot
-        chosen = r % (m + 1)
-        for jj in range(1, fanout):  # Floyd: loop over slots only, vectorised over transits
-            t = chosen[jj]
-            np.copyto(t, m[jj], where=(chosen[:jj] == t).any(axis=0))
-        chosen += start[heavy]
-        out[heavy] = chosen.T
+    else:  # rows with d <= fanout: every neighbour in CSR order, then -1 (only such rows have j >= d)
+        j = np.arange(fanout, dtype=np.int64)
+        out = np.where(j < d[:, None], start[:, None] + j, -1)
+    rows, t = _uniform_draws(start, d, v, fanout, seed, step, num_nodes, replace)
+    if rows.size:
+        out[rows] = (start[rows] + t).T
     return out
+
+
+def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
+                        num_nodes: int, replace: bool):
+    """The same choice as :func:`uniform_choice_np` without the -1 padding: (positions int64 [E],
+    counts int64 [T]), row i's positions at ``offs[i]:offs[i+1]`` (offs = exclusive scan of counts)
+    in slot order."""
+    start = indptr[v]
+    d = indptr[v + 1] - start
+    if fanout == -1 or fanout == 0 or v.shape[0] == 0:
+        counts = d if fanout == -1 else np.zeros(v.shape[0], dtype=np.int64)
+        fixed = None
+    else:
+        counts = np.where(d > 0, fanout, 0) if replace else np.minimum(d, fanout)
+        fixed = fanout
+    offs = np.zeros(v.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    E = int(offs[-1])
+    if fixed is None:  # start + j for every row
+        pos = np.arange(E, dtype=np.int64)
+        pos += np.repeat(start - offs[:-1], counts)
+        return pos, counts
+    T = v.shape[0]
+    rows, t = _uniform_draws(start, d, v, fanout, seed, step, num_nodes, replace)
+    # padded row-major [T, fanout] (row writes, no element scatter), then one gather of the valid
+    # prefix of every row; rows without draws hold start + j (their counts prefix), replace rows all
+    # draw, and rows with zero count are never read
+    pad = np.empty((T, fanout), dtype=np.int64)
+    if not replace and rows.size < T:  # one broadcast add beats a row scatter of the light rows
+        np.add(start[:, None], np.arange(fanout, dtype=np.int64), out=pad)
+    if rows.size:
+        pad[rows] = t.T + start[rows][:, None]
+    if E == T * fanout:
+        return pad.reshape(-1), counts
+    gi = np.arange(E, dtype=np.int64)
+    gi += np.repeat(np.arange(0, T * fanout, fanout, dtype=np.int64) - offs[:-1], counts)
+    pos = np.take(pad.reshape(-1), gi)
+    return pos, counts
 
 
 def neighbor_choice(indptr: torch.Tensor, transits: torch.Tensor, fanout: int, *, seed: int, step: int,
@@ -262,7 +335,7 @@ def weighted_neighbor_choice(indptr: torch.Tensor, eids: torch.Tensor, prob: tor
     of CSR position ``k`` is ``prob[eids[k]]``.  Zero-weight edges are never chosen.
 
     ``replace=True`` (inverse CDF): slot j of transit i draws ``u_j = philox_uniform(seed, c(i, j))``
-    with the module's counter ``c(i, j) = (step * num_nodes + v) * fanout + j`` and picks the CSR
+    (word 0) with the counter ``c(i, j) = (step * num_nodes + v) * fanout + j`` and picks the CSR
     position k in v's row with ``W(k-1) <= u_j * W(row) < W(k)``, W = prefix sums of the row's
     weights (binary search).  Prefix sums are of row-normalised weights, in float64, cached per
     (indptr, eids, prob) triple; a weight below ~1e-11 of its row's total is not resolved.
