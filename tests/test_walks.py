@@ -287,3 +287,27 @@ def test_bad_inputs():
     for f in bad:
         with pytest.raises(ValueError, match="expected"):
             f()
+
+
+def test_edge_membership_matches_edge_set():
+    # The node2vec neighbour test (hash set of edges, with spill-over into the overflow array
+    # forced by a tiny bucket width) must agree exactly with the edge set, including queries
+    # (t, x) where x is larger than every out-neighbour of t and equals the first out-neighbour of
+    # t + 1 (a false positive of the former binary search).
+    import dgl_accel.sampling.walks as walks
+    g = _random_graph(n=60, m=900, seed=5, self_loops=True)
+    g = dgl.add_edges(g, [3, 4], [10, 50])  # row 3 ends at 10 < 50 = the first entry of row 4
+    edges = _edge_set(g)
+    a, b = torch.meshgrid(torch.arange(60), torch.arange(60), indexing="ij")
+    a, b = a.reshape(-1), b.reshape(-1)
+    want = torch.tensor([(x, y) in edges for x, y in zip(a.tolist(), b.tolist())])
+    for width in (4, 1):
+        old = walks._HASH_WIDTH
+        walks._HASH_WIDTH = width
+        try:
+            eh = walks._EdgeHash(walks._CSR(g))
+        finally:
+            walks._HASH_WIDTH = old
+        if width == 1:
+            assert eh.overflow.numel() > 0
+        assert torch.equal(eh.contains(a, b), want)
