@@ -72,7 +72,7 @@ import torch
 from dgl.dataloading import BlockSampler
 
 from ..graph.structure import cached, check_graph, in_csr
-from .rng import philox_uniform
+from .rng import call_seed, philox_uniform
 
 __all__ = [
     "LADIESSampler",
@@ -86,23 +86,7 @@ __all__ = [
 ]
 
 NORMS = ("both", "right", "left", "none")
-_M64 = (1 << 64) - 1
 _MAX_NODES = 1 << 31
-
-
-# ----------------------------------------------------------------------------------- seeds
-def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _M64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
-    return x ^ (x >> 31)
-
-
-def call_seed(seed: int, call_index: int, worker: int = 0) -> int:
-    """The Philox key of one ``sample_blocks`` call: splitmix64 chain of (seed, call, worker)."""
-    x = _splitmix64(seed & _M64)
-    x = _splitmix64(x ^ (call_index & _M64))
-    return _splitmix64(x ^ (worker & _M64))
 
 
 def _offsets(layer: int, kind: int, idx: torch.Tensor) -> torch.Tensor:

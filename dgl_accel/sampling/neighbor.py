@@ -29,26 +29,12 @@ except ImportError:  # pragma: no cover
 from ..graph.structure import cached, in_csr
 from .. import backend
 from .engine import BLOCK_MAX, neighbor_choice_triton
+from .rng import call_seed
 from .choice import (
     _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, uniform_choice_flat, weighted_choice_np,
 )
 
 __all__ = ["NeighborSampler"]
-
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
-
-
-def call_seed(seed: int, call: int, worker: int = 0) -> int:
-    """Per-call Philox key: a 64-bit mix of the sampler seed, the call counter and the worker id."""
-    return _splitmix64(_splitmix64(_splitmix64(seed) ^ call) ^ worker)
-
 
 def _check_homogeneous(g) -> None:
     if not isinstance(g, dgl.DGLGraph) or g.is_block or len(g.ntypes) != 1 or len(g.canonical_etypes) != 1:

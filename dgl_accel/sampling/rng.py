@@ -128,3 +128,22 @@ def uint_to_uniform(x: torch.Tensor) -> torch.Tensor:
 def philox_uniform(seed: int, offsets: torch.Tensor) -> torch.Tensor:
     """``tl.rand(seed, offsets)``: float32 uniform in [0, 1)."""
     return uint_to_uniform(philox_randint(seed, offsets))
+
+
+# ----------------------------------------------------------------------------------- seeds
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def call_seed(seed: int, call: int, worker: int = 0) -> int:
+    """The Philox key of one sampler call: a splitmix64 chain of (sampler seed, call counter,
+    worker id), so successive mini-batches and data-loader workers draw independent numbers."""
+    x = _splitmix64(seed & _MASK64)
+    x = _splitmix64(x ^ (call & _MASK64))
+    return _splitmix64(x ^ (worker & _MASK64))
