@@ -16,7 +16,8 @@ from scipy import stats
 from dgl_accel.graph.structure import in_csr
 from dgl_accel.sampling import NeighborSampler, neighbor_choice, weighted_neighbor_choice
 from dgl_accel.sampling.rng import philox_randint_np, philox_uniform_np
-from dgl_accel.sampling.rng import philox4x32, philox_randint, philox_uniform
+from dgl_accel.sampling.rng import philox_randint, philox_uniform
+from dgl_accel.testing.reference import ref_neighbor_choice
 from dgl_accel.testing.strategies import graphs
 
 ALPHA = 1e-3
@@ -35,30 +36,7 @@ def csr_from_degrees(degrees):
 
 
 # ------------------------------------------------------------------------------ exact spec
-def reference_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
-    """The spec, literally, one transit at a time."""
-    out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
-    for i, v in enumerate(transits.tolist()):
-        s, d = int(indptr[v]), int(indptr[v + 1] - indptr[v])
-        w = (fanout + 3) // 4  # counters per transit: four 32-bit words per Philox evaluation
-        c = torch.tensor([(step * num_nodes + v) * w + k for k in range(w)], dtype=torch.int64)
-        words = [x.tolist() for x in philox4x32(seed, c)]
-        r = [words[j % 4][j // 4] for j in range(fanout)]
-        if replace:
-            if d > 0:
-                out[i] = torch.tensor([s + r[j] % d for j in range(fanout)])
-        elif d <= fanout:
-            out[i, :d] = torch.arange(s, s + d)
-        else:
-            chosen = []
-            for j in range(fanout):
-                m = d - fanout + j
-                t = r[j] % (m + 1)
-                if t in chosen:
-                    t = m
-                chosen.append(t)
-                out[i, j] = s + t
-    return out
+reference_choice = ref_neighbor_choice  # the spec, literally (dgl_accel/testing/reference.py)
 
 
 def test_numpy_philox_bit_identical():

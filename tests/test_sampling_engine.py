@@ -5,30 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel.sampling.engine import classify, group_by_transit, neighbor_choice_triton
-from dgl_accel.sampling.rng import philox4x32
-
-
-def spec_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
-    """The choice spec written out one transit at a time (independent of every implementation)."""
-    out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
-    for i, v in enumerate(transits.tolist()):
-        start, deg = int(indptr[v]), int(indptr[v + 1] - indptr[v])
-        words = (fanout + 3) // 4  # slot j: word j % 4 of the block at counter base + j // 4
-        blocks = philox4x32(seed, (step * num_nodes + v) * words + torch.arange(fanout) // 4)
-        r = [int(blocks[j % 4][j]) for j in range(fanout)]
-        if replace:
-            if deg:
-                out[i] = torch.tensor([start + x % deg for x in r])
-        elif deg <= fanout:
-            out[i, :deg] = torch.arange(start, start + deg)
-        else:
-            chosen = []
-            for j in range(fanout):
-                m = deg - fanout + j
-                t = r[j] % (m + 1)
-                chosen.append(m if t in chosen else t)
-            out[i] = torch.tensor(chosen) + start
-    return out
+from dgl_accel.testing.reference import ref_neighbor_choice
 
 
 @st.composite
@@ -47,7 +24,7 @@ def csr_and_transits(draw):
 def test_triton_kernel_matches_the_spec(case, fanout, replace, seed, step):
     indptr, transits, n = case
     got = neighbor_choice_triton(indptr, transits, fanout, seed=seed, step=step, num_nodes=n, replace=replace)
-    assert torch.equal(got, spec_choice(indptr, transits, fanout, seed, step, n, replace))
+    assert torch.equal(got, ref_neighbor_choice(indptr, transits, fanout, seed, step, n, replace))
     if not replace:  # a k-subset: no position twice in a row
         for row in got.tolist():
             picked = [p for p in row if p >= 0]
