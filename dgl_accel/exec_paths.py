@@ -152,8 +152,6 @@ class Paths:
             elif value is not None and key[0] == "sg":  # COO + edge ids, plus the CSR views DGL adds
                 itemsize = 8 if value.idtype == torch.int64 else 4
                 total += value.num_edges() * itemsize * 3 * 2 + (value.num_nodes() + 1) * itemsize * 2
-            elif isinstance(value, (list,)) and value:
-                total += sum(t.numel() * t.element_size() for t in value if isinstance(t, torch.Tensor))
         return total
 
 

@@ -336,6 +336,18 @@ class _OneThread:
             torch.set_num_threads(self.n)
 
 
+def _record(tr, ei, s: int, pos, nodes, eids, e, return_eids: bool) -> None:
+    """Write step ``s`` of the live walks: all walks when ``pos`` is None, else walks ``pos``."""
+    if pos is None:
+        tr[s + 1] = nodes
+        if return_eids:
+            ei[s] = eids[e]
+    else:
+        tr[s + 1].index_copy_(0, pos, nodes)
+        if return_eids:
+            ei[s].index_copy_(0, pos, eids[e])
+
+
 def _out(W: int, cols: int, dtype) -> torch.Tensor:
     return torch.full((W, cols), -1, dtype=dtype)
 
@@ -429,14 +441,7 @@ def _walk_chunk(csr, wt, deg_arr, start_nodes, first_id, length, thresh, seed, r
                     break
         e = _choose(csr, wt, cur, deg, choice_w)
         cur = indices.index_select(0, e)
-        if pos is None:
-            tr[s + 1] = cur
-            if return_eids:
-                ei[s] = csr.eids[e]
-        else:
-            tr[s + 1].index_copy_(0, pos, cur)
-            if return_eids:
-                ei[s].index_copy_(0, pos, csr.eids[e])
+        _record(tr, ei, s, pos, cur, csr.eids, e, return_eids)
     return tr, ei
 
 
@@ -608,14 +613,7 @@ def _n2v_chunk(csr, wt, env, eh, start_nodes, first_id, length, seed, return_eid
         else:
             e, nxt = _n2v_step(csr, wt, env, eh, cur, deg, prev, prev_e, ids, seed, s,
                                thr_t, thr_lo, thr_hi, test_nb)
-        if pos is None:
-            tr[s + 1] = nxt
-            if return_eids:
-                ei[s] = csr.eids[e]
-        else:
-            tr[s + 1].index_copy_(0, pos, nxt)
-            if return_eids:
-                ei[s].index_copy_(0, pos, csr.eids[e])
+        _record(tr, ei, s, pos, nxt, csr.eids, e, return_eids)
         prev, prev_e, cur = cur, e, nxt
     return tr, ei
 
