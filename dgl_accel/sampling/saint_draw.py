@@ -1,0 +1,142 @@
+"""GraphSAINT node-set draws (node / edge / random-walk) from probability tables built once per graph.
+
+Distributions (``deg_in`` / ``deg_out`` clamped at 1, as in DGL):
+
+* node: ``budget`` i.i.d. draws with replacement, ``P(v) ∝ ||Ã[:, v]||²`` with the random-walk
+  normalised adjacency ``Ã[x, v] = 1 / deg_in(x)`` for an edge v -> x (GraphSAINT, Zeng et al.
+  ICLR'20, Sec. 3.4), i.e. ``w_v = Σ_{v->x} 1 / deg_in(x)²``.  Nodes without out-edges would get
+  weight 0 and never be drawn; they get the smallest positive weight instead, so that every node
+  can be covered.  ``node_prob="degree"`` gives DGL's ``P(v) ∝ max(deg_out(v), 1)`` (the squared
+  column norm of the *unnormalised* adjacency; the GraphSAINT reference code does the same).
+  The subgraph is induced by the distinct drawn nodes.
+* edge: ``budget`` i.i.d. edge draws with replacement, ``P(u->v) ∝ 1/deg_out(u) + 1/deg_in(v)``
+  (the paper's ``1/deg(u) + 1/deg(v)`` for symmetric graphs; DGL's formula); the subgraph is
+  induced by the end points of the drawn edges.
+* walk: ``num_roots`` roots uniform with replacement, each followed by a ``walk_length``-hop
+  uniform random walk along out-edges (a walk at a node without out-edges stops there, as in
+  ``dgl.sampling.random_walk``); the subgraph is induced by all visited nodes.
+
+Tables are the cumulative weights (float64), drawn from by ``searchsorted`` on 53-bit uniforms.
+Randomness: numpy's counter-based Philox bit generator keyed by the per-call seed, so a call's
+node set depends only on (sampler seed, call number, worker id).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph.structure import cached, out_csr
+from .induced import InCSR, cpu_in_csr
+
+__all__ = ["NODE_PROBS", "Tables", "tables", "node_weights", "node_cdf", "edge_cdf", "edge_weights", "draw_node", "draw_edge", "draw_walk",
+           "generator"]
+
+
+@dataclass(frozen=True, eq=False)
+class Tables:
+    """Per-graph arrays the draws need (CSR positions refer to the in-CSR of :func:`cpu_in_csr`)."""
+
+    csr: InCSR
+    deg_in: np.ndarray      # float64 [n], clamped at 1
+    deg_out: np.ndarray     # float64 [n], clamped at 1
+    dst: np.ndarray         # int64 [E] destination (row) of each in-CSR position
+    out_indptr: np.ndarray  # int64 [n + 1] out-CSR, for walks
+    out_indices: np.ndarray  # int64 [E]
+
+
+def _build(g) -> Tables:
+    csr = cpu_in_csr(g)
+    n = csr.num_nodes
+    cnt_in = np.diff(csr.indptr)
+    cnt_out = np.bincount(csr.indices, minlength=n)
+    oc = out_csr(g)
+    return Tables(
+        csr=csr,
+        deg_in=np.maximum(cnt_in, 1).astype(np.float64),
+        deg_out=np.maximum(cnt_out, 1).astype(np.float64),
+        dst=np.repeat(np.arange(n, dtype=np.int64), cnt_in),
+        out_indptr=np.ascontiguousarray(oc.indptr.cpu().numpy(), dtype=np.int64),
+        out_indices=np.ascontiguousarray(oc.indices.cpu().numpy(), dtype=np.int64),
+    )
+
+
+def tables(g, cache: bool = True) -> Tables:
+    """The graph's :class:`Tables` (cached per graph unless ``cache=False``)."""
+    return cached(g, "saint.tables", _build) if cache else _build(g)
+
+
+NODE_PROBS = ("norm", "degree")
+
+
+def node_weights(t: Tables, kind: str = "norm") -> np.ndarray:
+    """Unnormalised node-draw weights: ``||Ã[:, v]||²`` (``kind="norm"``, the paper's; zeros raised
+    to the smallest positive) or DGL's ``max(deg_out(v), 1)`` = ``||A[:, v]||²`` (``"degree"``)."""
+    if kind == "degree":
+        return t.deg_out.copy()
+    csr = t.csr
+    w = np.bincount(csr.indices, weights=(1.0 / t.deg_in ** 2)[t.dst], minlength=csr.num_nodes)
+    pos = w[w > 0]
+    w[w <= 0] = pos.min() if pos.size else 1.0
+    return w
+
+
+def edge_weights(t: Tables) -> np.ndarray:
+    """Unnormalised draw weights of the in-CSR positions: ``1/deg_out(src) + 1/deg_in(dst)``."""
+    return 1.0 / t.deg_out[t.csr.indices] + 1.0 / t.deg_in[t.dst]
+
+
+def _cdf(g, name: str, weights_fn, t: Tables, cache: bool) -> np.ndarray:
+    build = lambda _: np.cumsum(weights_fn(t))  # noqa: E731
+    return cached(g, name, build) if cache else build(None)
+
+
+def node_cdf(g, t: Tables, cache: bool = True, kind: str = "norm") -> np.ndarray:
+    return _cdf(g, f"saint.node_cdf.{kind}", lambda tt: node_weights(tt, kind), t, cache)
+
+
+def edge_cdf(g, t: Tables, cache: bool = True) -> np.ndarray:
+    return _cdf(g, "saint.edge_cdf", edge_weights, t, cache)
+
+
+def generator(seed: int) -> np.random.Generator:
+    """numpy's counter-based Philox generator keyed by a 64-bit per-call seed."""
+    return np.random.Generator(np.random.Philox(key=seed))
+
+
+def _search(cdf: np.ndarray, gen: np.random.Generator, k: int) -> np.ndarray:
+    u = gen.random(k)
+    u *= cdf[-1]
+    idx = np.searchsorted(cdf, u, side="right")  # zero-weight entries (flat cdf) are never hit
+    np.minimum(idx, cdf.shape[0] - 1, out=idx)   # u * total may round up to total
+    return idx
+
+
+def draw_node(cdf: np.ndarray, budget: int, gen) -> np.ndarray:
+    """Sorted distinct nodes of ``budget`` weighted draws with replacement."""
+    return np.unique(_search(cdf, gen, budget))
+
+
+def draw_edge(t: Tables, cdf: np.ndarray, budget: int, gen) -> np.ndarray:
+    """Sorted distinct end points of ``budget`` weighted edge draws with replacement."""
+    pos = _search(cdf, gen, budget)
+    return np.unique(np.concatenate([t.csr.indices[pos], t.dst[pos]]))
+
+
+def draw_walk(t: Tables, num_roots: int, length: int, gen) -> np.ndarray:
+    """Sorted distinct nodes visited by ``num_roots`` uniform-root walks of ``length`` hops."""
+    n = t.csr.num_nodes
+    cur = gen.integers(0, n, num_roots, dtype=np.int64)
+    visited = [cur]
+    ip, ind = t.out_indptr, t.out_indices
+    last = max(ind.shape[0] - 1, 0)
+    for _ in range(length):
+        start = ip[cur]
+        deg = ip[cur + 1] - start
+        step = (gen.random(num_roots) * deg).astype(np.int64)
+        np.minimum(step, deg - 1, out=step)  # u * deg can round up to deg
+        pick = np.clip(start + step, 0, last)
+        # a walk at a node without out-edges stays there (it adds no new node), as DGL's stops
+        cur = np.where(deg > 0, ind[pick], cur)
+        visited.append(cur)
+    return np.unique(np.concatenate(visited))
