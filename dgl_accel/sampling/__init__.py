@@ -2,6 +2,7 @@
 layer sampling (FastGCN / LADIES), GraphSAINT subgraph sampling."""
 from .choice import neighbor_choice, weighted_neighbor_choice
 from .engine import choose_neighbors, classify, group_by_transit
+from .frontier import frontier_sample, frontier_sample_sequential
 from .layer import FastGCNSampler, LADIESSampler
 from .neighbor import NeighborSampler
 from .saint import SAINTSampler
@@ -9,4 +10,4 @@ from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_w
 
 __all__ = ["NeighborSampler", "SAINTSampler", "LADIESSampler", "FastGCNSampler", "random_walk", "node2vec_random_walk",
            "multi_dimensional_random_walk", "neighbor_choice", "weighted_neighbor_choice", "choose_neighbors",
-           "classify", "group_by_transit"]
+           "classify", "group_by_transit", "frontier_sample", "frontier_sample_sequential"]
