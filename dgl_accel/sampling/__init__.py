@@ -1,5 +1,6 @@
 """Samplers for dgl.dataloading: the transit-parallel engine, neighbour sampling, random walks,
 layer sampling (FastGCN / LADIES), GraphSAINT subgraph sampling."""
+from .bulk import BulkNeighborSampler
 from .choice import neighbor_choice, weighted_neighbor_choice
 from .engine import choose_neighbors, classify, group_by_transit
 from .frontier import frontier_sample, frontier_sample_sequential
@@ -8,6 +9,6 @@ from .neighbor import NeighborSampler
 from .saint import SAINTSampler
 from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 
-__all__ = ["NeighborSampler", "SAINTSampler", "LADIESSampler", "FastGCNSampler", "random_walk", "node2vec_random_walk",
+__all__ = ["NeighborSampler", "BulkNeighborSampler", "SAINTSampler", "LADIESSampler", "FastGCNSampler", "random_walk", "node2vec_random_walk",
            "multi_dimensional_random_walk", "neighbor_choice", "weighted_neighbor_choice", "choose_neighbors",
            "classify", "group_by_transit", "frontier_sample", "frontier_sample_sequential"]

@@ -1,0 +1,159 @@
+"""Compiled CPU loops (numba) for bulk ITS sampling, bit-identical to the numpy reference in
+:mod:`dgl_accel.sampling.bulk_its` (tests compare them).
+
+Why: the numpy reference needs whole-array passes per draw round plus row sorts to find repeats;
+one compiled pass per row (Philox in registers, picks kept sorted while drawing, ``prange`` over
+rows) does the same work in one sweep on all cores.  numba is an accelerator, not a dependency:
+without it, or with ``DGL_ACCEL_NUMBA=0``, the numpy path runs.  Compiled on first use, cached on
+disk.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # pragma: no branch
+    if os.environ.get("DGL_ACCEL_NUMBA", "1") == "0":
+        raise ImportError("disabled by DGL_ACCEL_NUMBA=0")
+    from numba import njit, prange
+    AVAILABLE = True
+except ImportError:  # pragma: no cover - where numba is absent
+    AVAILABLE = False
+
+MIN_WORK = 2048  # slots below which numpy's fewer dispatches win
+
+_M32 = np.uint64(0xFFFFFFFF)
+_KA, _KB = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
+_RA, _RB = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_S32 = np.uint64(32)
+_TWO_M32 = 2.0 ** -32
+
+
+def enabled() -> bool:
+    return AVAILABLE
+
+
+if AVAILABLE:
+    @njit(cache=True, inline="always")
+    def _philox(k0, k1, counter):
+        """Philox4x32-10 of a non-negative int64 counter (words 2, 3 zero), as rng.philox4x32_np."""
+        c = np.uint64(counter)
+        c0 = c & _M32
+        c1 = c >> _S32
+        c2 = np.uint64(0)
+        c3 = np.uint64(0)
+        for _ in range(10):
+            b = c2 * _RB
+            a = c0 * _RA
+            c0 = (b >> _S32) ^ c1 ^ k0
+            c2 = (a >> _S32) ^ c3 ^ k1
+            c1 = b & _M32
+            c3 = a & _M32
+            k0 = (k0 + _KA) & _M32
+            k1 = (k1 + _KB) & _M32
+        return c0, c1, c2, c3
+
+    @njit(cache=True, inline="always")
+    def _pick(r, start, deg, uniform, prefix, before, total):
+        """Position chosen by the uint32 draw r (module docstring of bulk_its)."""
+        if uniform:
+            return start + np.int64((r * np.uint64(deg)) >> _S32)
+        x = before + np.floor((np.float64(r) * _TWO_M32) * total)
+        lo = start
+        hi = start + deg - 1
+        while lo < hi:  # first position whose inclusive prefix exceeds x
+            mid = (lo + hi) >> 1
+            if prefix[mid] > x:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    @njit(cache=True, parallel=True)
+    def _its(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
+             out):
+        for i in prange(start.shape[0]):
+            o = offs[i]
+            c = offs[i + 1] - o
+            if c == 0:
+                continue
+            st = start[i]
+            d = deg[i]
+            if not replace and npos[i] <= s:  # take every positive entry
+                if uniform:
+                    for j in range(c):
+                        out[o + j] = st + j
+                else:
+                    m = 0
+                    prev = before[i]
+                    for p in range(st, st + d):
+                        if prefix[p] > prev:
+                            out[o + m] = p
+                            m += 1
+                        prev = prefix[p]
+                continue
+            k0 = k0s[i]
+            k1 = k1s[i]
+            base = labels[i] << 24
+            b_i = before[i] if not uniform else 0.0
+            t_i = total[i] if not uniform else 0.0
+            if replace:
+                for t in range(0, s, 4):
+                    w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
+                    for q in range(min(4, s - t)):
+                        r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
+                        out[o + t + q] = _pick(r, st, d, uniform, prefix, b_i, t_i)
+                continue
+            cnt = 0
+            t = 0
+            while cnt < s and t < max_draws:
+                w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
+                for q in range(4):
+                    if cnt >= s:
+                        break
+                    r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
+                    p = _pick(r, st, d, uniform, prefix, b_i, t_i)
+                    # picks kept sorted in out[o:o+cnt]: binary search, then shift to insert
+                    lo = 0
+                    hi = cnt
+                    while lo < hi:
+                        mid = (lo + hi) >> 1
+                        if out[o + mid] < p:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    if lo < cnt and out[o + lo] == p:
+                        continue
+                    for m in range(cnt, lo, -1):
+                        out[o + m] = out[o + m - 1]
+                    out[o + lo] = p
+                    cnt += 1
+                t += 4
+
+
+def its_sample(rs, s: int, replace: bool):
+    """Same (positions, counts) as :func:`bulk_its.its_sample_np`."""
+    from .bulk_its import MAX_DRAWS
+
+    R = rs.num_rows
+    npos = rs.positives()
+    counts = (np.where(npos > 0, s, 0) if replace else np.minimum(npos, s)).astype(np.int64)
+    offs = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    out = np.empty(int(offs[-1]), dtype=np.int64)
+    sizes = np.diff(np.asarray(rs.batch_ptr, dtype=np.int64))
+    keys = np.array(rs.keys, dtype=np.uint64)
+    k0s = np.repeat(keys & _M32, sizes)
+    k1s = np.repeat(keys >> _S32, sizes)
+    uniform = rs.prefix is None
+    if uniform:
+        prefix = np.zeros(1, dtype=np.float64)
+        before = total = np.zeros(1, dtype=np.float64)
+    else:
+        prefix = rs.prefix
+        before, total = rs.totals()
+    _its(np.ascontiguousarray(rs.start, dtype=np.int64), np.ascontiguousarray(rs.deg, dtype=np.int64),
+         npos.astype(np.int64), np.ascontiguousarray(rs.labels, dtype=np.int64), k0s, k1s, offs, int(s),
+         bool(replace), uniform, prefix, before, total, MAX_DRAWS, out)
+    return out, counts
