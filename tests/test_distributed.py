@@ -35,10 +35,7 @@ def _graph(extra_edge=False):
 
 
 def _bulk_sampler(**kw):
-    try:
-        from dgl_accel.sampling.bulk import BulkNeighborSampler
-    except ImportError:
-        return None
+    from dgl_accel.sampling import BulkNeighborSampler
     return BulkNeighborSampler(FANOUTS, **kw)
 
 
@@ -102,31 +99,30 @@ def _worker(rank, world, port, outdir):
     res["params"], res["acc"], res["recs"] = _train(g, world)
 
     # 2. partitioned SpGEMM == local product, for every valid c
-    A = D.adjacency(g)
-    A_t = D.comm.to_torch_csr(A)
+    from dgl_accel.sampling.bulk_matrix import adjacency_tensor, canonical_csr, local_spgemm
+    A_t = adjacency_tensor(g)
     res["spgemm"] = {}
     for c in [c for c in (1, 2, 4) if world % c == 0]:
         mult = D.PartitionedSpGEMM(g, c=c)
         for seed in range(2):
             Q = _random_q(g.num_nodes(), 37 + seed, seed)
-            P = mult(Q, A_t)
-            ref = D.local_spgemm(Q, A_t)
-            res["spgemm"][(c, seed)] = (torch.equal(P.crow_indices(), ref.crow_indices())
-                                        and torch.equal(P.col_indices(), ref.col_indices())
-                                        and torch.allclose(P.values(), ref.values(), rtol=1e-6, atol=0))
+            shape = (Q.shape[0], g.num_nodes())
+            P = canonical_csr(mult(Q, A_t), shape)
+            ref = canonical_csr(local_spgemm(Q, A_t), shape)
+            res["spgemm"][(c, seed)] = (np.array_equal(P[0], ref[0]) and np.array_equal(P[1], ref[1])
+                                        and np.allclose(P[2], ref[2], rtol=1e-6, atol=0))
         res.setdefault("fetched", {})[c] = (mult.rows_fetched, mult.rows_needed_total)
 
-    # 3. partitioned bulk sampling == replicated bulk sampling (when the bulk sampler exists)
-    if _bulk_sampler(bulk=2, seed=5) is not None:
-        res["bulk"] = {}
-        rep = replicated_loader(g, g.ndata["train_mask"], _bulk_sampler(bulk=2, seed=5), BATCH,
-                                minibatches_per_step=S, seed=3)
-        res["bulk"]["replicated"] = _records(list(rep))
-        for c in [c for c in (1, 2) if world % c == 0]:
-            part = replicated_loader(g, g.ndata["train_mask"],
-                                     _bulk_sampler(bulk=2, seed=5, spgemm=D.PartitionedSpGEMM(g, c=c)), BATCH,
-                                     minibatches_per_step=S, seed=3)
-            res["bulk"][c] = _records(list(part))
+    # 3. partitioned bulk sampling == replicated bulk sampling
+    res["bulk"] = {}
+    rep = replicated_loader(g, g.ndata["train_mask"], _bulk_sampler(bulk=2, seed=5), BATCH,
+                            minibatches_per_step=S, seed=3)
+    res["bulk"]["replicated"] = _records(list(rep))
+    for c in [c for c in (1, 2) if world % c == 0]:
+        part = replicated_loader(g, g.ndata["train_mask"],
+                                 _bulk_sampler(bulk=2, seed=5, spgemm=D.PartitionedSpGEMM(g, c=c)), BATCH,
+                                 minibatches_per_step=S, seed=3)
+        res["bulk"][c] = _records(list(part))
 
     # 4. bad grid: validated on every rank before any collective
     try:
@@ -156,6 +152,26 @@ def _worker(rank, world, port, outdir):
         res["ddp_seen"] = torch.cat(seen)
         res["ddp_loss"] = (np.mean(losses[:5]), np.mean(losses[-5:]))
         res["ddp_params"] = {k: v.detach().clone() for k, v in model.module.state_dict().items()}
+
+        # 5b. GraphSAINT under DataLoader(use_ddp=True): SAINTSampler draws from its own call
+        # counter (not the loader's indices), so each rank needs its own seed (per_rank_seed).
+        from dgl_accel.sampling import SAINTSampler
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(D.SAGE(16, 16, 5))
+        opt = torch.optim.Adam(model.parameters(), lr=0.02)
+        saint = SAINTSampler("node", 120, seed=D.per_rank_seed(9))
+        dl = dgl.dataloading.DataLoader(g, torch.arange(8), saint, batch_size=1, use_ddp=True)
+        nodes, losses = [], []
+        for sg in dl:
+            nodes.append(sg.ndata[dgl.NID].clone())
+            x, y = g.ndata["feat"][sg.ndata[dgl.NID]], g.ndata["label"][sg.ndata[dgl.NID]]
+            loss = torch.nn.functional.cross_entropy(model([sg, sg], x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        res["saint_nodes"] = nodes
+        res["saint_params"] = {k: v.detach().clone() for k, v in model.module.state_dict().items()}
 
         # 6. mismatched graphs across ranks: every rank raises, nobody hangs
         g_bad = _graph(extra_edge=(rank == 1))
@@ -200,9 +216,7 @@ def reference():
     torch.set_num_threads(1)
     g = _graph()
     out = _train(g, 1)
-    bulk = None
-    if _bulk_sampler(bulk=2, seed=5) is not None:
-        bulk = _records(list(replicated_loader(g, g.ndata["train_mask"], _bulk_sampler(bulk=2, seed=5), BATCH,
+    bulk = _records(list(replicated_loader(g, g.ndata["train_mask"], _bulk_sampler(bulk=2, seed=5), BATCH,
                                                minibatches_per_step=S, seed=3)))
     return out + (bulk,)
 
@@ -240,30 +254,35 @@ def test_multi_process_equals_one_process(world, tmp_path, reference):
     # Sparsity-aware: fewer rows shipped than whole remote block rows.
     fetched, dense = np.sum([x["fetched"][1] for x in res], axis=0)
     assert fetched < dense
-    if ref_bulk is not None:
-        for r, x in enumerate(res):
-            assert all(j % world == r for j in x["bulk"]["replicated"])
-        rep_union = {}
-        for x in res:
-            rep_union.update(x["bulk"]["replicated"])
-        _same_records(rep_union, ref_bulk)
-        for c in (1, 2):
-            if world % c == 0:
-                for x in res:
-                    _same_records(x["bulk"][c], x["bulk"]["replicated"])
+    # bulk sampling: replicated shares union to the 1-process sequence; partitioned == replicated
+    for r, x in enumerate(res):
+        assert all(j % world == r for j in x["bulk"]["replicated"])
+    rep_union = {}
+    for x in res:
+        rep_union.update(x["bulk"]["replicated"])
+    _same_records(rep_union, ref_bulk)
+    for c in (1, 2):
+        if world % c == 0:
+            for x in res:
+                _same_records(x["bulk"][c], x["bulk"]["replicated"])
     if world == 2:
         seen = torch.cat([x["ddp_seen"] for x in res])
         tr = reference_train_ids()
-        # DGL's DDP split: each rank a disjoint share (150 train nodes split evenly, so no padding).
+        # DGL's DDP split: each rank a disjoint share (80 train nodes split evenly, so no padding).
         assert sorted(seen.tolist()) == sorted(tr.tolist())
         for x in res:
             first, last = x["ddp_loss"]
             assert last < first
             for k, v in res[0]["ddp_params"].items():
                 torch.testing.assert_close(x["ddp_params"][k], v)  # DDP kept replicas in sync
+            assert len(x["saint_nodes"]) == 4  # 8 subgraphs split over 2 ranks
+            for k, v in res[0]["saint_params"].items():
+                torch.testing.assert_close(x["saint_params"][k], v)
             for name in ("mismatch_loader", "mismatch_spgemm"):
                 msg = x[name]
                 assert msg.startswith("expected every rank to") and "Fix:" in msg and "rank 1" in msg
+        # per-rank seeds: the ranks train on different subgraphs
+        assert not any(torch.equal(a, b) for a, b in zip(res[0]["saint_nodes"], res[1]["saint_nodes"]))
         msg, waited = res[0]["timeout"]
         assert "expected every rank of the process group to join collective" in msg and "Fix:" in msg
         assert waited < 15
@@ -307,3 +326,10 @@ def test_one_process_sequence_covers_every_seed_once_per_epoch():
     seeds = np.concatenate([m[2].numpy() for s in steps for m in s.minibatches])
     assert sorted(seeds.tolist()) == sorted(reference_train_ids().tolist())
     assert all(abs(s.scale * s.global_size - 1) < 1e-12 for s in steps)
+
+
+def test_bulk_size_must_be_positive():
+    for k in (0, -2):
+        with pytest.raises(ValueError, match="expected bulk to be a positive int") as e:
+            _bulk_sampler(bulk=k)
+        assert "Fix:" in str(e.value)

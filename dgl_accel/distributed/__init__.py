@@ -10,10 +10,10 @@
 from .comm import CollectiveError, init, world
 from .fingerprint import check_same_graph, graph_fingerprint
 from .grid import Grid
-from .replicated import ReplicatedLoader, Step, replicated_loader
-from .spgemm import PartitionedSpGEMM, adjacency, local_spgemm
+from .replicated import ReplicatedLoader, Step, per_rank_seed, replicated_loader
+from .spgemm import PartitionedSpGEMM
 from .train import SAGE, evaluate, train_epoch
 
 __all__ = ["CollectiveError", "init", "world", "check_same_graph", "graph_fingerprint", "Grid",
-           "ReplicatedLoader", "Step", "replicated_loader", "PartitionedSpGEMM", "adjacency", "local_spgemm",
+           "ReplicatedLoader", "Step", "replicated_loader", "per_rank_seed", "PartitionedSpGEMM",
            "train_epoch", "evaluate", "SAGE"]

@@ -32,7 +32,7 @@ from ..sampling.rng import call_seed
 from .comm import world
 from .fingerprint import check_same_graph
 
-__all__ = ["ReplicatedLoader", "Step", "replicated_loader"]
+__all__ = ["ReplicatedLoader", "Step", "replicated_loader", "per_rank_seed"]
 
 
 def _positive_int(x, name: str, fix: str) -> int:
@@ -188,3 +188,14 @@ def replicated_loader(g, train_ids, sampler, batch_size, *, minibatches_per_step
     """
     return ReplicatedLoader(g, train_ids, sampler, batch_size, minibatches_per_step=minibatches_per_step,
                             shuffle=shuffle, seed=seed, group=group, check_graph=check_graph)
+
+
+def per_rank_seed(seed: int, group=None) -> int:
+    """A distinct sampler seed per rank (< 2^63), derived from ``seed`` and the rank.
+
+    For samplers driven by ``dgl.dataloading.DataLoader(..., use_ddp=True)`` that draw from their
+    own call counter rather than the loader's indices (e.g. SAINTSampler): with one shared seed
+    every rank would sample the same subgraphs.  (The replicated loader does not need this: it keys
+    sampling by the global minibatch index.)"""
+    rank, _ = world(group)
+    return call_seed(int(seed), rank, 2**32 + 1) >> 1

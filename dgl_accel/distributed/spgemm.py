@@ -23,32 +23,17 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from ..sampling.bulk_matrix import adjacency_tensor
 from .comm import _timedelta, all_gather_1d, all_gather_csr, all_to_all_1d, to_scipy, to_torch_csr, world
 from .grid import Grid, block_bounds
 
-__all__ = ["PartitionedSpGEMM", "local_spgemm", "adjacency"]
-
-
-def adjacency(g) -> sp.csr_matrix:
-    """In-neighbour adjacency of a homogeneous graph: A[d, s] = number of edges s -> d (float32)."""
-    from ..graph.structure import in_csr
-    csr = in_csr(g)
-    n = g.num_nodes()
-    m = sp.csr_matrix((np.ones(csr.num_edges, dtype=np.float32), csr.indices.cpu().numpy().astype(np.int64),
-                       csr.indptr.cpu().numpy().astype(np.int64)), shape=(n, n))
-    m.sum_duplicates()
-    return m
-
-
-def local_spgemm(Q: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    """The 1-process reference: ``Q @ A`` with scipy, canonical CSR out."""
-    return to_torch_csr(to_scipy(Q) @ to_scipy(A))
+__all__ = ["PartitionedSpGEMM"]
 
 
 def _as_matrix(A_or_graph) -> sp.csr_matrix:
     import dgl
-    if isinstance(A_or_graph, dgl.DGLGraph):
-        return adjacency(A_or_graph)
+    if isinstance(A_or_graph, dgl.DGLGraph):  # the bulk sampler's A: canonical, multiplicities as values
+        return to_scipy(adjacency_tensor(A_or_graph))
     m = to_scipy(A_or_graph)
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"expected a square adjacency matrix (got shape {tuple(m.shape)}). "
@@ -70,7 +55,8 @@ class PartitionedSpGEMM:
     Parameters
     ----------
     A_or_graph : DGLGraph, torch.sparse_csr_tensor or scipy matrix
-        The full graph / n x n in-neighbour adjacency (rows = destinations), the same on every rank
+        The full graph / n x n in-neighbour adjacency (rows = destinations; for a graph,
+        :func:`dgl_accel.sampling.bulk_matrix.adjacency_tensor`, the A the bulk sampler passes), the same on every rank
         (checked with an all-gathered fingerprint).  Only this rank's block row is kept.
     c : int
         Replication factor; the world size must be a multiple of it.  c = 1: each rank owns one
