@@ -61,7 +61,7 @@ from .choice import _np64, check_fanout, check_nodes, check_seed
 from .neighbor import _check_homogeneous, _make_block
 from .rng import call_seed
 
-__all__ = ["BulkNeighborSampler", "check_bulk"]
+__all__ = ["BulkNeighborSampler", "BulkScheduler", "check_bulk"]
 
 
 def check_bulk(bulk) -> int:
@@ -130,6 +130,55 @@ def _upcoming_from_dgl_loader(seeds: torch.Tensor, count: int) -> List[torch.Ten
     return []
 
 
+class BulkScheduler:
+    """Serves one-minibatch-at-a-time calls from bulks: the planned / looked-ahead batches of a
+    bulk are cached with their minibatch index and handed out when asked for, in order."""
+
+    def __init__(self, lookahead: bool = True):
+        self.lookahead = bool(lookahead)
+        self._plan: deque = deque()
+        self._cache: deque = deque()  # (minibatch index, seeds, result) for the coming calls
+
+    def clear(self) -> None:
+        self._plan.clear()
+        self._cache.clear()
+
+    def plan(self, seed_batches) -> None:
+        self._plan.extend(torch.as_tensor(b) for b in seed_batches)
+
+    def serve(self, seeds: torch.Tensor, idx: int, k: int, has_exclude: bool, run):
+        """Result for minibatch ``idx`` = ``seeds``; ``run(batches, first_index)`` samples a bulk."""
+        if not has_exclude and self._cache:
+            j, cached_seeds, result = self._cache.popleft()
+            if j == idx and cached_seeds.shape == seeds.shape and torch.equal(cached_seeds, seeds.to(cached_seeds)):
+                return result
+            self._cache.clear()
+        if has_exclude:  # exclusions of future batches are unknown: this batch alone
+            self._cache.clear()
+            return run([seeds], idx)[0]
+        upcoming = self._from_plan(seeds, k - 1)
+        if upcoming is None:
+            upcoming = _upcoming_from_dgl_loader(seeds, k - 1) if self.lookahead else []
+        batches = [seeds] + upcoming
+        results = run(batches, idx)
+        for j in range(1, len(batches)):
+            self._cache.append((idx + j, batches[j], results[j]))
+        return results[0]
+
+    def _from_plan(self, seeds, count):
+        if not self._plan:
+            return None
+        head = self._plan[0]
+        if head.shape != seeds.shape or not torch.equal(head.to(seeds), seeds):
+            self._plan.clear()  # the caller went off plan: forget it rather than guess
+            return None
+        self._plan.popleft()
+        out = []
+        while self._plan and len(out) < count:
+            out.append(self._plan.popleft())
+        return out
+
+
 class BulkNeighborSampler(BlockSampler):
     """Neighbour sampling of ``k`` minibatches per pass by matrix-based ITS (see module docstring).
 
@@ -175,23 +224,20 @@ class BulkNeighborSampler(BlockSampler):
                              f"Fix: pass e.g. dgl_accel.sampling.bulk_matrix.local_spgemm.")
         self.spgemm = spgemm
         self.memory_budget = _check_budget(memory_budget)
-        self.lookahead = bool(lookahead)
         self.calls = 0
-        self._plan: deque = deque()
-        self._cache: deque = deque()  # (batch index, seeds, result) for the coming calls
+        self.scheduler = BulkScheduler(lookahead)
         self.last_timing = {"probability": 0.0, "sampling": 0.0, "extraction": 0.0}
 
     # ---------------------------------------------------------------------------------- API
     def reset(self, call_index: int = 0) -> None:
         """Rewind the minibatch counter and drop planned / cached batches."""
         self.calls = int(call_index)
-        self._plan.clear()
-        self._cache.clear()
+        self.scheduler.clear()
 
     def plan(self, seed_batches: Sequence) -> None:
         """Queue the upcoming seed batches: the next ``sample_blocks`` calls asking for them (in this
         order) are served from bulks of ``k``."""
-        self._plan.extend(torch.as_tensor(b) for b in seed_batches)
+        self.scheduler.plan(seed_batches)
 
     def bulk_size(self, g, batch_size: int) -> int:
         """k for minibatches of ``batch_size`` seeds: ``bulk``, capped by ``memory_budget``."""
@@ -226,36 +272,9 @@ class BulkNeighborSampler(BlockSampler):
         seeds = _seed_tensor(seed_nodes, g.num_nodes(), "seed nodes")
         idx = self.calls
         self.calls += 1
-        if exclude_eids is None and self._cache:
-            j, cached_seeds, result = self._cache.popleft()
-            if j == idx and cached_seeds.shape == seeds.shape and torch.equal(cached_seeds, seeds.to(cached_seeds)):
-                return result
-            self._cache.clear()
-        if exclude_eids is not None:
-            self._cache.clear()
-            return self._sample_bulk(g, [seeds], idx, exclude_eids)[0]
         k = self.bulk_size(g, int(seeds.numel()))
-        upcoming = self._from_plan(seeds, k - 1)
-        if upcoming is None:
-            upcoming = _upcoming_from_dgl_loader(seeds, k - 1) if self.lookahead else []
-        batches = [seeds] + upcoming
-        results = self._sample_bulk(g, batches, idx, None)
-        for j in range(1, len(batches)):
-            self._cache.append((idx + j, batches[j], results[j]))
-        return results[0]
-
-    def _from_plan(self, seeds, count):
-        if not self._plan:
-            return None
-        head = self._plan[0]
-        if head.shape != seeds.shape or not torch.equal(head.to(seeds), seeds):
-            self._plan.clear()  # the caller went off plan: forget it rather than guess
-            return None
-        self._plan.popleft()
-        out = []
-        while self._plan and len(out) < count:
-            out.append(self._plan.popleft())
-        return out
+        return self.scheduler.serve(seeds, idx, k, exclude_eids is not None,
+                                    lambda batches, first: self._sample_bulk(g, batches, first, exclude_eids))
 
     # ---------------------------------------------------------------------------------- core
     def _keys(self, first: int, k: int) -> List[int]:

@@ -28,6 +28,12 @@ _KA, _KB = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
 _RA, _RB = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _S32 = np.uint64(32)
 _TWO_M32 = 2.0 ** -32
+_CHUNK = 256            # rows per parallel task (one bitmap each)
+_BITMAP_BITS = 4096     # rows up to this degree test repeats in a bitmap
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_IDX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_IDX[(((1 << _i) * 0x03F79D71B4CB0A89) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
 
 
 def enabled() -> bool:
@@ -70,51 +76,50 @@ if AVAILABLE:
                 lo = mid + 1
         return lo
 
-    @njit(cache=True, parallel=True)
-    def _its(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
-             out):
-        for i in prange(start.shape[0]):
-            o = offs[i]
-            c = offs[i + 1] - o
-            if c == 0:
-                continue
-            st = start[i]
-            d = deg[i]
-            if not replace and npos[i] <= s:  # take every positive entry
-                if uniform:
-                    for j in range(c):
-                        out[o + j] = st + j
-                else:
-                    m = 0
-                    prev = before[i]
-                    for p in range(st, st + d):
-                        if prefix[p] > prev:
-                            out[o + m] = p
-                            m += 1
-                        prev = prefix[p]
-                continue
-            k0 = k0s[i]
-            k1 = k1s[i]
-            base = labels[i] << 24
-            b_i = before[i] if not uniform else 0.0
-            t_i = total[i] if not uniform else 0.0
-            if replace:
-                for t in range(0, s, 4):
-                    w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
-                    for q in range(min(4, s - t)):
-                        r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
-                        out[o + t + q] = _pick(r, st, d, uniform, prefix, b_i, t_i)
-                continue
-            cnt = 0
-            t = 0
-            while cnt < s and t < max_draws:
-                w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
-                for q in range(4):
-                    if cnt >= s:
-                        break
+    @njit(cache=True, inline="always")
+    def _ctz(x):
+        """Index of the lowest set bit of a non-zero uint64 (de Bruijn multiply)."""
+        return _DEBRUIJN_IDX[((x & (~x + np.uint64(1))) * _DEBRUIJN) >> np.uint64(58)]
+
+    @njit(cache=True, inline="always")
+    def _row_distinct_bitmap(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, bits, out, o):
+        """Without replacement, deg <= BITMAP_BITS: picks marked in a bitmap (O(1) repeat test, no
+        branchy search), emitted in ascending order by scanning the set bits."""
+        cnt = 0
+        t = 0
+        while cnt < s and t < max_draws:
+            w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
+            for q in range(4):
+                if cnt < s:
+                    r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
+                    p = _pick(r, st, d, uniform, prefix, b_i, t_i) - st
+                    wi = p >> 6
+                    m = np.uint64(1) << np.uint64(p & 63)
+                    if (bits[wi] & m) == 0:
+                        bits[wi] |= m
+                        cnt += 1
+            t += 4
+        m_out = 0
+        for wi in range((d + 63) >> 6):
+            x = bits[wi]
+            if x != 0:
+                bits[wi] = 0
+                while x != 0:
+                    out[o + m_out] = st + (wi << 6) + _ctz(x)
+                    m_out += 1
+                    x &= x - np.uint64(1)
+
+    @njit(cache=True, inline="always")
+    def _row_distinct_sorted(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, out, o):
+        """Without replacement, large rows: picks kept sorted in out[o:o+cnt] (repeats are rare)."""
+        cnt = 0
+        t = 0
+        while cnt < s and t < max_draws:
+            w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
+            for q in range(4):
+                if cnt < s:
                     r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
                     p = _pick(r, st, d, uniform, prefix, b_i, t_i)
-                    # picks kept sorted in out[o:o+cnt]: binary search, then shift to insert
                     lo = 0
                     hi = cnt
                     while lo < hi:
@@ -123,13 +128,55 @@ if AVAILABLE:
                             lo = mid + 1
                         else:
                             hi = mid
-                    if lo < cnt and out[o + lo] == p:
-                        continue
-                    for m in range(cnt, lo, -1):
-                        out[o + m] = out[o + m - 1]
-                    out[o + lo] = p
-                    cnt += 1
-                t += 4
+                    if not (lo < cnt and out[o + lo] == p):
+                        for m in range(cnt, lo, -1):
+                            out[o + m] = out[o + m - 1]
+                        out[o + lo] = p
+                        cnt += 1
+            t += 4
+
+    @njit(cache=True, parallel=True)
+    def _its(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
+             out):
+        R = start.shape[0]
+        nchunks = (R + _CHUNK - 1) // _CHUNK
+        for ch in prange(nchunks):
+            bits = np.zeros(_BITMAP_BITS // 64, dtype=np.uint64)  # one per chunk, left all-zero per row
+            for i in range(ch * _CHUNK, min(R, (ch + 1) * _CHUNK)):
+                o = offs[i]
+                c = offs[i + 1] - o
+                if c == 0:
+                    continue
+                st = start[i]
+                d = deg[i]
+                if not replace and npos[i] <= s:  # take every positive entry
+                    if uniform:
+                        for j in range(c):
+                            out[o + j] = st + j
+                    else:
+                        m = 0
+                        prev = before[i]
+                        for p in range(st, st + d):
+                            if prefix[p] > prev:
+                                out[o + m] = p
+                                m += 1
+                            prev = prefix[p]
+                    continue
+                k0 = k0s[i]
+                k1 = k1s[i]
+                base = labels[i] << 24
+                b_i = before[i] if not uniform else 0.0
+                t_i = total[i] if not uniform else 0.0
+                if replace:
+                    for t in range(0, s, 4):
+                        w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
+                        for q in range(min(4, s - t)):
+                            r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
+                            out[o + t + q] = _pick(r, st, d, uniform, prefix, b_i, t_i)
+                elif d <= _BITMAP_BITS:
+                    _row_distinct_bitmap(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, bits, out, o)
+                else:
+                    _row_distinct_sorted(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, out, o)
 
 
 def its_sample(rs, s: int, replace: bool):

@@ -312,6 +312,25 @@ def _member(sorted_keys: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     return sorted_keys[idx] == query
 
 
+def layer_block(g, v, row_pos, src, eid, w, weight: str):
+    """The block of one layer (module docstring's layout) from its kept edges: destination
+    position ``row_pos`` in ``v``, source id, edge id and weight per edge.  Returns (block, src nodes)."""
+    # Src nodes: V first, then drawn nodes with an edge into V that are not in V (ascending).
+    used = torch.unique(src)
+    v_sorted, v_perm = torch.sort(v)
+    new = used[~_member(v_sorted, used)]
+    src_nodes = torch.cat([v, new])
+    all_sorted, all_perm = torch.sort(src_nodes)
+    src_local = all_perm[torch.searchsorted(all_sorted, src)]
+    block = dgl.create_block((src_local, row_pos), num_src_nodes=src_nodes.numel(), num_dst_nodes=v.numel(),
+                             idtype=g.idtype, device=g.device)
+    block.srcdata[dgl.NID] = src_nodes.to(g.idtype)
+    block.dstdata[dgl.NID] = v.to(g.idtype)
+    block.edata[dgl.EID] = eid.to(g.idtype)
+    block.edata[weight] = w.to(torch.float32)
+    return block, src_nodes
+
+
 class _LayerSampler(BlockSampler):
     _kind = "layer"
 
@@ -352,20 +371,7 @@ class _LayerSampler(BlockSampler):
             w = c
         else:
             w = c / torch.clamp(s * _lookup(cand, p, src), max=1.0)
-        # Src nodes: V first, then drawn nodes with an edge into V that are not in V (ascending).
-        used = torch.unique(src)
-        v_sorted, v_perm = torch.sort(v)
-        new = used[~_member(v_sorted, used)]
-        src_nodes = torch.cat([v, new])
-        all_sorted, all_perm = torch.sort(src_nodes)
-        src_local = all_perm[torch.searchsorted(all_sorted, src)]
-        block = dgl.create_block((src_local, row_pos), num_src_nodes=src_nodes.numel(), num_dst_nodes=v.numel(),
-                                 idtype=g.idtype, device=g.device)
-        block.srcdata[dgl.NID] = src_nodes.to(g.idtype)
-        block.dstdata[dgl.NID] = v.to(g.idtype)
-        block.edata[dgl.EID] = eid.to(g.idtype)
-        block.edata[self.weight] = w.to(torch.float32)
-        return block, src_nodes
+        return layer_block(g, v, row_pos, src, eid, w, self.weight)
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         _check_graph(g)
@@ -397,6 +403,26 @@ class LADIESSampler(_LayerSampler):
     layer's destinations ``V``; see the module docstring for ``Â``, the random-number layout, the
     block layout and the edge weights ``block.edata[weight]``.
     """
+
+    def __init__(self, num_nodes_per_layer, weight: str = "w", replace: bool = False, seed: Optional[int] = None,
+                 norm: str = "both", prefetch_node_feats=None, prefetch_labels=None, prefetch_edge_feats=None,
+                 output_device=None, bulk: Optional[int] = None, spgemm=None):
+        super().__init__(num_nodes_per_layer, weight=weight, replace=replace, seed=seed, norm=norm,
+                         prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
+                         prefetch_edge_feats=prefetch_edge_feats, output_device=output_device)
+        # bulk=k: matrix-based bulk sampling (dgl_accel/sampling/bulk_ladies.py): k minibatches per
+        # pass, drawn by inverse transform sampling (same distribution, other random stream than the
+        # node-at-a-time path above).  None keeps the node-at-a-time path.
+        self.bulk = None
+        if bulk is not None or spgemm is not None:
+            from .bulk_ladies import BulkLADIES
+
+            self.bulk = BulkLADIES(self, 1 if bulk is None else bulk, spgemm)
+
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        if self.bulk is None:
+            return super().sample_blocks(g, seed_nodes, exclude_eids)
+        return self.bulk.sample_blocks(g, seed_nodes, exclude_eids)
 
     def _distribution(self, g, v, row_pos, src):
         return _ladies_from_edges(g, row_pos, src, self.norm, v)
