@@ -211,12 +211,13 @@ def test_triton_exact_fallback_and_scratch_rerun_match_cpu(monkeypatch):
     # 8 probes (one round of 8 lanes) before the exact fallback and eta 4: fallbacks happen;
     # scratch of cap0 only forces the kernel's overflow-and-rerun path.
     monkeypatch.setattr(fr, "_PROBES_MAX", 8)
+    monkeypatch.setattr(fr, "_PROBE_CHUNK", 8)
     monkeypatch.setattr(kfrontier, "PROBES_MAX", 8)
     monkeypatch.setattr(kfrontier, "block_for", lambda cuda: 8)
     monkeypatch.setattr(fr, "_phys_cap", lambda cap0, *a: cap0)
     misses, grows = [], []
-    probe, grow = fr.probe_dashboard, fr._grow
-    monkeypatch.setattr(fr, "probe_dashboard", lambda *a: misses.append(int((probe(*a) < 0).sum())) or probe(*a))
+    probe, grow = fr._probe, fr._grow
+    monkeypatch.setattr(fr, "_probe", lambda *a: misses.append(int((probe(*a) < 0).sum())) or probe(*a))
     monkeypatch.setattr(fr, "_grow", lambda *a: grows.append(1) or grow(*a))
     g = _random_graph(40, 60, seed=6)
     cpu = frontier_sample(g, 2, 30, num_instances=2, seed=8, eta=4.0)

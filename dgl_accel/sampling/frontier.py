@@ -43,7 +43,7 @@ wins: still exact) and instances are independent (inter-subgraph parallelism).
 Paths
 -----
 * CPU tensors: numpy, vectorised across instances (all instances step together; probe rounds
-  of 8 positions).
+  of 32 positions).
 * CUDA tensors (or ``dgl_accel.use_backend("triton")``, interpreted on CPU):
   ``kernels/saint_frontier.py``, one program per instance with the dashboard in global scratch.
 Both draw every random number from Philox4x32 at counters that name the decision (below) and
@@ -69,7 +69,7 @@ import torch
 from .. import backend
 from ..graph.structure import out_csr
 from .rng import philox4x32, philox4x32_np
-from .walks import _err, _resolve_seed
+from .walks import _err, _OneThread, _resolve_seed
 
 __all__ = ["frontier_sample", "frontier_sample_sequential", "probe_dashboard"]
 
@@ -80,7 +80,9 @@ _MAX_STEPS = (1 << 27) - 1     # step field of the counter: bits 12..38
 _MAX_INSTANCES = 1 << 23       # instance id: bits 40..62
 _PROBES_MAX = 1024             # = kernels.saint_frontier.PROBES_MAX
 _NB_BLOCK = 4095               # = kernels.saint_frontier.NB_BLOCK
-_PROBE_CHUNK = 8               # CPU probes per round (two Philox blocks)
+_PROBE_CHUNK = 32              # CPU: words precomputed per step (eight Philox blocks), and probes
+                               # per round once they are used up
+_FIRST_ROUND = 8               # CPU: probes per round within the precomputed words
 _ETA_SCALE = 1024              # eta is used as round(eta * 1024) / 1024: integer-exact on every path
 
 
@@ -160,102 +162,159 @@ def _roots(seed: int, inst: torch.Tensor, m: int, N: int) -> torch.Tensor:
 
 # -------------------------------------------------------------------------------- CPU path
 def probe_dashboard(db: np.ndarray, tail: np.ndarray, ftag: np.ndarray, rows: np.ndarray, inst: np.ndarray,
-                    step: int, seed: int) -> np.ndarray:
-    """One pop per row: probe DB positions ``(word * tail) >> 32`` in probe order (8 per round)
-    until a live pin (``ftag[row, pin & 0xFFFFF] == pin >> 20``) is hit.  ``db`` [R, W] int64,
-    ``tail``/``inst`` [R], ``ftag`` [R, m]; ``rows`` selects the rows to pop.  Returns the pins
-    (-1 where 1024 probes found none: the caller's exact fallback).  The Triton kernel probes the
-    same positions in the same order."""
+                    step: int, seed: int, first_words: np.ndarray | None = None) -> np.ndarray:
+    """One pop per row: probe DB positions ``(word * tail) >> 32`` in probe order
+    (_PROBE_CHUNK per round) until a live pin (``ftag[row, pin & 0xFFFFF] == pin >> 20``) is hit.
+    ``db`` [R, W] int64, ``tail``/``inst`` [R], ``ftag`` [R, m] (C-contiguous); ``rows`` selects
+    the rows to pop; ``first_words`` [len(rows), _PROBE_CHUNK] optionally supplies the words of
+    the first round (precomputed for many steps at once).  Returns the pins (-1 where 1024
+    probes found none: the caller's exact fallback).  The Triton kernel probes the same
+    positions in the same order."""
+    return _probe(db.reshape(-1), db.shape[1], tail, ftag.reshape(-1), ftag.shape[1], rows, inst, step, seed,
+                  first_words)
+
+
+def _probe(dbf, W, tail, ftagf, m, rows, inst, step, seed, first_words):
+    # Probes in rounds of _FIRST_ROUND while precomputed words last (most pops need 1-2 probes:
+    # each probe is a cache miss in a large dashboard), then rounds of _PROBE_CHUNK fresh words.
     hit = np.full(rows.size, -1, dtype=np.int64)
-    pend = np.arange(rows.size)
-    base = (inst[rows].astype(np.int64) << 40) | (int(step) << 12)
     t = tail[rows]
+    rW, rM = rows * W, rows * m
+    pend = None  # None: all rows
     p = 0
-    blk = np.arange(_PROBE_CHUNK // 4, dtype=np.int64)
-    while pend.size and p < _PROBES_MAX:
-        off = base[pend, None] | (p // 4 + blk)[None, :]
-        w = np.stack(philox4x32_np(seed, off), -1).reshape(pend.size, _PROBE_CHUNK).view(np.int64)
-        r = rows[pend][:, None]
-        pins = db[r, (w * t[pend, None]) >> 32]
-        ok = ftag[r, pins & _SLOT_MASK] == (pins >> _SLOT_BITS)
-        anyv = ok.any(1)
-        got = np.flatnonzero(anyv)
-        hit[pend[got]] = pins[got, ok[got].argmax(1)]
-        pend = pend[~anyv]
-        p += _PROBE_CHUNK
+    while p < _PROBES_MAX:
+        if first_words is not None and p < first_words.shape[1]:
+            C = _FIRST_ROUND
+            w = first_words[:, p:p + C] if pend is None else first_words[pend, p:p + C]
+        else:
+            C = _PROBE_CHUNK
+            blk = p // 4 + np.arange(C // 4, dtype=np.int64)
+            base = (inst[rows if pend is None else rows[pend]].astype(np.int64) << 40) | (int(step) << 12)
+            w = np.stack(philox4x32_np(seed, base[:, None] | blk[None, :]), -1)
+            w = w.reshape(base.size, C).view(np.int64)
+        if pend is None:
+            pw, pm, pt = rW, rM, t
+        else:
+            pw, pm, pt = rW[pend], rM[pend], t[pend]
+        pins = dbf.take(pw[:, None] + ((w * pt[:, None]) >> 32))
+        ok = ftagf.take(pm[:, None] + (pins & _SLOT_MASK)) == (pins >> _SLOT_BITS)
+        first = ok.argmax(1)
+        k = np.arange(first.size)
+        anyv = ok[k, first]
+        sel = pins[k, first]
+        if pend is None:
+            hit = np.where(anyv, sel, -1)
+            if anyv.all():
+                return hit
+            pend = np.flatnonzero(~anyv)
+        else:
+            hit[pend[anyv]] = sel[anyv]
+            pend = pend[~anyv]
+            if not pend.size:
+                return hit
+        p += C
     return hit
 
 
-def _live_pins(db, tail, ftag, i):
-    row = db[i, :tail[i]]
-    return row[ftag[i, row & _SLOT_MASK] == (row >> _SLOT_BITS)]
+def _step_words(seed, inst, s0, S):
+    """Philox words of steps s0..s0+S-1 for instances ``inst``: the first probe round
+    [A, S, _PROBE_CHUNK] and the neighbour/fallback words [A, S, 2] (one Philox call for S steps)."""
+    nblk = _PROBE_CHUNK // 4
+    steps = np.arange(s0, s0 + S, dtype=np.int64) << 12
+    blocks = np.append(np.arange(nblk, dtype=np.int64), _NB_BLOCK)
+    off = (inst.astype(np.int64)[:, None, None] << 40) | steps[None, :, None] | blocks[None, None, :]
+    w = np.stack(philox4x32_np(seed, off), -1).view(np.int64)  # [A, S, nblk + 1, 4]
+    return w[:, :, :nblk, :].reshape(inst.size, S, _PROBE_CHUNK), w[:, :, nblk, :2]
+
+
+def _live_pins(db, W, tail, ftag, m, i):
+    """Live pins of instance i in dashboard order (flat arrays)."""
+    row = db[i * W:i * W + tail[i]]
+    return row[ftag[i * m:(i + 1) * m].take(row & _SLOT_MASK) == (row >> _SLOT_BITS)]
 
 
 def _frontier_cpu(indptr, indices, degc, roots, inst, n, max_steps, seed, eta_q, cap0):
-    """The dashboard sampler vectorised over instances (numpy).  Returns out [I, n] (discovery
-    order, -1 padded) and counts [I]."""
+    """The dashboard sampler vectorised over instances (numpy, flat row-major arrays so every
+    gather is a 1-D ``take``).  Returns out [I, n] (discovery order, -1 padded) and counts [I]."""
     I, m = roots.shape
     N = indptr.size - 1
     deg = np.diff(indptr)
-    fvert = roots.copy()
-    ftag = np.zeros((I, m), dtype=np.int64)
+    start = indptr[:-1]
+    fvert = roots.reshape(-1).copy()              # [I * m]
+    ftag = np.zeros(I * m, dtype=np.int64)        # [I * m]
     dr = degc[roots]
     live = dr.sum(1)
     tail = live.copy()
     cap = _grow(np.full(I, cap0, dtype=np.int64), live, eta_q)
     W = int(cap.max())
-    db = np.zeros((I, W), dtype=np.int64)
-    seg_rows = np.repeat(np.arange(I), live)
-    db[seg_rows, np.arange(seg_rows.size) - np.repeat(np.cumsum(live) - live, live)] = \
+    db = np.zeros(I * W, dtype=np.int64)          # [I * W]
+    first = np.arange(I, dtype=np.int64) * W
+    db[np.repeat(first - (np.cumsum(live) - live), live) + np.arange(int(live.sum()))] = \
         np.repeat(np.tile(np.arange(m, dtype=np.int64), I), dr.ravel())
-    visited = np.zeros((I, N), dtype=bool)
-    visited[np.arange(I)[:, None], roots] = True
+    visited = np.zeros(I * N, dtype=bool)         # [I * N]
+    visited[(np.arange(I, dtype=np.int64)[:, None] * N + roots).ravel()] = True
     out = np.full((I, n), -1, dtype=np.int64)
     out[:, :m] = roots
+    outf = out.reshape(-1)
     cnt = np.full(I, m, dtype=np.int64)
     act = np.flatnonzero((cnt < n) & (live > 0)) if max_steps > 0 else np.empty(0, dtype=np.int64)
     s = 0
+    pos_of = np.zeros(I, dtype=np.int64)
+    s_end = -1
     while act.size:
-        hit = probe_dashboard(db, tail, ftag, act, inst, s, seed)
-        nb = philox4x32_np(seed, (inst[act] << 40) | (s << 12) | _NB_BLOCK)
-        nb0, nb1 = nb[0].view(np.int64), nb[1].view(np.int64)
-        for k in np.flatnonzero(hit < 0):  # exact fallback (rare): the k-th live pin
-            pins = _live_pins(db, tail, ftag, act[k])
-            hit[k] = pins[(nb1[k] * live[act[k]]) >> 32]
-        slot = hit & _SLOT_MASK
-        u = fvert[act, slot]
-        v = indices[indptr[u] + ((nb0 * deg[u]) >> 32)]
-        dv = degc[v]
-        ftag[act, slot] = s + 1
-        fvert[act, slot] = v
-        live[act] += dv - degc[u]
-        new = ~visited[act, v]
-        rn, vn = act[new], v[new]
-        visited[rn, vn] = True
-        out[rn, cnt[rn]] = vn
-        cnt[rn] += 1
+        if s >= s_end:  # Philox words of the next S steps for the active instances, in one call
+            S = int(min(max_steps - s, max(8, min(256, 16384 // act.size))))
+            pw, nbw = _step_words(seed, inst[act], s, S)
+            pos_of[act] = np.arange(act.size)
+            s0, s_end = s, s + S
+        bp = pos_of[act]
+        hit = _probe(db, W, tail, ftag, m, act, inst, s, seed, pw[bp, s - s0])
+        nb = nbw[bp, s - s0]
+        nb0, nb1 = nb[:, 0], nb[:, 1]
+        if hit.min() < 0:
+            for k in np.flatnonzero(hit < 0):  # exact fallback (rare): the k-th live pin
+                pins = _live_pins(db, W, tail, ftag, m, act[k])
+                hit[k] = pins[(nb1[k] * live[act[k]]) >> 32]
+        fs = act * m + (hit & _SLOT_MASK)       # flat frontier slot
+        u = fvert.take(fs)
+        v = indices.take(start.take(u) + ((nb0 * deg.take(u)) >> 32))
+        dv = degc.take(v)
+        ftag[fs] = s + 1
+        fvert[fs] = v
+        live[act] += dv - degc.take(u)
+        vf = act * N + v
+        new = ~visited.take(vf)
+        if new.any():
+            visited[vf[new]] = True
+            rn = act[new]
+            outf[rn * n + cnt[rn]] = v[new]
+            cnt[rn] += 1
         # periodic cleanup: compact the live pins of the instances whose dashboard is full
-        for k in np.flatnonzero(tail[act] + dv > cap[act]):
+        ta = tail[act]
+        full = np.flatnonzero(ta + dv > cap[act])
+        for k in full:
             i = act[k]
-            pins = _live_pins(db, tail, ftag, i)
-            db[i, :pins.size] = pins
+            pins = _live_pins(db, W, tail, ftag, m, i)
+            db[i * W:i * W + pins.size] = pins
             tail[i] = pins.size
             cap[i] = _grow(cap[i:i + 1], tail[i:i + 1] + dv[k], eta_q)[0]
             if cap[i] > W:  # widen the shared array (the logical cap is per instance)
-                db = np.concatenate([db, np.zeros((I, int(cap[i]) - W), dtype=np.int64)], 1)
-                W = db.shape[1]
-        app = np.flatnonzero(dv > 0)
-        if app.size:
-            d = dv[app]
-            ra = act[app]
-            rows = np.repeat(ra, d)
-            cols = np.repeat(tail[ra] - (np.cumsum(d) - d), d) + np.arange(rows.size)
-            db[rows, cols] = np.repeat(((s + 1) << _SLOT_BITS) | slot[app], d)
-            tail[ra] += d
+                W2 = int(cap[i])
+                db = np.concatenate([db.reshape(I, W), np.zeros((I, W2 - W), dtype=np.int64)], 1).reshape(-1)
+                W = W2
+        if full.size:
+            ta = tail[act]
+        app = np.flatnonzero(dv)
+        d = dv[app]
+        starts = act[app] * W + ta[app] - (np.cumsum(d) - d)  # flat position of each run's start
+        db[np.repeat(starts, d) + np.arange(int(d.sum()))] = np.repeat(((s + 1) << _SLOT_BITS) | (hit[app] & _SLOT_MASK), d)
+        tail[act] = ta + dv
         s += 1
         if s >= max_steps:
             break
-        act = act[(cnt[act] < n) & (live[act] > 0)]
+        keep = (cnt[act] < n) & (live[act] > 0)
+        if not keep.all():
+            act = act[keep]
     return out, cnt
 
 
@@ -349,10 +408,11 @@ def frontier_sample(g, num_roots: int, budget: int, *, num_instances: int = 1, e
     ind = csr.indices.cpu().numpy().astype(np.int64, copy=False)
     degc = np.minimum(np.diff(ip), clip)
     inst = torch.arange(I, dtype=torch.int64)
-    roots = _roots(seed, inst, m, N).numpy()
-    cap0 = _cap0(int(degc.sum()), N, m, eta_q)
-    out, cnt = _frontier_cpu(ip, ind, degc, roots, inst.numpy(), n, max_steps, seed, eta_q, cap0)
-    return _as_list(torch.from_numpy(out), cnt, g.idtype, g.device)
+    with _OneThread():  # small torch ops: intra-op threads only add fork/join cost here
+        roots = _roots(seed, inst, m, N).numpy()
+        cap0 = _cap0(int(degc.sum()), N, m, eta_q)
+        out, cnt = _frontier_cpu(ip, ind, degc, roots, inst.numpy(), n, max_steps, seed, eta_q, cap0)
+        return _as_list(torch.from_numpy(out), cnt, g.idtype, g.device)
 
 
 def frontier_sample_sequential(g, num_roots: int, budget: int, *, num_instances: int = 1, degree_clip=None,
