@@ -53,12 +53,14 @@ import numpy as np
 import torch
 from dgl.dataloading import BlockSampler
 
+from .. import backend
 from .bulk_its import RowSet, its_sample, quantise, row_label
 from .bulk_matrix import (
     adjacency_tensor, canonical_adjacency, canonical_csr, estimate_p_bytes, selection_matrix,
 )
 from .choice import _np64, check_fanout, check_nodes, check_seed
 from .neighbor import _check_homogeneous, _make_block
+from .bulk_triton import make_block_triton
 from .rng import call_seed
 
 __all__ = ["BulkNeighborSampler", "BulkScheduler", "check_bulk"]
@@ -293,6 +295,9 @@ class BulkNeighborSampler(BlockSampler):
                     if exclude_eids else torch.empty(0, dtype=torch.int64)
             excl = np.unique(_np64(torch.as_tensor(exclude_eids)))
         idtype = g.idtype
+        dev = g.device
+        path = backend.choose_path(torch.empty(0, device=dev))
+        backend.record("bulk_extract", path, dev)
         frontiers = [_np64(b) for b in batches]
         per_batch: List[list] = [[] for _ in batches]
         timing = {"probability": 0.0, "sampling": 0.0, "extraction": 0.0}
@@ -321,9 +326,9 @@ class BulkNeighborSampler(BlockSampler):
             t1 = time.perf_counter()
             if fanout == -1:  # every positive entry of every row
                 s = int(rs.positives().max()) if rows.size else 0
-                flat, counts = its_sample(rs, s, False)
+                flat, counts = its_sample(rs, s, False, dev)
             else:
-                flat, counts = its_sample(rs, fanout, self.replace)
+                flat, counts = its_sample(rs, fanout, self.replace, dev)
             t2 = time.perf_counter()
             if p_cols is not None:  # positions in P -> positions in A (for source and edge ids)
                 node = np.repeat(rows, counts)
@@ -338,8 +343,12 @@ class BulkNeighborSampler(BlockSampler):
             new_frontiers = []
             for b, front in enumerate(frontiers):
                 lo, hi = int(batch_ptr[b]), int(batch_ptr[b + 1])
-                block, src_ids = _make_block(flat[offs[lo]:offs[hi]], counts[lo:hi], front, canon.pairs, excl, n,
-                                             idtype)
+                if path == "triton":
+                    block, src_ids = make_block_triton(flat[offs[lo]:offs[hi]], counts[lo:hi], front, canon, excl,
+                                                       n, idtype, dev)
+                else:
+                    block, src_ids = _make_block(flat[offs[lo]:offs[hi]], counts[lo:hi], front, canon.pairs, excl, n,
+                                                 idtype)
                 per_batch[b].insert(0, block)
                 new_frontiers.append(src_ids)
             frontiers = new_frontiers

@@ -175,12 +175,16 @@ def _without_replacement(rs: RowSet, rows: np.ndarray, s: int, before, total) ->
     return out
 
 
-def its_sample_np(rs: RowSet, s: int, replace: bool):
+def its_sample_np(rs: RowSet, s: int, replace: bool, draw=None):
     """(positions int64 [E], counts int64 [R]): row i's picks (positions in the position space) at
-    ``offs[i]:offs[i+1]``, ascending without replacement, in draw order with."""
+    ``offs[i]:offs[i+1]``, ascending without replacement, in draw order with.
+
+    ``draw(rs, rows, s, replace, before, total)`` -> absolute positions [len(rows), s] of the rows
+    that need random draws (a kernel launcher plugs in here); default: the numpy reference."""
     R = rs.num_rows
     if R == 0 or s == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(R, dtype=np.int64)
+    draw = _draw_np if draw is None else draw
     before = total = None
     if rs.prefix is not None:
         before, total = rs.totals()
@@ -188,7 +192,7 @@ def its_sample_np(rs: RowSet, s: int, replace: bool):
     if replace:
         counts = np.where(npos > 0, s, 0)
         rows = np.flatnonzero(counts)
-        flat = (_picks(rs, rows, 0, s, before, total) + rs.start[rows][:, None]).reshape(-1)
+        flat = draw(rs, rows, s, True, before, total).reshape(-1)
         return flat, counts.astype(np.int64)
     counts = np.minimum(npos, s).astype(np.int64)
     big = np.flatnonzero(npos > s)
@@ -199,9 +203,15 @@ def its_sample_np(rs: RowSet, s: int, replace: bool):
     else:  # take-all rows with zero-weight entries: their positive entries only
         _fill_positive(rs, np.flatnonzero(small), pad)
     if big.size:
-        pad[big] = _without_replacement(rs, big, s, before, total) + rs.start[big][:, None]
+        pad[big] = draw(rs, big, s, False, before, total)
     flat = pad[np.arange(s)[None, :] < counts[:, None]]
     return flat, counts
+
+
+def _draw_np(rs, rows, s, replace, before, total):
+    if replace:
+        return _picks(rs, rows, 0, s, before, total) + rs.start[rows][:, None]
+    return _without_replacement(rs, rows, s, before, total) + rs.start[rows][:, None]
 
 
 def _fill_positive(rs: RowSet, rows: np.ndarray, pad: np.ndarray) -> None:
@@ -224,12 +234,9 @@ def its_sample(rs: RowSet, s: int, replace: bool, device=None):
     path = backend.choose_path(probe)
     backend.record("bulk_its", path, dev)
     if path == "triton":
-        try:
-            from .bulk_triton import its_sample_triton
-        except ImportError:  # kernel launcher not landed yet: the reference gives the same picks
-            its_sample_triton = None
-        if its_sample_triton is not None:
-            return its_sample_triton(rs, s, replace, dev)
+        from .bulk_triton import its_sample_triton
+
+        return its_sample_triton(rs, s, replace, dev)
     from . import bulk_jit
 
     if bulk_jit.enabled() and rs.num_rows * max(s, 1) >= bulk_jit.MIN_WORK:

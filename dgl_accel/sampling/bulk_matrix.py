@@ -64,12 +64,13 @@ def canonical_adjacency(g) -> Canonical:
 
         csr = in_csr(h)
         n = h.num_nodes()
-        indptr = csr.indptr.to(torch.int64).numpy()
-        idx = csr.indices.to(torch.int64).numpy()
-        eid = csr.eids.to(torch.int64).numpy()
+        indptr = csr.indptr.to(torch.int64).cpu().numpy()  # host arrays: the index math runs on CPU
+        idx = csr.indices.to(torch.int64).cpu().numpy()
+        eid = csr.eids.to(torch.int64).cpu().numpy()
         rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
         key = rows * np.int64(n) + idx
-        if key.size < 2 or bool((key[1:] > key[:-1]).all()):  # DGL's CSC is usually sorted already
+        if csr.indptr.device.type == "cpu" and (key.size < 2 or bool((key[1:] > key[:-1]).all())):
+            # DGL's CSC is usually sorted already: reuse NeighborSampler's packed table
             return Canonical(indptr, idx, eid, None, _pairs(h, csr), n)
         order = np.lexsort((eid, key))  # by (row, column), smallest edge id first among parallels
         key, eid = key[order], eid[order]
