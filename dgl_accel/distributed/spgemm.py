@@ -3,12 +3,13 @@
 p ranks form a (p/c) x c grid (:class:`Grid`).  A (n x n, rows = destinations) is cut into p/c
 block rows; block row k is kept by the c ranks of process row k.  Q (m x n, one row per batch
 vertex) is the same on every rank (every rank runs the same sampler calls); its rows are split
-among process rows, and inside process row i the stages (block rows k of A) are split among the c
-columns: rank (i, j) computes the partial product of Q's row block i with the A block rows
-k = j, j + c, j + 2c, ...
+among process rows, and inside process row i the inner dimension is split among the c columns:
+each A block row k is cut into c sub-blocks and rank (i, j) computes the partial product of Q's
+row block i with sub-block j of every block row k (served by rank (k, j), so the c replicas of a
+block row share the serving too).
 
 Sparsity-aware: rank (i, j) does not fetch whole A block rows, only the rows its nonzero Q columns
-reference, from rank (k, j):  all-to-all of the requested row ids, then all-to-all of those rows
+reference:  all-to-all of the requested row ids, then all-to-all of those rows
 (lengths + column ids as int64, values as float32).  The c partial products of process row i are
 summed with a reduce-scatter along the row (all-to-all of row pieces, then a local sum) and the
 reduced pieces are all-gathered so every rank returns the whole P, as the local product would.
@@ -99,6 +100,13 @@ class PartitionedSpGEMM:
         self.bounds = block_bounds(self.n, self.grid.rows)  # block row k = A rows bounds[k]:bounds[k+1]
         lo, hi = self.bounds[self.row], self.bounds[self.row + 1]
         self.block = A[lo:hi].tocsr()  # only this process row's block row is kept
+        c = self.grid.c
+        sizes = np.diff(self.bounds)
+        self.fine_bounds = np.append((self.bounds[:-1, None] + (sizes[:, None] * np.arange(c)) // c).reshape(-1),
+                                     self.n)
+        fine_sizes = np.diff(self.fine_bounds).reshape(self.grid.rows, c)[:, self.col]
+        # Rows a dense 1.5D algorithm would ship here per call: the whole remote sub-blocks.
+        self.dense_rows = int(fine_sizes.sum() - fine_sizes[self.row])
         self.block.sort_indices()
         self.rows_fetched = 0
         self.rows_needed_total = 0
@@ -122,14 +130,14 @@ class PartitionedSpGEMM:
         qb = block_bounds(m, grid.rows)
         Qi = Qs[qb[self.row]:qb[self.row + 1]].tocsr()
 
-        # Stage split inside the process row: this rank handles the columns of Q in A block rows
-        # k = col, col + c, ...; it requests each referenced row from rank (k, col).
+        # Inner-dimension split inside the process row: block row k of A is cut into c sub-blocks
+        # and this rank handles sub-block `col` of every k (balanced for any c, even c > p / c);
+        # it requests each referenced row from rank (k, col), one of the c holders of block row k.
         cols = np.unique(Qi.indices)
-        owner_row = np.searchsorted(self.bounds, cols, side="right") - 1
-        mine = owner_row % grid.c == self.col
-        cols, owner_row = cols[mine], owner_row[mine]
-        self.rows_needed_total += int(sum(self.bounds[k + 1] - self.bounds[k]
-                                          for k in range(grid.rows) if k % grid.c == self.col and k != self.row))
+        fine = np.searchsorted(self.fine_bounds, cols, side="right") - 1  # = k * c + sub-block
+        mine = fine % grid.c == self.col
+        cols, owner_row = cols[mine], fine[mine] // grid.c
+        self.rows_needed_total += self.dense_rows
         dest = owner_row * grid.c + self.col
         order = np.argsort(dest, kind="stable")  # cols is sorted, so each destination's ids stay sorted
         cols, dest = cols[order], dest[order]
