@@ -69,8 +69,7 @@ def main(argv=None):
         D.init(timeout=args.timeout)
     rank, world = D.world()
     torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // world))
-    dev = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() and distributed \
-        else torch.device("cpu")
+    dev = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
     log = print if rank == 0 else (lambda *a, **k: None)
 
     g = load_graph(args.dataset, args.seed)

@@ -310,7 +310,9 @@ def test_loader_bad_input():
                      (dict(batch_size=-3), "batch_size to be a positive int"),
                      (dict(batch_size=4, minibatches_per_step=0), "minibatches_per_step to be a positive int"),
                      (dict(batch_size=4, train_ids=torch.zeros(0, dtype=torch.int64)), "non-empty"),
-                     (dict(batch_size=4, train_ids=torch.tensor([0, 10**6])), r"train_ids in \[0, 400\)")]:
+                     (dict(batch_size=4, train_ids=torch.tensor([0, 10**6])), r"train_ids in \[0, 400\)"),
+                     (dict(batch_size=4, train_ids=torch.tensor([3, 5, 3, 7])), "unique train_ids"),
+                     (dict(batch_size=4, minibatches_per_step=8, train_ids=torch.arange(5)), "at least")]:
         ids = kw.pop("train_ids", g.ndata["train_mask"])
         with pytest.raises(ValueError, match=text) as e:
             replicated_loader(g, ids, s, **kw)

@@ -15,8 +15,14 @@ gradients over W ranks the update is the gradient of the mean loss over the whol
 the same update for W = 1, 2, 4 (S fixed, e.g. 4), up to float summation order.  The union of the
 minibatches over ranks is exactly the 1-process sequence.
 
+Samplers: keying by j needs a counter-based sampler: one with a ``calls`` counter (dgl_accel's
+``NeighborSampler``; set to j before each call) or a ``bulk_sample`` method.  Other samplers work
+but then sample from their own state, and the ranks' union is not the 1-process sequence.
+
 Bulk samplers (``BulkNeighborSampler``): minibatches are grouped in bulks of k consecutive global
-indices; each rank samples its share of each bulk in one call.  With a graph-partitioned spgemm
+indices; each rank samples its share of each bulk in one ``bulk_sample`` call when the sampler
+accepts explicit minibatch ``indices=``, else one pass per run of consecutive indices (the share
+r, r + W, ... of a bulk is then sampled one minibatch per pass, with the same samples).  With a graph-partitioned spgemm
 (:class:`PartitionedSpGEMM`), sampling is collective, so every rank samples the whole bulk (same
 Q everywhere) and keeps its share.
 """
@@ -74,11 +80,17 @@ class ReplicatedLoader:
         if ids.dim() != 1 or ids.numel() == 0:
             raise ValueError(f"expected train_ids to be a non-empty 1-D tensor of node ids or a bool mask (got shape "
                              f"{tuple(ids.shape)}). Fix: pass e.g. g.ndata['train_mask'].nonzero().squeeze(1).")
+        if ids.numel() < self.S:
+            raise ValueError(f"expected at least minibatches_per_step={self.S} training ids (got {ids.numel()}). "
+                             f"Fix: pass a smaller minibatches_per_step or more training ids.")
         n = g.num_nodes()
         if int(ids.min()) < 0 or int(ids.max()) >= n:
             raise ValueError(f"expected train_ids in [0, {n}) (got range [{int(ids.min())}, {int(ids.max())}]). "
                              f"Fix: pass node ids of g.")
         self.train_ids = ids.cpu().numpy().astype(np.int64)
+        if np.unique(self.train_ids).size != self.train_ids.size:
+            raise ValueError(f"expected unique train_ids (got {self.train_ids.size - np.unique(self.train_ids).size} "
+                             f"repeats). Fix: pass torch.unique(train_ids).")
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.epoch = 0
