@@ -62,8 +62,10 @@ def train_epoch(model, loader, optimizer, feat, label, dropout_seed=None) -> flo
         seen += step.global_size
         optimizer.step()
     if torch.distributed.is_initialized():
-        t = torch.tensor([total, float(seen) / torch.distributed.get_world_size()], dtype=torch.float64)
-        torch.distributed.all_reduce(t.to(feat.device) if feat.is_cuda else t)
+        # nccl reduces CUDA tensors only; gloo takes CPU ones.
+        t = torch.tensor([total, float(seen) / torch.distributed.get_world_size()], dtype=torch.float64,
+                         device=feat.device if torch.distributed.get_backend() == "nccl" else "cpu")
+        torch.distributed.all_reduce(t)
         total, seen = float(t[0]), float(t[1])
     return total / max(seen, 1)
 
