@@ -1,0 +1,375 @@
+"""Matrix-based bulk sampling (GraphSAGE and LADIES): exact ITS spec on every path, distributions,
+independence of minibatches in one bulk, block rules, DGL DataLoader integration, bad input.
+
+Statistical tests use fixed seeds, so they are deterministic; each chi-square test rejects at
+p < 1e-3, i.e. a correct sampler would fail a given test with probability 0.1% over seed choices
+(9 such tests here: about 1% that some test of this file needed another seed).
+"""
+import itertools
+import math
+
+import dgl
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dgl_accel
+from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
+from dgl_accel.sampling import bulk_its, bulk_jit
+from dgl_accel.sampling.bulk_matrix import estimate_p_bytes, local_spgemm
+from dgl_accel.sampling.bulk_triton import its_sample_triton
+from dgl_accel.sampling.layer import edge_norm, ladies_probabilities
+from dgl_accel.testing.strategies import graphs
+
+ALPHA = 1e-3
+
+
+def _hub_graph(hubs=50, deg=6):
+    """Hubs 0..hubs-1; hub h's in-neighbours are hubs + h * deg + j, j = 0..deg-1 (its local index)."""
+    src = torch.arange(hubs, hubs + hubs * deg)
+    dst = torch.arange(hubs).repeat_interleave(deg)
+    return dgl.graph((src, dst), num_nodes=hubs + hubs * deg)
+
+
+def _local_subsets(block, hubs, deg):
+    """Per dst hub of the block: the sorted tuple of its sampled neighbours' local indices."""
+    u, v = (x.long() for x in block.edges())
+    hub = block.dstdata[dgl.NID].long()[v]
+    local = block.srcdata[dgl.NID].long()[u] - hubs - hub * deg
+    out = [[] for _ in range(block.num_dst_nodes())]
+    for j, loc in zip(v.tolist(), local.tolist()):
+        out[j].append(loc)
+    return [tuple(sorted(x)) for x in out]
+
+
+def _same_blocks(a, b):
+    for x, y in zip(a, b):
+        assert torch.equal(x.srcdata[dgl.NID], y.srcdata[dgl.NID])
+        assert torch.equal(x.dstdata[dgl.NID], y.dstdata[dgl.NID])
+        assert torch.equal(x.edata[dgl.EID], y.edata[dgl.EID])
+        assert all(torch.equal(p, q) for p, q in zip(x.edges(), y.edges()))
+
+
+def _row_set(rng, R=24, weighted=False, hub=5000):
+    deg = rng.integers(0, 40, R)
+    deg[:3] = [hub, 17, 0]
+    start = np.concatenate([[0], np.cumsum(deg)[:-1]])
+    prefix = None
+    if weighted:
+        v = rng.random(int(deg.sum()))
+        v[rng.random(v.size) < 0.2] = 0
+        prefix = np.cumsum(bulk_its.quantise(np.concatenate([[0], np.cumsum(deg)]), v))
+    return bulk_its.RowSet(start, deg, bulk_its.row_label(1, 1000, rng.integers(0, 1000, R)),
+                           [5, 2**63 + 7, 99], np.array([0, 10, 20, R]), prefix)
+
+
+# ------------------------------------------------------------------------------ ITS spec
+@pytest.mark.parametrize("weighted", [False, True])
+def test_its_numpy_jit_and_triton_interpreter_identical(weighted):
+    rng = np.random.default_rng(1 + weighted)
+    rs = _row_set(rng, weighted=weighted)
+    for s, rep in [(5, False), (12, False), (3, True)]:
+        ref = bulk_its.its_sample_np(rs, s, rep)
+        tri = its_sample_triton(rs, s, rep, "cpu")
+        assert np.array_equal(ref[0], tri[0]) and np.array_equal(ref[1], tri[1])
+        if bulk_jit.enabled():
+            jit = bulk_jit.its_sample(rs, s, rep)
+            assert np.array_equal(ref[0], jit[0]) and np.array_equal(ref[1], jit[1])
+        # spec rules: counts, picks inside the row, positive weight, distinct & ascending w/o replacement
+        offs = np.concatenate([[0], np.cumsum(ref[1])])
+        w = np.diff(rs.prefix, prepend=0.0) if weighted else None
+        for i in range(rs.num_rows):
+            p = ref[0][offs[i]:offs[i + 1]]
+            assert ((p >= rs.start[i]) & (p < rs.start[i] + rs.deg[i])).all()
+            if weighted:
+                assert (w[p] > 0).all()
+            if not rep:
+                assert (np.diff(p) > 0).all()
+
+
+def test_its_weighted_draws_follow_weights():
+    # one row, weights 1:2:3:4 (exact after quantisation: max-normalised to 2^24 * k/4), with
+    # replacement: 20000 draws over 500 keys must follow p = w / 10
+    v = np.array([1.0, 2.0, 3.0, 4.0])
+    prefix = np.cumsum(bulk_its.quantise(np.array([0, 4]), v))
+    counts = np.zeros(4)
+    for key in range(500):
+        rs = bulk_its.RowSet(np.array([0]), np.array([4]), np.array([0]), [key], np.array([0, 1]), prefix)
+        counts += np.bincount(bulk_its.its_sample_np(rs, 40, True)[0], minlength=4)
+    assert stats.chisquare(counts, counts.sum() * v / v.sum()).pvalue > ALPHA
+
+
+# ------------------------------------------------------------------------------ GraphSAGE
+def _counts(subsets):
+    counts = {}
+    for key in subsets:
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_hub_neighbour_distribution_matches_nodewise(replace):
+    hubs, deg, fanout, rounds = 50, 6, 2, 30  # 1500 independent subsets per sampler
+    g = _hub_graph(hubs, deg)
+    seeds = torch.arange(hubs)
+    bulk = BulkNeighborSampler([fanout], bulk=rounds, replace=replace, seed=3)
+    node = NeighborSampler([fanout], replace=replace, seed=3)
+    ours = _counts(x for r in bulk.bulk_sample(g, [seeds] * rounds) for x in _local_subsets(r[2][0], hubs, deg))
+    theirs = _counts(x for _ in range(rounds) for x in _local_subsets(node.sample_blocks(g, seeds)[2][0], hubs, deg))
+    keys = sorted(set(ours) | set(theirs))
+    if not replace:  # every 2-subset equally likely: C(6, 2) = 15 cells
+        assert len(keys) == math.comb(deg, fanout)
+        assert stats.chisquare([ours.get(k, 0) for k in keys]).pvalue > ALPHA
+    table = np.array([[ours.get(k, 0) for k in keys], [theirs.get(k, 0) for k in keys]])
+    assert stats.chi2_contingency(table)[1] > ALPHA  # same law as the node-wise sampler
+
+
+def test_same_batch_twice_in_one_bulk_is_independent():
+    hubs, deg, fanout, pairs = 50, 4, 2, 24  # 1200 pairs of subsets
+    g = _hub_graph(hubs, deg)
+    res = BulkNeighborSampler([fanout], bulk=2 * pairs, seed=11).bulk_sample(g, [torch.arange(hubs)] * (2 * pairs))
+    subsets = list(itertools.combinations(range(deg), fanout))
+    idx = np.array([[subsets.index(x) for x in _local_subsets(r[2][0], hubs, deg)] for r in res])
+    a, b = idx[0::2].reshape(-1), idx[1::2].reshape(-1)  # the same hub in the two copies of the batch
+    table = np.zeros((len(subsets), len(subsets)))
+    np.add.at(table, (a, b), 1)
+    # joint frequencies = product of the marginals (6 x 6 contingency table), marginals uniform
+    assert stats.chi2_contingency(table)[1] > ALPHA
+    assert stats.chisquare(np.bincount(a, minlength=6)).pvalue > ALPHA
+    assert (a == b).mean() < 0.3  # identical keys would make every pair equal; independent: 1/6
+
+
+def test_bulk_result_independent_of_k_and_of_spgemm():
+    g = dgl.rand_graph(300, 3000)
+    batches = [torch.arange(0, 300, 7), torch.arange(5, 300, 11), torch.arange(0, 300, 7), torch.arange(1, 40)]
+    ref = BulkNeighborSampler([4, 3], bulk=4, seed=1).bulk_sample(g, batches)
+
+    def shuffled_coo(Q, A):  # a product returned in another layout, entry order and duplicates split
+        P = local_spgemm(Q, A).to_sparse_coo().coalesce()
+        i, v = P.indices(), P.values()
+        perm = torch.randperm(v.numel(), generator=torch.Generator().manual_seed(0))
+        i = torch.cat([i[:, perm], i[:, :3]], 1)
+        v = torch.cat([v[perm], torch.zeros(3)])
+        return torch.sparse_coo_tensor(i, v, P.shape)
+
+    for kwargs in ({"bulk": 1}, {"bulk": 3}, {"bulk": 2, "spgemm": local_spgemm}, {"bulk": 4, "spgemm": shuffled_coo}):
+        other = BulkNeighborSampler([4, 3], seed=1, **kwargs).bulk_sample(g, batches)
+        for r, o in zip(ref, other):
+            _same_blocks(r[2], o[2])
+    # sequential sample_blocks calls = minibatch indices 0, 1, 2, ... as in the bulk
+    seq = BulkNeighborSampler([4, 3], bulk=1, seed=1, lookahead=False)
+    for r, b in zip(ref, batches):
+        _same_blocks(r[2], seq.sample_blocks(g, b)[2])
+    assert not torch.equal(ref[0][2][1].edata[dgl.EID], ref[2][2][1].edata[dgl.EID])
+
+
+@settings(max_examples=25, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=40, max_edges=200), fanouts=st.sampled_from([[3], [2, 4], [-1, 2]]),
+       replace=st.booleans(), seed=st.integers(0, 2**32))
+def test_blocks_follow_sampling_and_dgl_rules(g, fanouts, replace, seed):
+    n = g.num_nodes()
+    batches = [torch.arange(0, n, 2), torch.arange(n - 1, -1, -3)]
+    res = BulkNeighborSampler(fanouts, bulk=2, replace=replace, seed=seed).bulk_sample(g, batches)
+    src_g, dst_g = (x.long() for x in g.edges(order="eid"))
+    for seeds, (inp, out, blocks) in zip(batches, res):
+        assert torch.equal(out, seeds) and torch.equal(inp, blocks[0].srcdata[dgl.NID])
+        for i, b in enumerate(blocks):
+            assert b.is_block and b.num_dst_nodes() <= b.num_src_nodes()
+            dst_ids, src_ids = b.dstdata[dgl.NID].long(), b.srcdata[dgl.NID].long()
+            assert torch.equal(src_ids[:b.num_dst_nodes()], dst_ids)  # DGL's to_block convention
+            assert torch.unique(src_ids).numel() == src_ids.numel()
+            if i + 1 < len(blocks):
+                assert torch.equal(blocks[i + 1].srcdata[dgl.NID], dst_ids)
+            u, v = (x.long() for x in b.edges())
+            eid = b.edata[dgl.EID].long()
+            assert torch.equal(src_g[eid], src_ids[u]) and torch.equal(dst_g[eid], dst_ids[v])  # real edges
+            fan = fanouts[i]
+            for j in range(b.num_dst_nodes()):
+                nb = src_ids[u[v == j]]
+                distinct = torch.unique(src_g[dst_g == dst_ids[j]]).numel()
+                if replace and fan != -1:
+                    assert nb.numel() == (fan if distinct else 0)
+                else:
+                    assert torch.unique(nb).numel() == nb.numel() == (distinct if fan == -1 else min(distinct, fan))
+            if i == 0:  # only sources that carry an edge, besides the dst nodes (empty columns dropped)
+                used = torch.unique(u)
+                extra = src_ids.numel() - b.num_dst_nodes()
+                assert extra == int((used >= b.num_dst_nodes()).sum())
+
+
+def test_dgl_dataloader_bulks_and_matches_unbulked(monkeypatch):
+    g = dgl.rand_graph(500, 5000)
+    passes = []
+    orig = BulkNeighborSampler._sample_bulk
+
+    def spy(self, g_, batches, first, excl):
+        passes.append(len(batches))
+        return orig(self, g_, batches, first, excl)
+
+    monkeypatch.setattr(BulkNeighborSampler, "_sample_bulk", spy)
+    out = {}
+    for look in (True, False):
+        np.random.seed(0)  # DGL's TensorizedDataset shuffles with numpy's global generator
+        dl = dgl.dataloading.DataLoader(g, torch.arange(500), BulkNeighborSampler([5, 5], bulk=4, seed=2,
+                                                                                   lookahead=look),
+                                        batch_size=64, shuffle=True)
+        passes.clear()
+        out[look] = [(o.clone(), blocks) for _, o, blocks in dl]
+        assert passes == ([4, 4] if look else [1] * 8)  # 8 batches: 2 passes of k = 4
+    for (oa, ba), (ob, bb) in zip(out[True], out[False]):
+        assert torch.equal(oa, ob)
+        _same_blocks(ba, bb)
+
+
+def test_plan_and_memory_budget():
+    g = dgl.rand_graph(400, 4000)
+    batches = list(torch.randperm(400, generator=torch.Generator().manual_seed(0)).split(50))
+    s = BulkNeighborSampler([5, 5], bulk=8, seed=4, lookahead=False)
+    s.plan(batches)
+    planned = [s.sample_blocks(g, b) for b in batches]
+    ref = BulkNeighborSampler([5, 5], bulk=8, seed=4).bulk_sample(g, batches)
+    for p, r in zip(planned, ref):
+        _same_blocks(p[2], r[2])
+    per = estimate_p_bytes(g, 50, [5, 5])
+    assert per > 0
+    assert BulkNeighborSampler([5, 5], bulk=8, memory_budget=3 * per).bulk_size(g, 50) == 3
+    assert BulkNeighborSampler([5, 5], bulk=8, memory_budget=1).bulk_size(g, 50) == 1
+    assert BulkNeighborSampler([5, 5], bulk=2, memory_budget=10**12).bulk_size(g, 50) == 2
+
+
+def test_triton_path_gives_the_same_blocks(path):
+    g = dgl.rand_graph(200, 2000)
+    batches = [torch.arange(0, 200, 3), torch.arange(1, 200, 5)]
+    res = BulkNeighborSampler([3, 2], bulk=2, seed=5).bulk_sample(g, batches)
+    with dgl_accel.use_backend("native"):
+        ref = BulkNeighborSampler([3, 2], bulk=2, seed=5).bulk_sample(g, batches)
+    for r, o in zip(ref, res):
+        _same_blocks(r[2], o[2])
+    if path == "triton":
+        assert "triton-interpreter" in dgl_accel.stats()["bulk_its"]
+
+
+# ------------------------------------------------------------------------------ LADIES
+def test_ladies_bulk_probabilities_match_formula():
+    g = dgl.graph((torch.tensor([1, 2, 3, 3, 4, 0, 2, 2]), torch.tensor([0, 0, 0, 1, 1, 2, 3, 3])), num_nodes=5)
+    n = 5
+    A = torch.zeros(n, n, dtype=torch.float64)  # Â[v, u], parallel edges summed
+    src, dst = g.edges(order="eid")
+    A.index_put_((dst.long(), src.long()), edge_norm(g, "both"), accumulate=True)
+    vs = [torch.tensor([0, 1]), torch.tensor([3]), torch.tensor([0, 2, 3])]
+    for spgemm in (None, local_spgemm):
+        sampler = LADIESSampler([2], bulk=3, seed=0, spgemm=spgemm)
+        (ptr, cols, p, _), _ = sampler.bulk.probabilities(g, vs)
+        for b, v in enumerate(vs):
+            sq = (A[v] ** 2).sum(0)
+            want = (sq / sq.sum()).numpy()
+            got = np.zeros(n)
+            got[cols[ptr[b]:ptr[b + 1]]] = p[ptr[b]:ptr[b + 1]]
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
+            cand, q = ladies_probabilities(g, v)
+            np.testing.assert_allclose(got[cand.numpy()], q.numpy(), rtol=1e-6)
+
+
+def test_ladies_bulk_inclusion_follows_successive_sampling():
+    # dst {0}; in-neighbours 1..4 with multiplicities 1, 1, 2, 3 under norm="none" -> p ∝ 1, 1, 4, 9;
+    # s = 2 without replacement: inclusion probabilities of successive sampling, by enumeration
+    src = [1, 2, 3, 3, 4, 4, 4]
+    g = dgl.graph((torch.tensor(src), torch.zeros(7, dtype=torch.int64)), num_nodes=5)
+    w = np.array([1.0, 1.0, 4.0, 9.0])
+    p = w / w.sum()
+    incl = np.zeros(4)
+    for a, b in itertools.permutations(range(4), 2):
+        pr = p[a] * p[b] / (1 - p[a])
+        incl[a] += pr
+        incl[b] += pr
+    trials = 1500
+    sampler = LADIESSampler([2], bulk=trials, seed=7, norm="none")
+    (_, _, pb, _), _ = sampler.bulk.probabilities(g, [torch.tensor([0])])
+    np.testing.assert_allclose(pb, p)
+    counts = np.zeros(4)
+    for _, _, blocks in sampler.bulk.bulk_sample(g, [torch.tensor([0])] * trials):
+        drawn = torch.unique(blocks[0].srcdata[dgl.NID][blocks[0].edges()[0].long()]).numpy()
+        assert drawn.size == 2
+        counts[drawn - 1] += 1
+    # four binomial counts with known means; per-cell z-test, Bonferroni over the 4 cells
+    z = (counts - trials * incl) / np.sqrt(trials * incl * (1 - incl))
+    assert np.abs(z).max() < stats.norm.ppf(1 - ALPHA / 8)
+
+
+def test_ladies_bulk_blocks_and_weights():
+    g = dgl.rand_graph(150, 1500)
+    batches = [torch.arange(0, 150, 4), torch.arange(2, 150, 9), torch.arange(0, 150, 4)]
+    for replace in (False, True):
+        s = LADIESSampler([40, 20], bulk=3, seed=2, replace=replace)
+        res = s.bulk.bulk_sample(g, batches)
+        ref = LADIESSampler([40, 20], bulk=1, seed=2, replace=replace).bulk.bulk_sample(g, batches)
+        c = edge_norm(g, "both")
+        for (inp, out, blocks), (_, _, rblocks) in zip(res, ref):
+            _same_blocks(blocks, rblocks)  # independent of k
+            for b in blocks:
+                assert torch.equal(b.srcdata[dgl.NID][:b.num_dst_nodes()], b.dstdata[dgl.NID])
+                drawn = torch.unique(b.srcdata[dgl.NID][b.edges()[0].long()])
+                assert drawn.numel() <= (40 if b is blocks[0] else 20)
+                w = b.edata["w"].double()
+                ce = c[b.edata[dgl.EID].long()]
+                assert (w >= ce * (1 - 1e-6)).all()  # c / min(1, s p) >= c; with replacement n_u/(s p) >= ... > 0
+        assert not torch.equal(res[0][2][1].edata[dgl.EID], res[2][2][1].edata[dgl.EID])
+    # a budget covering every candidate takes them all with the exact weights c(e)
+    full = LADIESSampler([10**6], bulk=2, seed=0).bulk.bulk_sample(g, batches[:1])[0][2][0]
+    assert torch.allclose(full.edata["w"].double(), c[full.edata[dgl.EID].long()], rtol=1e-6)
+    assert full.num_edges() == g.in_degrees(batches[0]).sum()
+
+
+def test_ladies_bulk_triton_path_same(path):
+    g = dgl.rand_graph(100, 800)
+    batches = [torch.arange(0, 100, 5), torch.arange(1, 100, 7)]
+    res = LADIESSampler([15, 10], bulk=2, seed=9).bulk.bulk_sample(g, batches)
+    with dgl_accel.use_backend("native"):
+        ref = LADIESSampler([15, 10], bulk=2, seed=9).bulk.bulk_sample(g, batches)
+    for r, o in zip(ref, res):
+        _same_blocks(r[2], o[2])
+
+
+def test_ladies_bulk_in_dataloader():
+    g = dgl.rand_graph(200, 2000)
+    dl = dgl.dataloading.DataLoader(g, torch.arange(200), LADIESSampler([30, 20], bulk=4, seed=0),
+                                    batch_size=50, shuffle=True)
+    seen = torch.cat([o for _, o, _ in dl])
+    assert torch.equal(torch.sort(seen).values, torch.arange(200))
+
+
+# ------------------------------------------------------------------------------ bad input
+def test_bad_inputs():
+    g = dgl.rand_graph(50, 200)
+    for bulk in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="expected bulk to be a positive int.*Fix"):
+            BulkNeighborSampler([3], bulk=bulk)
+        with pytest.raises(ValueError, match="expected bulk"):
+            LADIESSampler([3], bulk=bulk)
+    for fanouts in ([], 3, [-2], ["a"]):
+        with pytest.raises(ValueError, match="fanout.*Fix"):
+            BulkNeighborSampler(fanouts)
+    with pytest.raises(ValueError, match="num_nodes_per_layer"):
+        LADIESSampler([], bulk=2)
+    with pytest.raises(ValueError, match="memory_budget"):
+        BulkNeighborSampler([3], memory_budget=0)
+    with pytest.raises(ValueError, match="spgemm"):
+        BulkNeighborSampler([3], spgemm="scipy")
+    s = BulkNeighborSampler([3], bulk=2, seed=0)
+    with pytest.raises(ValueError, match="non-empty batch.*batch size must be >= 1"):
+        s.sample_blocks(g, torch.tensor([], dtype=torch.int64))
+    with pytest.raises(ValueError, match="non-empty list"):
+        s.bulk_sample(g, [])
+    with pytest.raises(ValueError, match=r"in \[0, 50\)"):
+        s.bulk_sample(g, [torch.tensor([1, 99])])
+    with pytest.raises(ValueError, match="positive batch size"):
+        s.bulk_size(g, 0)
+    bad = BulkNeighborSampler([3], seed=0, spgemm=lambda Q, A: torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="sparse CSR"):
+        bad.bulk_sample(g, [torch.tensor([1, 2])])
+    wrong = BulkNeighborSampler([3], seed=0, spgemm=lambda Q, A: local_spgemm(A, A))
+    with pytest.raises(ValueError, match="shape"):
+        wrong.bulk_sample(g, [torch.tensor([1, 2])])
