@@ -172,6 +172,8 @@ _SIG = {"indptr_ptr": "*i64", "indices_ptr": "*i64", "roots_ptr": "*i64", "inst_
         "vis_words": "i64", "clip": "i64", "eta_q": "i64", "seed": "i64", "BLOCK": "constexpr",
         "PROBES": "constexpr"}
 
+# BLOCK=128 / 4 warps is what CUDA launches; BLOCK=32 / 1 warp is the interpreter's variant,
+# compiled here too so both stay valid GPU code.
 SPECIALISATIONS = [
     Specialisation("saint_frontier", "_frontier_kernel", _SIG, {"BLOCK": blk, "PROBES": PROBES_MAX},
                    num_warps=nw, num_stages=1)
