@@ -75,7 +75,10 @@ def node_weights(t: Tables, kind: str = "norm") -> np.ndarray:
     if kind == "degree":
         return t.deg_out.copy()
     csr = t.csr
-    w = np.bincount(csr.indices, weights=(1.0 / t.deg_in ** 2)[t.dst], minlength=csr.num_nodes)
+    n = csr.num_nodes
+    # Ã[v, u] = k_uv / deg_in(v) with k_uv parallel edges u -> v (the adjacency matrix of a multigraph)
+    pairs, k = np.unique(t.dst * n + csr.indices, return_counts=True)
+    w = np.bincount(pairs % n, weights=(k / t.deg_in[pairs // n]) ** 2, minlength=n)
     pos = w[w > 0]
     w[w <= 0] = pos.min() if pos.size else 1.0
     return w

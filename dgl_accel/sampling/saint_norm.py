@@ -60,7 +60,8 @@ class Normalization:
 
 def _miss(pi: np.ndarray, budget: int) -> np.ndarray:
     """``(1 - pi)^budget`` without cancellation for small pi (pi clipped to [0, 1])."""
-    return np.exp(budget * np.log1p(-np.clip(pi, 0.0, 1.0)))
+    with np.errstate(divide="ignore"):  # pi = 1: log1p(-1) = -inf, exp(-inf) = 0 as wanted
+        return np.exp(budget * np.log1p(-np.clip(pi, 0.0, 1.0)))
 
 
 def exact_inclusion(mode: str, t: Tables, budget: int, node_prob: str = "norm"):
