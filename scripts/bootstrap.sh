@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${DGL_ACCEL_VENV:-$root/.venv}"
-stamp="$venv/.dgl_accel_bootstrap_v1"
+stamp="$venv/.dgl_accel_bootstrap_v2"
 py="${PYTHON:-python3.11}"
 command -v "$py" >/dev/null 2>&1 || py=python3
 
@@ -33,10 +33,13 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 #  setuptools<70     dgl 2.1.0 imports setuptools.extern, dropped in setuptools 70.
 #  pandas pydantic pyyaml   imported by dgl.graphbolt at `import dgl`.
 #  scipy pytest hypothesis matplotlib   CPU paths, tests, bench plots.
+#  numba==0.60.0     compiled CPU loops for the sampling hot paths (dgl_accel/sampling/cpu_jit.py);
+#                    last release supporting numpy 1.26 + Python 3.11 with llvmlite wheels; optional
+#                    at run time (without it the numpy path runs, bit-identical).
 #  wheel             lets pip build our editable install without build isolation (offline-safe).
 "${pip[@]}" install -q \
   "torch==2.2.1" "dgl==2.1.0" wheel "numpy<2" "torchdata==0.7.1" "setuptools<70" \
-  pandas pydantic pyyaml scipy pytest hypothesis matplotlib >&2
+  pandas pydantic pyyaml scipy pytest hypothesis matplotlib "numba==0.60.0" >&2
 #  triton==3.5.1 --no-deps   torch 2.2.1 pins triton 2.2.0, whose interpreter (TRITON_INTERPRET=1)
 #                    is broken; 3.5.1 runs the interpreter on CPU and compiles for sm_80/sm_90
 #                    (its wheel ships ptxas and cuobjdump). --no-deps keeps pip from downgrading it.

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from .rng import philox4x32_np, philox_uniform_np
+from . import cpu_jit
 
 __all__ = [
     "neighbor_choice", "weighted_neighbor_choice",
@@ -242,6 +243,8 @@ def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: in
     offs = np.zeros(v.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=offs[1:])
     E = int(offs[-1])
+    if E >= cpu_jit.MIN_WORK and cpu_jit.enabled():  # same positions, one compiled pass per transit
+        return cpu_jit.uniform_choice_flat(indptr, v, fanout, seed, step, num_nodes, replace, counts, offs), counts
     if fixed is None:  # start + j for every row
         pos = np.arange(E, dtype=np.int64)
         pos += np.repeat(start - offs[:-1], counts)

@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover
 from ..graph.structure import cached, in_csr
 from .. import backend
 from .engine import BLOCK_MAX, neighbor_choice_triton
+from . import cpu_jit
 from .rng import call_seed
 from .choice import (
     _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, uniform_choice_flat, weighted_choice_np,
@@ -231,6 +232,10 @@ def _make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np
     indptr_b = np.zeros(T + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr_b[1:])
     # Relabel: dst ids keep 0..T-1; other sources get T.. in increasing id order.
+    np_idt = np.int32 if idtype == torch.int32 else np.int64
+    if src.shape[0] >= cpu_jit.MIN_WORK and cpu_jit.enabled():
+        new, src_local = cpu_jit.relabel(src, dst, n)
+        return _finish_block(indptr_b, src_local.astype(np_idt, copy=False), dst, new, eid, np_idt, idtype)
     mark = np.zeros(n, dtype=bool)  # a memset: cheap next to the O(E) passes below
     if src.shape[0] * 8 >= n:  # dense marks: O(n), cheaper than sorting when the frontier is large
         mark[src] = True
@@ -243,9 +248,12 @@ def _make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np
     mapping = np.empty(n, dtype=np.int64)  # only the entries written below are ever read
     mapping[dst] = np.arange(T, dtype=np.int64)
     mapping[new] = np.arange(T, T + new.shape[0], dtype=np.int64)
-    np_idt = np.int32 if idtype == torch.int32 else np.int64
-    src_local = mapping[src].astype(np_idt, copy=False)
+    return _finish_block(indptr_b, mapping[src].astype(np_idt, copy=False), dst, new, eid, np_idt, idtype)
+
+
+def _finish_block(indptr_b, src_local, dst, new, eid, np_idt, idtype):
     src_ids = np.concatenate([dst, new])
+    T = dst.shape[0]
     block = _new_block(indptr_b.astype(np_idt, copy=False), src_local, int(src_ids.shape[0]), T, idtype)
     block.srcdata[dgl.NID] = torch.from_numpy(src_ids.astype(np_idt, copy=False))
     block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt, copy=False))

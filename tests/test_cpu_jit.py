@@ -1,0 +1,94 @@
+"""The compiled CPU loops (numba) reproduce the numpy path bit for bit: neighbour choice (uniform,
+with and without replacement, all neighbours) and block relabelling, and NeighborSampler blocks
+are identical with and without them."""
+import contextlib
+
+import dgl
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_accel.sampling import NeighborSampler, choice, cpu_jit, neighbor
+from dgl_accel.testing.strategies import graphs
+
+pytestmark = pytest.mark.skipif(not cpu_jit.enabled(), reason="numba not installed (the numpy path runs)")
+
+
+@contextlib.contextmanager
+def jit(on: bool):
+    """Force the compiled loops on (every size) or off (the numpy path) inside the block."""
+    saved = cpu_jit.MIN_WORK
+    cpu_jit.MIN_WORK = 0 if on else 2**62
+    try:
+        yield
+    finally:
+        cpu_jit.MIN_WORK = saved
+
+
+@st.composite
+def csr_and_transits(draw):
+    n = draw(st.integers(1, 60))
+    # light rows (deg <= fanout: copied) and heavy rows (Floyd / modulo draws), hubs above 2^8
+    degrees = draw(st.lists(st.one_of(st.integers(0, 6), st.integers(20, 70), st.integers(300, 400)),
+                            min_size=n, max_size=n))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(degrees)
+    v = np.asarray(draw(st.lists(st.integers(0, n - 1), min_size=0, max_size=40, unique=True)), dtype=np.int64)
+    return indptr, v, n
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=csr_and_transits(), fanout=st.sampled_from([-1, 0, 1, 3, 4, 5, 10, 15, 33]), replace=st.booleans(),
+       seed=st.integers(0, 2**64 - 1), step=st.integers(0, 5))
+def test_choice_matches_numpy(case, fanout, replace, seed, step):
+    indptr, v, n = case
+    with jit(True):
+        pos, counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
+    with jit(False):
+        ref_pos, ref_counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_array_equal(pos, ref_pos)
+    if not replace:  # a k-subset per transit: no position twice
+        offs = np.concatenate([[0], np.cumsum(counts)])
+        for i in range(v.size):
+            row = pos[offs[i]:offs[i + 1]]
+            assert np.unique(row).size == row.size
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 500), data=st.data())
+def test_relabel_matches_numpy(n, data):
+    dst = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=50, unique=True)), dtype=np.int64)
+    src = np.asarray(data.draw(st.lists(st.integers(0, n - 1), max_size=300)), dtype=np.int64)
+    new, local = cpu_jit.relabel(src, dst, n)
+    expect_new = np.setdiff1d(np.unique(src), dst)
+    np.testing.assert_array_equal(new, expect_new)
+    ids = np.concatenate([dst, new])
+    np.testing.assert_array_equal(ids[local], src)  # local ids point back at the sources
+
+
+@settings(max_examples=15, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=80, max_edges=600), replace=st.booleans(), seed=st.integers(0, 2**32))
+def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
+    seeds = torch.arange(0, g.num_nodes(), 2, dtype=g.idtype)
+    with jit(True):
+        got = NeighborSampler([4, 3], replace=replace, seed=seed).sample_blocks(g, seeds)
+    with jit(False):
+        ref = NeighborSampler([4, 3], replace=replace, seed=seed).sample_blocks(g, seeds)
+    assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
+    for b, r in zip(got[2], ref[2]):
+        assert b.num_src_nodes() == r.num_src_nodes() and b.num_dst_nodes() == r.num_dst_nodes()
+        for x, y in zip(b.edges(order="eid"), r.edges(order="eid")):
+            assert torch.equal(x, y)
+        assert torch.equal(b.edata[dgl.EID], r.edata[dgl.EID])
+        assert torch.equal(b.srcdata[dgl.NID], r.srcdata[dgl.NID])
+
+
+def test_disabled_by_environment(tmp_path):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "from dgl_accel.sampling import cpu_jit; print(cpu_jit.enabled())"],
+                         env={**__import__("os").environ, "DGL_ACCEL_NUMBA": "0"}, capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
