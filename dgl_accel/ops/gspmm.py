@@ -28,6 +28,7 @@ from ..graph.groups import Groups, groups_for
 from ..exec_paths import LayerPlan, begin_layer
 from ..graph.structure import Structure, cached, check_graph, edges_by_id, in_csr, out_csr
 from .launch import triton_kernel
+from ..redundancy.hook import plan_for as _redundancy_plan_for
 
 OPS = ("copy_u", "u_mul_e")
 REDUCES = ("sum", "mean", "max", "min")
@@ -379,6 +380,13 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torc
     registered with ``dgl_accel.exec_paths.begin_layer`` themselves.
     """
     _validate(graph, op, reduce, ufeat, efeat, norm, group_size)
+    if op == "copy_u" and reduce != "max" and reduce != "min":
+        # GraphACT redundancy reduction (dgl_accel.redundancy): a plan attached to this graph (or
+        # auto-built under use_redundancy) and allowed by the mode computes the same sum/mean via
+        # its pair nodes.  Costs one dict check when no plans are in use.
+        rplan = _redundancy_plan_for(graph, ufeat)
+        if rplan is not None:
+            return rplan.aggregate(ufeat, reduce=reduce, norm=norm)
     stat_name = f"{op}_{reduce}"
     if reduce in ("max", "min"):
         backend.record_fallthrough(stat_name, "max/min reduce runs DGL's gspmm")

@@ -1,0 +1,98 @@
+"""Does the redundancy rewrite pay off?  A linear cost model of one aggregation, amortised.
+
+Per aggregation at feature width F (seconds):
+
+    original   T0 = F * t_edge * E
+    rewritten  T1 = F * t_edge * E' + F * t_pair * P + t_round * rounds
+
+t_edge is one edge's gather-and-add per feature element in the SpMM, t_pair one pre-add row
+(two gathers, an add, a write) per element, t_round the fixed cost of a pre-add round (launches,
+allocation).  The transform is paid once per subgraph and amortised over the aggregations that
+run on it: GraphACT counts **3L** for an L-layer GCN per training iteration on a subgraph,
+per layer (1) the forward aggregation A X, (2) the backward aggregation A^T G of the feature
+gradient (the transpose schedule of the same plan: same P pre-adds and E' edges), and (3) the
+weight-gradient path, which re-aggregates A X because the accelerator does not keep it.  Under
+torch autograd (3) is a saved activation, so ``aggregations_per_layer=2`` is the count for
+training with this package; 3 is the default to match the paper.  It pays when
+
+    aggregations_per_layer * L * (T0 - T1) > transform_seconds.
+
+Default constants (seconds per element): CPU measured on the development machine (2 cores,
+DGL's native SpMM, F = 256, bench/saint_redundancy.py subgraphs); CUDA from a bandwidth
+argument (an edge moves one F-row, a pre-add three), not measured.  Pass ``constants=`` to use
+your own measurements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+__all__ = ["GainEstimate", "CostConstants", "DEFAULT_CONSTANTS", "predicts_gain", "per_aggregation_seconds"]
+
+
+@dataclass(frozen=True)
+class CostConstants:
+    t_edge: float   # s per edge per feature element
+    t_pair: float   # s per pre-add row per feature element
+    t_round: float  # s per pre-add round
+
+
+DEFAULT_CONSTANTS = {
+    "cpu": CostConstants(t_edge=6.0e-10, t_pair=3.0e-9, t_round=3.0e-5),
+    "cuda": CostConstants(t_edge=2.0e-12, t_pair=6.0e-12, t_round=1.0e-5),
+}
+
+
+@dataclass(frozen=True)
+class GainEstimate:
+    pays: bool
+    aggregations: int                # aggregations the transform is amortised over
+    original_seconds: float          # one aggregation on the original graph (model)
+    rewritten_seconds: float         # one aggregation through the plan (model)
+    transform_seconds: float
+    net_seconds: float               # aggregations * (original - rewritten) - transform
+
+    def __bool__(self) -> bool:
+        return self.pays
+
+
+def _stats(plan_or_stats) -> dict:
+    if isinstance(plan_or_stats, dict):
+        need = ("edges", "edges_rewritten", "pair_nodes", "rounds", "transform_seconds")
+        missing = [k for k in need if k not in plan_or_stats]
+        if missing:
+            raise ValueError(f"expected a RedundancyPlan or a dict with keys {need} (missing {missing}). "
+                             f"Fix: pass plan or plan.summary().")
+        return plan_or_stats
+    if hasattr(plan_or_stats, "summary"):
+        return plan_or_stats.summary()
+    raise ValueError(f"expected a RedundancyPlan or its summary() dict (got {type(plan_or_stats).__name__}).")
+
+
+def per_aggregation_seconds(stats: dict, feat_dim: int, device: str = "cpu",
+                            constants: Optional[CostConstants] = None) -> tuple:
+    """(original, rewritten) modelled seconds of one aggregation."""
+    c = constants or DEFAULT_CONSTANTS["cuda" if str(device).startswith("cuda") else "cpu"]
+    t0 = feat_dim * c.t_edge * stats["edges"]
+    t1 = (feat_dim * c.t_edge * stats["edges_rewritten"] + feat_dim * c.t_pair * stats["pair_nodes"]
+          + c.t_round * stats["rounds"] * (stats["pair_nodes"] > 0))
+    return t0, t1
+
+
+def predicts_gain(plan_or_stats: Union[dict, object], feat_dim: int, num_layers: int, *,
+                  aggregations_per_layer: int = 3, device: str = "cpu",
+                  constants: Optional[CostConstants] = None, include_transform: bool = True) -> GainEstimate:
+    """Whether ``aggregations_per_layer * num_layers`` aggregations through the plan save more than
+    the transform cost (``include_transform=False``: whether one aggregation is cheaper, i.e. the
+    transform is already paid).  Truthy when it pays."""
+    for name, v in (("feat_dim", feat_dim), ("num_layers", num_layers),
+                    ("aggregations_per_layer", aggregations_per_layer)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"expected {name} to be an int >= 1 (got {v!r}).")
+    s = _stats(plan_or_stats)
+    t0, t1 = per_aggregation_seconds(s, feat_dim, device, constants)
+    n = aggregations_per_layer * num_layers
+    transform = float(s["transform_seconds"]) if include_transform else 0.0
+    net = n * (t0 - t1) - transform
+    return GainEstimate(pays=bool(net > 0 and s["pair_nodes"] > 0), aggregations=n, original_seconds=t0,
+                        rewritten_seconds=t1, transform_seconds=transform, net_seconds=net)
