@@ -137,6 +137,9 @@ def test_samples_valid_and_full_size():
     assert len(out) == 50 and all(x.numel() == 25 for x in out)
     _check_valid(g, out, 5, 25)
     _check_valid(g, frontier_sample_sequential(g, 5, 25, num_instances=20, seed=0), 5, 25)
+    g32 = g.int()  # int32 ids: same samples, int32 output
+    out32 = frontier_sample(g32, 5, 25, num_instances=50, seed=0)
+    assert all(x.dtype == torch.int32 and torch.equal(x.long(), y.long()) for x, y in zip(out32, out))
 
 
 def test_small_component_and_dead_ends_stop():
