@@ -56,7 +56,55 @@ def _neighbor_choice_kernel(indptr_ptr, transits_ptr, out_ptr, num_transits, fan
     tl.store(out_ptr + i[:, None] * fanout + j[None, :], pos, mask=slot)
 
 
+@triton.jit
+def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, out_ptr, fanout, seed, step, num_nodes,
+                                 REPLACE: tl.constexpr, CHUNK: tl.constexpr):
+    """Grid class (fanout > 1024 slots): program (t, c) fills slots [c * CHUNK, (c + 1) * CHUNK) of
+    transit t, so one transit spans several programs.  Same draws as the kernel above.
+
+    Floyd's rule (no replacement, deg > fanout) is sequential over slots, so there only program
+    c == 0 of a transit works, chunk after chunk, checking each draw against the chunks it has
+    already written (read back after a barrier) and the earlier slots of the current chunk."""
+    t = tl.program_id(0).to(tl.int64)
+    c = tl.program_id(1).to(tl.int64)
+    v = tl.load(transits_ptr + t).to(tl.int64)
+    start = tl.load(indptr_ptr + v)
+    deg = tl.load(indptr_ptr + v + 1) - start
+    lanes = tl.arange(0, CHUNK).to(tl.int64)
+    words = (fanout + 3) // 4
+    row = out_ptr + t * fanout
+    if REPLACE:
+        j = c * CHUNK + lanes
+        r0, r1, r2, r3 = tl.randint4x(seed, (step * num_nodes + v) * words + j // 4)
+        r = tl.where(j % 4 == 0, r0, tl.where(j % 4 == 1, r1, tl.where(j % 4 == 2, r2, r3)))
+        r = r.to(tl.int64) & 0xFFFFFFFF
+        tl.store(row + j, tl.where(deg > 0, start + r % tl.maximum(deg, 1), -1), mask=j < fanout)
+    elif deg <= fanout:  # every neighbour, in CSR order
+        j = c * CHUNK + lanes
+        tl.store(row + j, tl.where(j < deg, start + j, -1), mask=j < fanout)
+    elif c == 0:
+        for cc in range(0, tl.cdiv(fanout, CHUNK)):
+            j = cc * CHUNK + lanes
+            r0, r1, r2, r3 = tl.randint4x(seed, (step * num_nodes + v) * words + j // 4)
+            r = tl.where(j % 4 == 0, r0, tl.where(j % 4 == 1, r1, tl.where(j % 4 == 2, r2, r3)))
+            r = r.to(tl.int64) & 0xFFFFFFFF
+            draw = r % tl.maximum(deg - fanout + j + 1, 1)
+            chosen = tl.full((CHUNK,), -1, tl.int64)
+            for q in range(0, tl.minimum(fanout - cc * CHUNK, CHUNK)):
+                jj = cc * CHUNK + q
+                t_q = tl.sum(tl.where(lanes == q, draw, 0), axis=0)
+                hits = tl.sum(tl.where((chosen == t_q) & (lanes < q), 1, 0), axis=0)
+                for pc in range(0, cc):
+                    prev = tl.load(row + pc * CHUNK + lanes) - start
+                    hits += tl.sum(tl.where(prev == t_q, 1, 0), axis=0)
+                t_q = tl.where(hits > 0, deg - fanout + jj, t_q)
+                chosen = tl.where(lanes == q, t_q, chosen)
+            tl.store(row + j, start + chosen, mask=j < fanout)
+            tl.debug_barrier()  # later chunks read these slots back
+
+
 SUBWARP_BLOCK_T = 32  # transits per program in the sub-warp class
+GRID_CHUNK = 1024     # slots per program in the grid class
 
 
 def k_pad(slots: int) -> int:
@@ -71,4 +119,11 @@ SPECIALISATIONS = [
                    {"REPLACE": rep, "BLOCK_T": bt, "K_PAD": kp}, num_warps=nw)
     for rep in (True, False)
     for bt, kp, nw in ((SUBWARP_BLOCK_T, 16, 4), (SUBWARP_BLOCK_T, 32, 4), (1, 128, 4), (1, 1024, 4))
+]
+SPECIALISATIONS += [
+    Specialisation("sampling", "_neighbor_choice_grid_kernel",
+                   {"indptr_ptr": "*i64", "transits_ptr": "*i64", "out_ptr": "*i64", "fanout": "i64",
+                    "seed": "i64", "step": "i64", "num_nodes": "i64", "REPLACE": "constexpr", "CHUNK": "constexpr"},
+                   {"REPLACE": rep, "CHUNK": GRID_CHUNK}, num_warps=8)
+    for rep in (True, False)
 ]

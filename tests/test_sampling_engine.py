@@ -43,3 +43,20 @@ def test_group_by_transit_inverts_the_map():
 def test_classify_by_work():
     sub, blk, grid = classify(torch.tensor([1, 31, 32, 500, 1024, 1025, 10**5]))
     assert sub.tolist() == [0, 1] and blk.tolist() == [2, 3, 4] and grid.tolist() == [5, 6]
+
+
+@settings(max_examples=4, deadline=None)
+@given(degrees=st.lists(st.sampled_from([0, 5, 1100, 1300, 2600]), min_size=1, max_size=3),
+       fanout=st.sampled_from([1025, 1200, 2100]), replace=st.booleans(), seed=st.integers(0, 2**40))
+def test_grid_class_kernel_matches_the_spec(degrees, fanout, replace, seed):
+    """fanout > 1024 runs the grid-class kernel (several programs per transit; Floyd chunk by chunk)."""
+    indptr = torch.zeros(len(degrees) + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(torch.tensor(degrees), 0)
+    transits = torch.arange(len(degrees) - 1, -1, -1)
+    n = len(degrees)
+    got = neighbor_choice_triton(indptr, transits, fanout, seed=seed, step=1, num_nodes=n, replace=replace)
+    assert torch.equal(got, ref_neighbor_choice(indptr, transits, fanout, seed, 1, n, replace))
+    if not replace:
+        for row in got.tolist():
+            picked = [p for p in row if p >= 0]
+            assert len(picked) == len(set(picked))

@@ -9,8 +9,10 @@ classes:
                             (NextDoor's sub-warp: lanes of one warp serve several transits);
 * block (32 .. 1024)     -> one transit per program, its slots spread across the program
                             (NextDoor's thread block);
-* grid (> 1024)          -> not launched as its own kernel yet: such transits run the block kernel
-                            in slot chunks (with replacement) or the CPU algorithm (without).
+* grid (> 1024)          -> several programs per transit, each filling a chunk of 1024 slots
+                            (NextDoor's grid kernel).  Floyd's rule (no replacement, more
+                            neighbours than slots) is sequential over slots: there the first
+                            program of a transit fills its chunks in order.
 
 In Triton a "program" is a thread block; ``num_warps`` warps execute each tile, so the sub-warp
 class maps 32 transits x K_PAD slots onto one program rather than onto individual warps.
@@ -71,9 +73,14 @@ def neighbor_choice_triton(indptr: torch.Tensor, transits: torch.Tensor, fanout:
     out = torch.full((transits.numel(), fanout), -1, dtype=torch.int64, device=transits.device)
     if transits.numel() == 0 or fanout == 0:
         return out
-    if fanout > BLOCK_MAX:
-        raise ValueError(f"expected fanout <= {BLOCK_MAX} on the Triton path (got {fanout}): grid-class "
-                         f"transits run the native path. Fix: dgl_accel.set_backend('native') for this sampler.")
+    if fanout > BLOCK_MAX:  # grid class
+        from ..kernels.sampling import GRID_CHUNK
+
+        kernel = triton_kernel("sampling", "_neighbor_choice_grid_kernel", transits.device)
+        grid = (transits.numel(), -(-fanout // GRID_CHUNK))
+        kernel[grid](indptr.to(torch.int64).contiguous(), transits, out, fanout, seed, step, num_nodes,
+                     REPLACE=bool(replace), CHUNK=GRID_CHUNK, num_warps=8)
+        return out
     kernel = triton_kernel("sampling", "_neighbor_choice_kernel", transits.device)
     block_t = SUBWARP_BLOCK_T if fanout < SUBWARP_MAX else 1  # sub-warp class, else block class
     grid = (-(-transits.numel() // block_t),)
@@ -86,7 +93,7 @@ def choose_neighbors(indptr, transits, fanout, *, seed, step, num_nodes, replace
     """Uniform neighbour choice on the path the backend picks (Triton kernel or native CPU)."""
     path = backend.choose_path(indptr, transits)
     backend.record("neighbor_choice", path, transits.device)
-    if path == "triton" and fanout <= BLOCK_MAX:
+    if path == "triton" and fanout >= 0:
         return neighbor_choice_triton(indptr, transits, fanout, seed=seed, step=step, num_nodes=num_nodes,
                                       replace=replace)
     from .choice import neighbor_choice

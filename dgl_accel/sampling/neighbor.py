@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover
 
 from ..graph.structure import cached, in_csr
 from .. import backend
-from .engine import BLOCK_MAX, neighbor_choice_triton
+from .engine import neighbor_choice_triton
 from . import cpu_jit
 from .rng import call_seed
 from .choice import (
@@ -119,7 +119,7 @@ class NeighborSampler(BlockSampler):
         the numpy path; both give the same positions."""
         path = backend.choose_path(csr.indptr)
         backend.record("neighbor_choice", path, csr.indptr.device)
-        if path == "triton" and 0 <= fanout <= BLOCK_MAX:
+        if path == "triton" and fanout >= 0:
             transits = torch.from_numpy(cur).to(csr.indptr.device)
             pos = neighbor_choice_triton(csr.indptr, transits, fanout, seed=seed, step=step, num_nodes=n,
                                          replace=self.replace).cpu().numpy()
