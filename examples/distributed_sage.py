@@ -20,12 +20,15 @@ The last line on rank 0 is ``RESULT world=... test_acc=... seconds=...``.
 import argparse
 import os
 import time
+import warnings
 
 import torch
 
 from dgl_accel import data
 from dgl_accel import distributed as D
 from dgl_accel.sampling import BulkNeighborSampler
+
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 
 
 def load_graph(name: str, seed: int):
