@@ -243,11 +243,24 @@ def test_hook_routes_only_when_attached_and_enabled():
     with R.use_redundancy(True, auto_build=False):
         gspmm(g, "copy_u", "sum", x)
     assert R.route_count() == before + 3
+    # Mode "auto" routes exactly when the cost model says one aggregation through the plan is cheaper.
+    R.attach(g, plan)
+    try:
+        for width in (1, 4096):
+            xw = torch.randn(g.num_nodes(), width, dtype=torch.float64)
+            pays = R.predicts_gain(plan, width, 1, aggregations_per_layer=1, include_transform=False).pays
+            n0 = R.route_count()
+            with R.use_redundancy("auto", auto_build=False):
+                assert_close(gspmm(g, "copy_u", "sum", xw), reference(g, xw, "sum", None))
+            assert R.route_count() == n0 + int(pays)
+    finally:
+        R.detach(g)
+    before = R.route_count()
     # Auto-built plans: once per graph object; mode True keeps it, "auto" keeps it only if it pays.
     h = dense_graph(2)
     with R.use_redundancy(True, auto_build=True):
         assert_close(gspmm(h, "copy_u", "sum", x), reference(h, x, "sum", None))
-    assert R.route_count() == before + 4
+    assert R.route_count() == before + 1
 
 
 def test_cost_model():

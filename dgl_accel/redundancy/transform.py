@@ -40,7 +40,13 @@ def greedy_match(u: np.ndarray, w: np.ndarray, count: np.ndarray, num_vertices: 
     """Indices into (u, w, count) of the greedy matching, heaviest first (at most ``limit``)."""
     if u.size == 0 or (limit is not None and limit <= 0):
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((w, u, -count))  # rank 0 = heaviest; ties by (u, w): a strict total order
+    # rank 0 = heaviest; ties by (u, w): a strict total order.  One int64 key sorts ~3x faster
+    # than lexsort on three keys; fall back when it could overflow.
+    top = int(count.max())
+    if (top + 1) * num_vertices * num_vertices < 2**62:
+        order = np.argsort((top - count) * (num_vertices * num_vertices) + u * num_vertices + w)
+    else:
+        order = np.lexsort((w, u, -count))
     au, aw, ar = u[order], w[order], np.arange(order.size, dtype=np.int64)
     taken_vertex = np.zeros(num_vertices, dtype=bool)
     best = np.empty(num_vertices, dtype=np.int64)
