@@ -10,7 +10,7 @@ import importlib
 from typing import Dict, List, Mapping
 
 # Kernel modules of this package, in the order the table prints them.
-KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling")
+KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks")
 
 
 @dataclasses.dataclass(frozen=True)

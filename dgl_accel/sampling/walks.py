@@ -40,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from .. import backend
 from ..graph.structure import cached, check_graph, out_csr
 from .rng import philox4x32
 
@@ -91,7 +92,22 @@ def _resolve_seed(seed) -> int:
 def _check_cpu_graph(g):
     check_graph(g)
     if g.device.type != "cpu":
-        raise _err("a graph on the CPU", f"device {g.device}", "call g.cpu() first (the Triton path is separate).")
+        raise _err("a graph on the CPU for multi_dimensional_random_walk (it has no Triton kernel yet)",
+                   f"device {g.device}", "call g.cpu() first.")
+
+
+def _walk_path(g, op: str) -> str:
+    """``"triton"`` (kernels in kernels/walks.py) or ``"native"`` (the CPU code below) for a walk
+    on ``g``, as the backend chooses (CUDA graph -> Triton; CPU graph -> native unless the backend
+    is forced to triton, then the interpreter runs the kernels); recorded in the stats."""
+    check_graph(g)
+    path = backend.choose_path(torch.empty(0, device=g.device))
+    if path == "native" and g.device.type != "cpu":
+        raise _err("a graph on the CPU for the native path", f"device {g.device} with the backend "
+                   f"{backend.get_backend()!r}", "call g.cpu() first, or use dgl_accel.set_backend('auto') "
+                   "so that CUDA graphs run the Triton kernels.")
+    backend.record(op, path, g.device)
+    return path
 
 
 def _check_nodes(g, nodes) -> torch.Tensor:
@@ -171,7 +187,7 @@ class _CSR:
         n = s.num_rows
         deg = indptr[1:] - indptr[:-1]
         if indices.numel() > 1:
-            rows = torch.repeat_interleave(torch.arange(n, dtype=torch.int64), deg)
+            rows = torch.repeat_interleave(torch.arange(n, dtype=torch.int64, device=deg.device), deg)
             key = rows * max(n, 1) + indices
             if not bool((key[1:] >= key[:-1]).all()):
                 order = torch.argsort(key, stable=True)
@@ -196,16 +212,17 @@ class _Weights:
     def __init__(self, csr: _CSR, w_edge: torch.Tensor):
         w = w_edge[csr.eids].to(torch.float64)  # weights in CSR order
         n = csr.num_nodes
-        rows = torch.repeat_interleave(torch.arange(n, dtype=torch.int64), csr.deg)
+        dev = csr.deg.device  # the CPU, or the graph's GPU for the Triton path
+        rows = torch.repeat_interleave(torch.arange(n, dtype=torch.int64, device=dev), csr.deg)
         cum = torch.cumsum(w, 0)
         # Prefix sums up to each row start (handles rows with no edges).
-        row_start_cum = torch.zeros(n, dtype=torch.float64)
+        row_start_cum = torch.zeros(n, dtype=torch.float64, device=dev)
         if csr.num_edges:
-            before = torch.cat([torch.zeros(1, dtype=torch.float64), cum])
+            before = torch.cat([torch.zeros(1, dtype=torch.float64, device=dev), cum])
             row_start_cum = before[csr.indptr[:-1]]
             row_sum = before[csr.indptr[1:]] - row_start_cum
         else:
-            row_sum = torch.zeros(n, dtype=torch.float64)
+            row_sum = torch.zeros(n, dtype=torch.float64, device=dev)
         # Per-row cumulative sums recomputed locally for precision (no catastrophic cancellation
         # from a large global prefix): cumsum within rows via the global cumsum minus row base,
         # then renormalised; the last positive edge of each row is pinned to exactly 1.
@@ -216,7 +233,7 @@ class _Weights:
         self.key = rows.to(torch.float64) + cdf
         self.deg = torch.where(row_sum > 0, csr.deg, torch.zeros_like(csr.deg))
         self.w = w
-        self.before = torch.cat([torch.zeros(1, dtype=torch.float64), cum])  # prefix sums, CSR order
+        self.before = torch.cat([torch.zeros(1, dtype=torch.float64, device=dev), cum])  # prefix sums, CSR order
         self.rowsum = row_sum
 
 
@@ -244,7 +261,7 @@ def _weights(g, csr: _CSR, prob) -> _Weights | None:
         return hit[1]
     if w.numel() != csr.num_edges:
         raise _err(f"{csr.num_edges} weights in g.edata[{prob!r}]", w.numel(), "store one weight per edge.")
-    wf = w.detach().to("cpu", torch.float64)
+    wf = w.detach().to(csr.deg.device, torch.float64)
     if wf.numel() and (bool(torch.isnan(wf).any()) or float(wf.min()) < 0 or bool(torch.isinf(wf).any())):
         raise _err(f"non-negative finite weights in g.edata[{prob!r}]",
                    f"min {float(wf.min())}, nan {bool(torch.isnan(wf).any())}",
@@ -378,7 +395,7 @@ def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, ret
     the graph's idtype, -1 after a walk stops (dead end or restart); eids [len(nodes), length],
     -1 padded; types [length + 1] of zeros (node type ids).
     """
-    _check_cpu_graph(g)
+    path = _walk_path(g, "random_walk")
     length = _check_length("length", length)
     nodes = _check_nodes(g, nodes)
     rp = _restart_probs(restart_prob, length)
@@ -387,9 +404,16 @@ def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, ret
     wt = _weights(g, csr, prob)
     idtype = g.idtype
     W = nodes.numel()
+    thresh = None if rp is None else (rp * _TWO32).ceil().to(torch.int64).tolist()
+    if path == "triton":
+        from .walk_kernels import random_walk_triton
+
+        traces, eids = random_walk_triton(csr, wt, nodes, length, thresh, seed, return_eids)
+        types = torch.zeros(length + 1, dtype=idtype, device=traces.device)
+        traces = traces.to(idtype)
+        return (traces, eids.to(idtype), types) if return_eids else (traces, types)
     traces = _out(W, length + 1, torch.int64)
     eids = _out(W, length, torch.int64) if return_eids else None
-    thresh = None if rp is None else (rp * _TWO32).ceil().to(torch.int64).tolist()
     deg_arr = csr.deg if wt is None else wt.deg
     with _OneThread():
         for lo in range(0, W, _CHUNK):
@@ -462,7 +486,7 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, r
     Returns traces [len(nodes), walk_length + 1] (graph idtype, -1 after a dead end), plus eids
     [len(nodes), walk_length] if ``return_eids`` (then a tuple, as in DGL).
     """
-    _check_cpu_graph(g)
+    path = _walk_path(g, "node2vec_random_walk")
     walk_length = _check_length("walk_length", walk_length)
     p = _check_positive("p", p)
     q = _check_positive("q", q)
@@ -471,6 +495,13 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, r
     csr = _csr(g)
     wt = _weights(g, csr, prob)
     W = nodes.numel()
+    if path == "triton":
+        from .walk_kernels import node2vec_triton
+
+        env = _n2v_envelope(csr, wt, p, q, walk_length)
+        traces, eids = node2vec_triton(csr, wt, env, nodes, walk_length, seed, return_eids)
+        traces = traces.to(g.idtype)
+        return (traces, eids.to(g.idtype)) if return_eids else traces
     traces = _out(W, walk_length + 1, torch.int64)
     eids = _out(W, walk_length, torch.int64) if return_eids else None
     with _OneThread():
@@ -509,10 +540,11 @@ def _lower_bound(csr: _CSR, rows: torch.Tensor, vals: torch.Tensor) -> torch.Ten
 def _reverse_bounds(csr: _CSR):
     """For each CSR position e (edge a -> b): CSR range [lo, hi) of the edges b -> a (cached)."""
     if csr.rev is None:
-        rows = torch.repeat_interleave(torch.arange(csr.num_nodes, dtype=torch.int64), csr.deg)
+        dev = csr.deg.device
+        rows = torch.repeat_interleave(torch.arange(csr.num_nodes, dtype=torch.int64, device=dev), csr.deg)
         b = csr.indices
-        lo_all = torch.empty(csr.num_edges, dtype=torch.int64)
-        hi_all = torch.empty(csr.num_edges, dtype=torch.int64)
+        lo_all = torch.empty(csr.num_edges, dtype=torch.int64, device=dev)
+        hi_all = torch.empty(csr.num_edges, dtype=torch.int64, device=dev)
         for lo in range(0, csr.num_edges, 1 << 20):  # bounded temporaries
             hi = min(csr.num_edges, lo + (1 << 20))
             lo_all[lo:hi] = _lower_bound(csr, b[lo:hi], rows[lo:hi])

@@ -1,0 +1,91 @@
+"""Launchers of the random-walk kernels (``dgl_accel/kernels/walks.py``).
+
+They take the tables the CPU path builds (``_CSR``, ``_Weights``, ``_N2VEnvelope`` in walks.py, on
+the graph's device) and return the same traces / edge ids as the CPU path for the same seed.
+On CUDA tensors the kernels run compiled; on CPU tensors (backend forced to ``triton``) they run
+under the Triton interpreter.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..ops.launch import triton_kernel
+
+
+def _signed64(seed: int) -> int:
+    """The seed's bit pattern as a signed int64 kernel argument (``tl.randint4x`` reads it back as
+    uint64, so seeds in [2^63, 2^64) keep their Philox key)."""
+    return seed - (1 << 64) if seed >= (1 << 63) else seed
+
+
+def _iters(max_deg: int) -> int:
+    """Binary-search steps that shrink any row of at most ``max_deg`` entries to one position."""
+    return max(1, int(max_deg).bit_length())
+
+
+def _outputs(W: int, length: int, return_eids: bool, device):
+    traces = torch.full((W, length + 1), -1, dtype=torch.int64, device=device)
+    eids = torch.full((W, length), -1, dtype=torch.int64, device=device) if return_eids else None
+    return traces, eids
+
+
+def random_walk_triton(csr, wt, nodes: torch.Tensor, length: int, thresh, seed: int, return_eids: bool):
+    """Traces [W, length + 1] (int64, -1 padded) and eids [W, length] (or None) of ``random_walk``.
+    ``thresh``: None, or per-step restart thresholds (ints in [0, 2^32]) as in walks.py."""
+    from ..kernels.walks import BLOCK_W
+
+    device = csr.indptr.device
+    nodes = nodes.to(device=device, dtype=torch.int64).contiguous()
+    W = nodes.numel()
+    traces, eids = _outputs(W, length, return_eids, device)
+    traces[:, 0] = nodes
+    if W == 0 or length == 0:
+        return traces, eids
+    kernel = triton_kernel("walks", "_random_walk_kernel", device)
+    deg = csr.deg if wt is None else wt.deg
+    key = wt.key if wt is not None else torch.zeros(1, dtype=torch.float64, device=device)
+    restart = thresh is not None
+    th = (torch.tensor(thresh, dtype=torch.int64, device=device) if restart
+          else torch.zeros(1, dtype=torch.int64, device=device))
+    eout = eids if return_eids else traces  # placeholder pointer when unused
+    grid = (-(-W // BLOCK_W),)
+    kernel[grid](nodes, csr.start, deg, csr.indices, csr.eids, key, th, traces, eout, W, length,
+                 _signed64(seed), _iters(csr.max_deg), WEIGHTED=wt is not None, RESTART=restart,
+                 RETURN_EIDS=bool(return_eids), BLOCK_W=BLOCK_W, num_warps=4)
+    return traces, eids
+
+
+def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, return_eids: bool):
+    """Traces and eids of ``node2vec_random_walk`` (``env``: the call's ``_N2VEnvelope``)."""
+    from ..kernels.walks import BLOCK_W, MAX_TRIALS
+    from .walks import _MAX_TRIALS
+
+    assert MAX_TRIALS == _MAX_TRIALS  # the kernel's trial budget is the CPU path's
+    device = csr.indptr.device
+    nodes = nodes.to(device=device, dtype=torch.int64).contiguous()
+    W = nodes.numel()
+    traces, eids = _outputs(W, length, return_eids, device)
+    traces[:, 0] = nodes
+    if W == 0 or length == 0:
+        return traces, eids
+    kernel = triton_kernel("walks", "_node2vec_walk_kernel", device)
+    f1 = torch.zeros(1, dtype=torch.float64, device=device)
+    if env.edge is not None:  # length > 1: per-edge envelope mass / 2^32 and outlier position
+        scale = env.edge[:, 0].contiguous().view(torch.float64)
+        alt = env.edge[:, 1].contiguous()
+    else:
+        scale, alt = f1, torch.zeros(1, dtype=torch.int64, device=device)
+    weighted = wt is not None
+    deg = wt.deg if weighted else csr.deg
+    key = wt.key if weighted else f1
+    w = wt.w if weighted else f1
+    main = env.main if weighted and env.main is not None else f1
+    eout = eids if return_eids else traces
+    grid = (-(-W // BLOCK_W),)
+    kernel[grid](nodes, csr.start, deg, csr.deg, csr.indices, csr.eids, key, w, scale, alt, main, traces,
+                 eout, W, length, _signed64(seed), _iters(csr.max_deg), _iters(csr.max_deg), csr.max_deg,
+                 int(env.thr_t), int(env.thr_lo), int(env.thr_hi), int(bool(env.nb_accepts)),
+                 float(env.inv_c), 1.0 / env.p, 1.0 / env.q,
+                 WEIGHTED=weighted, RETURN_EIDS=bool(return_eids), BLOCK_W=BLOCK_W, MAX_TRIALS=MAX_TRIALS,
+                 num_warps=4)
+    return traces, eids
