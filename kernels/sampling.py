@@ -2,7 +2,8 @@
 without replacement.
 
 Each transit vertex v draws ``fanout`` of its CSR neighbours.  Slot j takes word (j % 4) of the
-Philox4x32 block at counter (step * num_nodes + v) * ceil(fanout / 4) + j // 4 (one Philox
+Philox4x32 block at counter (step * num_nodes + c) * ceil(fanout / 4) + j // 4, c = v (or a
+caller-given counter id, e.g. sample * n + v, so samples sharing a transit draw independently) (one Philox
 evaluation serves four slots), so a choice depends only on (seed, step, v, j): identical on CPU
 (dgl_accel/sampling/choice.py), under the interpreter and on a GPU.
 Without replacement and deg(v) > fanout the slots follow Floyd's algorithm (slot j draws
@@ -22,17 +23,21 @@ from .registry import Specialisation
 
 
 @triton.jit
-def _neighbor_choice_kernel(indptr_ptr, transits_ptr, out_ptr, num_transits, fanout, seed, step, num_nodes,
-                            REPLACE: tl.constexpr, BLOCK_T: tl.constexpr, K_PAD: tl.constexpr):
+def _neighbor_choice_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, num_transits, fanout, seed, step,
+                            num_nodes, REPLACE: tl.constexpr, BLOCK_T: tl.constexpr, K_PAD: tl.constexpr,
+                            HAS_CIDS: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
     i_mask = i < num_transits
     v = tl.load(transits_ptr + i, mask=i_mask, other=0).to(tl.int64)
+    cid = v
+    if HAS_CIDS:  # counters named by (sample, transit) instead of the transit alone
+        cid = tl.load(cids_ptr + i, mask=i_mask, other=0).to(tl.int64)
     start = tl.load(indptr_ptr + v, mask=i_mask, other=0)
     deg = tl.load(indptr_ptr + v + 1, mask=i_mask, other=0) - start
     j = tl.arange(0, K_PAD).to(tl.int64)
     slot = i_mask[:, None] & (j[None, :] < fanout)
     words = (fanout + 3) // 4
-    counter = (step * num_nodes + v)[:, None] * words + (j // 4)[None, :]
+    counter = (step * num_nodes + cid)[:, None] * words + (j // 4)[None, :]
     r0, r1, r2, r3 = tl.randint4x(seed, counter)
     lane = (j % 4)[None, :]
     r = tl.where(lane == 0, r0, tl.where(lane == 1, r1, tl.where(lane == 2, r2, r3)))
@@ -57,8 +62,8 @@ def _neighbor_choice_kernel(indptr_ptr, transits_ptr, out_ptr, num_transits, fan
 
 
 @triton.jit
-def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, out_ptr, fanout, seed, step, num_nodes,
-                                 REPLACE: tl.constexpr, CHUNK: tl.constexpr):
+def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, fanout, seed, step, num_nodes,
+                                 REPLACE: tl.constexpr, CHUNK: tl.constexpr, HAS_CIDS: tl.constexpr):
     """Grid class (fanout > 1024 slots): program (t, c) fills slots [c * CHUNK, (c + 1) * CHUNK) of
     transit t, so one transit spans several programs.  Same draws as the kernel above.
 
@@ -68,6 +73,9 @@ def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, out_ptr, fanout, seed
     t = tl.program_id(0).to(tl.int64)
     c = tl.program_id(1).to(tl.int64)
     v = tl.load(transits_ptr + t).to(tl.int64)
+    cid = v
+    if HAS_CIDS:
+        cid = tl.load(cids_ptr + t).to(tl.int64)
     start = tl.load(indptr_ptr + v)
     deg = tl.load(indptr_ptr + v + 1) - start
     lanes = tl.arange(0, CHUNK).to(tl.int64)
@@ -75,7 +83,7 @@ def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, out_ptr, fanout, seed
     row = out_ptr + t * fanout
     if REPLACE:
         j = c * CHUNK + lanes
-        r0, r1, r2, r3 = tl.randint4x(seed, (step * num_nodes + v) * words + j // 4)
+        r0, r1, r2, r3 = tl.randint4x(seed, (step * num_nodes + cid) * words + j // 4)
         r = tl.where(j % 4 == 0, r0, tl.where(j % 4 == 1, r1, tl.where(j % 4 == 2, r2, r3)))
         r = r.to(tl.int64) & 0xFFFFFFFF
         tl.store(row + j, tl.where(deg > 0, start + r % tl.maximum(deg, 1), -1), mask=j < fanout)
@@ -85,7 +93,7 @@ def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, out_ptr, fanout, seed
     elif c == 0:
         for cc in range(0, tl.cdiv(fanout, CHUNK)):
             j = cc * CHUNK + lanes
-            r0, r1, r2, r3 = tl.randint4x(seed, (step * num_nodes + v) * words + j // 4)
+            r0, r1, r2, r3 = tl.randint4x(seed, (step * num_nodes + cid) * words + j // 4)
             r = tl.where(j % 4 == 0, r0, tl.where(j % 4 == 1, r1, tl.where(j % 4 == 2, r2, r3)))
             r = r.to(tl.int64) & 0xFFFFFFFF
             draw = r % tl.maximum(deg - fanout + j + 1, 1)
@@ -113,17 +121,20 @@ def k_pad(slots: int) -> int:
 
 SPECIALISATIONS = [
     Specialisation("sampling", "_neighbor_choice_kernel",
-                   {"indptr_ptr": "*i64", "transits_ptr": "*i64", "out_ptr": "*i64", "num_transits": "i64",
-                    "fanout": "i64", "seed": "i64", "step": "i64", "num_nodes": "i64",
-                    "REPLACE": "constexpr", "BLOCK_T": "constexpr", "K_PAD": "constexpr"},
-                   {"REPLACE": rep, "BLOCK_T": bt, "K_PAD": kp}, num_warps=nw)
+                   {"indptr_ptr": "*i64", "transits_ptr": "*i64", "cids_ptr": "*i64", "out_ptr": "*i64",
+                    "num_transits": "i64", "fanout": "i64", "seed": "i64", "step": "i64", "num_nodes": "i64",
+                    "REPLACE": "constexpr", "BLOCK_T": "constexpr", "K_PAD": "constexpr", "HAS_CIDS": "constexpr"},
+                   {"REPLACE": rep, "BLOCK_T": bt, "K_PAD": kp, "HAS_CIDS": cids}, num_warps=nw)
     for rep in (True, False)
+    for cids in (False, True)
     for bt, kp, nw in ((SUBWARP_BLOCK_T, 16, 4), (SUBWARP_BLOCK_T, 32, 4), (1, 128, 4), (1, 1024, 4))
 ]
 SPECIALISATIONS += [
     Specialisation("sampling", "_neighbor_choice_grid_kernel",
-                   {"indptr_ptr": "*i64", "transits_ptr": "*i64", "out_ptr": "*i64", "fanout": "i64",
-                    "seed": "i64", "step": "i64", "num_nodes": "i64", "REPLACE": "constexpr", "CHUNK": "constexpr"},
-                   {"REPLACE": rep, "CHUNK": GRID_CHUNK}, num_warps=8)
+                   {"indptr_ptr": "*i64", "transits_ptr": "*i64", "cids_ptr": "*i64", "out_ptr": "*i64",
+                    "fanout": "i64", "seed": "i64", "step": "i64", "num_nodes": "i64", "REPLACE": "constexpr",
+                    "CHUNK": "constexpr", "HAS_CIDS": "constexpr"},
+                   {"REPLACE": rep, "CHUNK": GRID_CHUNK, "HAS_CIDS": cids}, num_warps=8)
     for rep in (True, False)
+    for cids in (False, True)
 ]

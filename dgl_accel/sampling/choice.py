@@ -207,8 +207,10 @@ def _uniform_draws(start: np.ndarray, d: np.ndarray, v: np.ndarray, fanout: int,
 
 
 def uniform_choice_np(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
-                      num_nodes: int, replace: bool) -> np.ndarray:
-    """The module-level rules on numpy int64 arrays (no validation): [T, fanout] positions."""
+                      num_nodes: int, replace: bool, counter_ids: np.ndarray | None = None) -> np.ndarray:
+    """The module-level rules on numpy int64 arrays (no validation): [T, fanout] positions.
+    ``counter_ids`` (default ``v``) name the Philox counters, e.g. sample * n + v with
+    num_nodes = samples * n, so samples sharing a transit draw independently."""
     start = indptr[v]
     d = indptr[v + 1] - start
     if fanout == -1:
@@ -221,7 +223,8 @@ def uniform_choice_np(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int,
     else:  # rows with d <= fanout: every neighbour in CSR order, then -1 (only such rows have j >= d)
         j = np.arange(fanout, dtype=np.int64)
         out = np.where(j < d[:, None], start[:, None] + j, -1)
-    rows, t = _uniform_draws(start, d, v, fanout, seed, step, num_nodes, replace)
+    rows, t = _uniform_draws(start, d, v if counter_ids is None else counter_ids, fanout, seed, step, num_nodes,
+                             replace)
     if rows.size:
         out[rows] = (start[rows] + t).T
     return out

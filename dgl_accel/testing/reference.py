@@ -104,17 +104,19 @@ __all__ = ["GSPMM_OPS", "GSPMM_REDUCES", "GCN_NORMS", "ref_scale", "ref_gspmm",
            "ref_gcn_norm_aggregate"]
 
 
-def ref_neighbor_choice(indptr, transits, fanout, seed, step, num_nodes, replace):
+def ref_neighbor_choice(indptr, transits, fanout, seed, step, num_nodes, replace, counter_ids=None):
     """The uniform neighbour-choice spec, literally, one transit at a time: slot j of transit v
     uses word j % 4 of Philox4x32 at counter (step * num_nodes + v) * ceil(fanout / 4) + j // 4;
-    with replacement start + r_j % deg; without, all neighbours if deg <= fanout, else Floyd."""
+    with replacement start + r_j % deg; without, all neighbours if deg <= fanout, else Floyd.
+    ``counter_ids[i]`` replaces v in the counter when given."""
     from dgl_accel.sampling.rng import philox4x32
 
     out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
     for i, v in enumerate(transits.tolist()):
         start, deg = int(indptr[v]), int(indptr[v + 1] - indptr[v])
         words = (fanout + 3) // 4
-        blocks = philox4x32(seed, (step * num_nodes + v) * words + torch.arange(fanout) // 4)
+        c = v if counter_ids is None else int(counter_ids[i])
+        blocks = philox4x32(seed, (step * num_nodes + c) * words + torch.arange(fanout) // 4)
         r = [int(blocks[j % 4][j]) for j in range(fanout)]
         if replace:
             if deg:
