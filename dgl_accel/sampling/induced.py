@@ -37,33 +37,43 @@ __all__ = ["InCSR", "cpu_in_csr", "induced_entries", "induced_subgraph"]
 
 @dataclass(frozen=True, eq=False)
 class InCSR:
-    """In-edges of the parent grouped by destination, as int64 numpy arrays on the CPU."""
+    """In-edges of the parent grouped by destination, as numpy arrays on the CPU.
+
+    ``indptr`` / ``indices`` / ``eids`` share one integer dtype: int32 when every value fits
+    (half the memory traffic of the gathers below), else int64."""
 
     indptr: np.ndarray   # [n + 1]
     indices: np.ndarray  # [E] source of each CSR position
     eids: np.ndarray     # [E] parent edge id of each CSR position
     num_nodes: int
 
+    def positions(self) -> np.ndarray:
+        """``arange(E)`` in the index dtype: pass as ``data`` to get CSR positions back."""
+        return np.arange(self.indices.shape[0], dtype=self.indptr.dtype)
+
 
 def cpu_in_csr(g) -> InCSR:
-    """The parent's in-CSR as int64 numpy arrays (cached per graph; a CPU copy for GPU graphs)."""
+    """The parent's in-CSR as numpy arrays (cached per graph; a CPU copy for GPU graphs)."""
     def build(h):
         c = in_csr(h)
-        f = lambda t: np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.int64)  # noqa: E731
-        return InCSR(f(c.indptr), f(c.indices), f(c.eids), int(c.num_rows))
+        n, E = int(c.num_rows), int(c.indices.numel())
+        dt = np.int32 if max(n, E) < 2**31 - 1 else np.int64
+        f = lambda t: np.ascontiguousarray(t.detach().cpu().numpy(), dtype=dt)  # noqa: E731
+        return InCSR(f(c.indptr), f(c.indices), f(c.eids), n)
     return cached(g, "saint.cpu_in_csr", build)
 
 
 def _gather_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, nodes: np.ndarray):
-    """(row pointer into the gathered arrays, sources, data) of the CSR rows ``nodes``."""
+    """(int64 row pointer into the gathered arrays, sources, data) of the CSR rows ``nodes``."""
+    nodes = nodes.astype(indptr.dtype, copy=False)
     start = indptr[nodes]
     deg = indptr[nodes + 1] - start
     rp = np.zeros(nodes.shape[0] + 1, dtype=np.int64)
     np.cumsum(deg, out=rp[1:])
     total = int(rp[-1])
     if _csr_row_index is not None:
-        src = np.empty(total, dtype=np.int64)
-        out = np.empty(total, dtype=np.int64)
+        src = np.empty(total, dtype=indices.dtype)
+        out = np.empty(total, dtype=data.dtype)
         _csr_row_index(nodes.shape[0], nodes, indptr, indices, data, src, out)
         return rp, src, out
     # numpy fallback: position of every gathered entry = row start + rank inside the row
@@ -73,20 +83,22 @@ def _gather_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, node
 
 def induced_entries(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, nodes: np.ndarray,
                     num_nodes: int):
-    """CSC of the subgraph induced by ``nodes`` (sorted unique int64) in the CSC ``(indptr, indices)``.
+    """CSC of the subgraph induced by ``nodes`` (sorted unique ints) in the CSC ``(indptr, indices)``.
 
     Returns ``(sub_indptr, local_src, kept_data)``: destination ``i`` (= ``nodes[i]``) has in-edges
-    from local sources ``local_src[sub_indptr[i]:sub_indptr[i+1]]``; ``kept_data`` is ``data`` at
-    those entries (edge ids, or CSR positions when ``data`` is ``arange(E)``).
+    from local sources ``local_src[sub_indptr[i]:sub_indptr[i+1]]`` (int64 indptr, int32 local ids);
+    ``kept_data`` is ``data`` at those entries (edge ids, or CSR positions with ``data = positions()``).
     """
     rp, src, dat = _gather_rows(indptr, indices, data, nodes)
-    mark = np.zeros(num_nodes, dtype=bool)  # membership: 1 byte a node, so the gather stays in cache
-    mark[nodes] = True
-    keep = np.flatnonzero(np.take(mark, src))
-    sub_indptr = np.searchsorted(keep, rp).astype(np.int64, copy=False)  # kept entries before each row
-    local = np.empty(num_nodes, dtype=np.int64)  # only entries of chosen nodes are ever read
-    local[nodes] = np.arange(nodes.shape[0], dtype=np.int64)
-    return sub_indptr, np.take(local, np.take(src, keep)), np.take(dat, keep)
+    # loc[v] = local id + 1 for chosen nodes, 0 elsewhere: one gather gives membership and new id
+    loc = np.zeros(num_nodes, dtype=np.int32)
+    loc[nodes] = np.arange(1, nodes.shape[0] + 1, dtype=np.int32)
+    lv = np.take(loc, src)
+    keep = np.flatnonzero(lv != 0)  # numpy's nonzero is several times faster on bool than on int32
+    sub_indptr = np.searchsorted(keep, rp)  # kept entries before each row start
+    local = np.take(lv, keep)
+    local -= 1
+    return sub_indptr, local, np.take(dat, keep)
 
 
 def _new_graph(indptr: np.ndarray, local_src: np.ndarray, k: int, idtype):

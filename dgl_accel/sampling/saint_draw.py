@@ -108,16 +108,28 @@ def generator(seed: int) -> np.random.Generator:
 
 
 def _search(cdf: np.ndarray, gen: np.random.Generator, k: int) -> np.ndarray:
+    """``k`` i.i.d. weighted draws, returned sorted (the draws are exchangeable, so their order
+    carries no information; sorted keys make numpy's searchsorted ~8x faster and ``unique`` trivial)."""
     u = gen.random(k)
+    u.sort()
     u *= cdf[-1]
     idx = np.searchsorted(cdf, u, side="right")  # zero-weight entries (flat cdf) are never hit
     np.minimum(idx, cdf.shape[0] - 1, out=idx)   # u * total may round up to total
     return idx
 
 
+def _unique_sorted(x: np.ndarray) -> np.ndarray:
+    if x.shape[0] < 2:
+        return x
+    first = np.empty(x.shape[0], dtype=bool)
+    first[0] = True
+    np.not_equal(x[1:], x[:-1], out=first[1:])
+    return x[first]
+
+
 def draw_node(cdf: np.ndarray, budget: int, gen) -> np.ndarray:
     """Sorted distinct nodes of ``budget`` weighted draws with replacement."""
-    return np.unique(_search(cdf, gen, budget))
+    return _unique_sorted(_search(cdf, gen, budget))
 
 
 def draw_edge(t: Tables, cdf: np.ndarray, budget: int, gen) -> np.ndarray:

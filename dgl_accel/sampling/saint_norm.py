@@ -100,7 +100,7 @@ def count_inclusion(t: Tables, draw, train: np.ndarray, coverage: float, max_pre
     training nodes (bool mask ``train``) are covered ``coverage`` times on average."""
     csr = t.csr
     n, E = csr.num_nodes, csr.indices.shape[0]
-    positions = np.arange(E, dtype=np.int64)
+    positions = csr.positions()
     c_node = np.zeros(n, dtype=np.int64)
     c_edge = np.zeros(E, dtype=np.int64)
     target = coverage * int(train.sum())
