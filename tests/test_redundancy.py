@@ -243,6 +243,13 @@ def test_hook_routes_only_when_attached_and_enabled():
     with R.use_redundancy(True, auto_build=False):
         gspmm(g, "copy_u", "sum", x)
     assert R.route_count() == before + 3
+    k = dense_graph(3)
+    R.attach(k, R.reduce_redundancy(k))
+    assert R.hook._by_structure
+    del k
+    import gc
+    gc.collect()
+    assert not R.hook._by_structure  # a dead graph's entry is evicted: the hook's check is free again
     # Mode "auto" routes exactly when the cost model says one aggregation through the plan is cheaper.
     R.attach(g, plan)
     try:

@@ -66,6 +66,8 @@ def attach(g, plan) -> None:
     with _lock:
         _by_graph[g] = (index_ref, plan)
         _by_structure[structure_id(g)] = (weakref.ref(g), index_ref, plan)
+    # Drop the entry when g dies, so the hook's "any plans?" check goes back to being free.
+    weakref.finalize(g, _evict_dead)
 
 
 def detach(g) -> None:
