@@ -200,6 +200,17 @@ def test_blocks_follow_sampling_and_dgl_rules(g, fanouts, replace, seed):
                 assert extra == int((used >= b.num_dst_nodes()).sum())
 
 
+@pytest.mark.skipif(not bulk_jit.enabled(), reason="numba not installed")
+def test_compiled_extraction_matches_numpy_blocks(monkeypatch):
+    g = dgl.rand_graph(3000, 60000)
+    batches = [torch.randperm(3000, generator=torch.Generator().manual_seed(i))[:300] for i in range(3)]
+    fast = BulkNeighborSampler([6, 4], bulk=3, seed=8).bulk_sample(g, batches)  # compiled ITS + extraction
+    monkeypatch.setattr(bulk_jit, "MIN_WORK", 10**12)  # numpy ITS + neighbor._make_block per minibatch
+    ref = BulkNeighborSampler([6, 4], bulk=3, seed=8).bulk_sample(g, batches)
+    for r, f in zip(ref, fast):
+        _same_blocks(r[2], f[2])
+
+
 def test_dgl_dataloader_bulks_and_matches_unbulked(monkeypatch):
     g = dgl.rand_graph(500, 5000)
     passes = []

@@ -59,7 +59,8 @@ from .bulk_matrix import (
     adjacency_tensor, canonical_adjacency, canonical_csr, estimate_p_bytes, selection_matrix,
 )
 from .choice import _np64, check_fanout, check_nodes, check_seed
-from .neighbor import _check_homogeneous, _make_block
+from . import bulk_jit
+from .neighbor import _check_homogeneous, _make_block, _new_block
 from .bulk_triton import make_block_triton
 from .rng import call_seed
 
@@ -130,6 +131,18 @@ def _upcoming_from_dgl_loader(seeds: torch.Tensor, count: int) -> List[torch.Ten
             return out
         f = f.f_back
     return []
+
+
+def _block_from_csr(indptr_b, local, eid, dst, new, idtype):
+    """A block in :func:`neighbor._make_block`'s layout from already relabelled CSC arrays."""
+    np_idt = np.int32 if idtype == torch.int32 else np.int64
+    src_ids = np.concatenate([dst, new])
+    block = _new_block(indptr_b.astype(np_idt, copy=False), local.astype(np_idt, copy=False), int(src_ids.shape[0]),
+                       int(dst.shape[0]), idtype)
+    block.srcdata[dgl.NID] = torch.from_numpy(src_ids.astype(np_idt, copy=False))
+    block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt, copy=False))
+    block.edata[dgl.EID] = torch.from_numpy(eid.astype(np_idt, copy=False))
+    return block, src_ids
 
 
 class BulkScheduler:
@@ -341,6 +354,21 @@ class BulkNeighborSampler(BlockSampler):
             offs = np.zeros(counts.shape[0] + 1, dtype=np.int64)
             np.cumsum(counts, out=offs[1:])
             new_frontiers = []
+            if path != "triton" and excl is None and bulk_jit.extract_supported(canon) and flat.size >= bulk_jit.MIN_WORK:
+                # every minibatch's relabelling in one compiled pass (one task per minibatch)
+                local, eids, news, e_offs = bulk_jit.extract(flat, counts, batch_ptr, rows, canon)
+                for b, front in enumerate(frontiers):
+                    lo, hi = int(batch_ptr[b]), int(batch_ptr[b + 1])
+                    block, src_ids = _block_from_csr(e_offs[lo:hi + 1] - e_offs[lo], local[e_offs[lo]:e_offs[hi]],
+                                                     eids[e_offs[lo]:e_offs[hi]], front, news[b], idtype)
+                    per_batch[b].insert(0, block)
+                    new_frontiers.append(src_ids)
+                frontiers = new_frontiers
+                t3 = time.perf_counter()
+                timing["probability"] += t1 - t0
+                timing["sampling"] += t2 - t1
+                timing["extraction"] += t3 - t2
+                continue
             for b, front in enumerate(frontiers):
                 lo, hi = int(batch_ptr[b]), int(batch_ptr[b + 1])
                 if path == "triton":

@@ -14,6 +14,7 @@ duplicates are summed (:func:`canonical_csr`).
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Callable, Optional
 
 import numpy as np
@@ -25,6 +26,8 @@ __all__ = ["Canonical", "canonical_adjacency", "selection_matrix", "local_spgemm
            "adjacency_tensor", "estimate_p_bytes", "BYTES_PER_P_ENTRY"]
 
 SpGEMM = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# torch warns once per process that sparse CSR is "beta"; the contract uses only its stable core
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 BYTES_PER_P_ENTRY = 8 + 4 + 8 + 8  # column (int64), value (fp32), weight prefix (fp64), sampling scratch
 
 
