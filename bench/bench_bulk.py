@@ -23,7 +23,7 @@ BATCH = 1024
 GRAPH = "snap_soc-Slashdot0902"
 
 
-def bench_bulk(graph: str = GRAPH, k: int = 32, rounds: int = 7, warmup: int = 1, batch: int = BATCH) -> list[dict]:
+def bench_bulk(graph: str = GRAPH, k: int = 32, rounds: int = 9, warmup: int = 1, batch: int = BATCH) -> list[dict]:
     import dgl
 
     from dgl_accel import data
@@ -83,7 +83,7 @@ def main(argv=None):
     ap.add_argument("graph", nargs="?", default=GRAPH)
     ap.add_argument("--quick", action="store_true", help="k=8, 2 rounds (smoke test)")
     ap.add_argument("--k", type=int, default=32)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args(argv)
     k, rounds = (8, 2) if args.quick else (args.k, args.rounds)
