@@ -123,7 +123,7 @@ def train_saint(g, w_full, args, normalize):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="graphdata_amazon_cs")
-    p.add_argument("--epochs", type=int, default=100, help="full-graph epochs")
+    p.add_argument("--epochs", type=int, default=200, help="full-graph epochs")
     p.add_argument("--iters", type=int, default=300, help="GraphSAINT iterations (subgraphs)")
     p.add_argument("--roots", type=int, default=1500)
     p.add_argument("--length", type=int, default=2)

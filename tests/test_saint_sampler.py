@@ -312,3 +312,16 @@ def test_bad_graph_and_budget_vs_graph():
     src_before = g.edges()[0].clone()
     SAINTSampler("edge", 3, normalize=True).sample(g)          # the user's graph is left alone
     assert torch.equal(g.edges()[0], src_before) and set(g.ndata.keys()) == {"none"}
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_threaded_induction_matches_single_thread(threads):
+    from dgl_accel.sampling.induced import cpu_in_csr, induced_entries
+
+    g = _graph(n=300, m=6000, seed=4)
+    csr = cpu_in_csr(g)
+    nodes = np.unique(np.random.default_rng(threads).integers(0, 300, 120))
+    one = induced_entries(csr.indptr, csr.indices, csr.eids, nodes, csr.num_nodes, threads=1)
+    many = induced_entries(csr.indptr, csr.indices, csr.eids, nodes, csr.num_nodes, threads=threads)
+    for a, b in zip(one, many):
+        assert np.array_equal(a, b)
