@@ -325,3 +325,14 @@ def test_threaded_induction_matches_single_thread(threads):
     many = induced_entries(csr.indptr, csr.indices, csr.eids, nodes, csr.num_nodes, threads=threads)
     for a, b in zip(one, many):
         assert np.array_equal(a, b)
+
+
+def test_pickle_round_trip_keeps_the_stream():
+    import pickle
+
+    g = _graph(n=40, m=300)
+    s = SAINTSampler("walk", (5, 2), seed=9, normalize=True, coverage=5)
+    s.sample(g)
+    t = pickle.loads(pickle.dumps(s))
+    assert torch.equal(s.sample_nodes(g), t.sample_nodes(g))
+    assert np.array_equal(s.normalization(g).edge_w, t.normalization(g).edge_w)

@@ -161,6 +161,12 @@ class SAINTSampler(Sampler):
                              "Fix: rename the graph's field; the sampler writes sg.edata['w'] and sg.ndata['loss_w'].")
         self._norm_ref = None  # (weakref to graph, weakref to its index, Normalization)
 
+    def __getstate__(self):
+        # the normalisation cache holds weak references (not picklable); spawned workers recompute it
+        state = self.__dict__.copy()
+        state["_norm_ref"] = None
+        return state
+
     # ----------------------------------------------------------------------------- node sets
     def _call_seed(self) -> int:
         info = torch.utils.data.get_worker_info()
