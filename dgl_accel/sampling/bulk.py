@@ -335,12 +335,18 @@ class BulkNeighborSampler(BlockSampler):
                 start, deg = p_ptr[:-1], np.diff(p_ptr)
                 w = quantise(p_ptr, p_val)
                 prefix = np.cumsum(w)
-            rs = RowSet(start, deg, row_label(step, n, rows), keys, batch_ptr, prefix)
             t1 = time.perf_counter()
-            if fanout == -1:  # every positive entry of every row
+            fused = (prefix is None and fanout >= 0 and path != "triton" and bulk_jit.enabled()
+                     and rows.shape[0] * max(fanout, 1) >= bulk_jit.MIN_WORK)
+            if fused:  # A's rows read in place by the compiled ITS (same picks as its_sample)
+                flat, counts, _ = bulk_jit.its_uniform_rows(canon.indptr, rows, batch_ptr, keys, step, n, fanout,
+                                                            self.replace)
+            elif fanout == -1:  # every positive entry of every row
+                rs = RowSet(start, deg, row_label(step, n, rows), keys, batch_ptr, prefix)
                 s = int(rs.positives().max()) if rows.size else 0
                 flat, counts = its_sample(rs, s, False, dev)
             else:
+                rs = RowSet(start, deg, row_label(step, n, rows), keys, batch_ptr, prefix)
                 flat, counts = its_sample(rs, fanout, self.replace, dev)
             t2 = time.perf_counter()
             if p_cols is not None:  # positions in P -> positions in A (for source and edge ids)

@@ -269,3 +269,72 @@ def extract(flat, counts, batch_ptr, rows, canon):
              np.ascontiguousarray(rows, dtype=np.int64), canon.pairs, canon.n, local, eid, new_out, new_counts)
     e0 = offs[batch_ptr[:-1]]
     return local, eid, [new_out[e0[b]:e0[b] + new_counts[b]] for b in range(k)], offs
+
+
+if AVAILABLE:
+    @njit(cache=True, parallel=True)
+    def _uniform_counts(indptr, rows, s, replace, counts):
+        for i in prange(rows.shape[0]):
+            d = indptr[rows[i] + 1] - indptr[rows[i]]
+            if replace:
+                counts[i] = s if d > 0 else 0
+            else:
+                counts[i] = min(d, s)
+
+    @njit(cache=True, parallel=True)
+    def _its_uniform_rows(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out):
+        """The uniform-row ITS of ``_its`` reading A's rows in place: start, degree, Philox key
+        (the row's minibatch) and label (label_base + node) are derived here, not materialised."""
+        R = rows.shape[0]
+        nchunks = (R + _CHUNK - 1) // _CHUNK
+        dummy = np.zeros(1, dtype=np.float64)
+        for ch in prange(nchunks):
+            bits = np.zeros(_BITMAP_BITS // 64, dtype=np.uint64)
+            lo_row = ch * _CHUNK
+            b = np.searchsorted(batch_ptr, lo_row, side="right") - 1
+            for i in range(lo_row, min(R, lo_row + _CHUNK)):
+                while i >= batch_ptr[b + 1]:
+                    b += 1
+                o = offs[i]
+                c = offs[i + 1] - o
+                if c == 0:
+                    continue
+                v = rows[i]
+                st = indptr[v]
+                d = indptr[v + 1] - st
+                if not replace and d <= s:
+                    for j in range(c):
+                        out[o + j] = st + j
+                    continue
+                k0 = k0s[b]
+                k1 = k1s[b]
+                base = (label_base + v) << 24
+                if replace:
+                    for t in range(0, s, 4):
+                        w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
+                        for q in range(min(4, s - t)):
+                            r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
+                            out[o + t + q] = _pick(r, st, d, True, dummy, 0.0, 0.0)
+                elif d <= _BITMAP_BITS:
+                    _row_distinct_bitmap(k0, k1, base, st, d, s, True, dummy, 0.0, 0.0, max_draws, bits, out, o)
+                else:
+                    _row_distinct_sorted(k0, k1, base, st, d, s, True, dummy, 0.0, 0.0, max_draws, out, o)
+
+
+def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, s: int, replace: bool):
+    """(positions, counts, offs) of :func:`bulk_its.its_sample` for the uniform rows ``A[rows]``
+    (row i of minibatch b drawing with ``keys[b]``, label ``layer * num_nodes + rows[i]``)."""
+    from .bulk_its import MAX_DRAWS, row_label
+
+    row_label(layer, num_nodes, np.array([num_nodes - 1], dtype=np.int64))  # range check of the labels
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    R = rows.shape[0]
+    counts = np.empty(R, dtype=np.int64)
+    _uniform_counts(indptr, rows, np.int64(s), bool(replace), counts)
+    offs = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    out = np.empty(int(offs[-1]), dtype=np.int64)
+    keys = np.array(keys, dtype=np.uint64)
+    _its_uniform_rows(indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & _M32, keys >> _S32,
+                      np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, MAX_DRAWS, out)
+    return out, counts, offs
