@@ -11,7 +11,7 @@ answers exactly what the CPU path's edge hash set answers).
 * ``_random_walk_kernel``: BLOCK_W walks per program, a loop over steps; K = 1 word per step, or
   2 with restart (word j = s*K + k at block j // 4, lane j % 4; k = 1 terminates the walk iff
   ``word < thresh[s]``); a walk stops at a dead end (degree 0) and its trace stays -1.
-* ``_node2vec_walk_kernel``: step 0 first-order from block 0 lane 0; step s >= 1 runs up to
+* ``_node2vec_step_kernel`` (one launch per step): step 0 first-order from block 0 lane 0; step s >= 1 runs up to
   MAX_TRIALS rejection trials (trial t: block ``(s << 12) | (t >> 1)``, lanes 2*(t&1), 2*(t&1)+1),
   then the exact fallback (block ``(s << 12) | 4095`` lane 0) for walks still rejected.
 """
@@ -20,7 +20,7 @@ import triton.language as tl
 
 from .registry import Specialisation
 
-_INV_TWO32 = 2.3283064365386963e-10  # 2^-32, exact
+_INV_TWO32 = tl.constexpr(2.3283064365386963e-10)  # 2^-32, exact
 
 
 @triton.jit
@@ -104,108 +104,113 @@ def _is_edge(start_ptr, rowdeg_ptr, indices_ptr, a, b, mask, nb_iters):
 
 
 @triton.jit
-def _node2vec_walk_kernel(nodes_ptr, start_ptr, deg_ptr, rowdeg_ptr, indices_ptr, eids_ptr, key_ptr,
-                          w_ptr, scale_ptr, alt_ptr, main_ptr, trace_ptr, eout_ptr,
-                          num_walks, length, seed, search_iters, nb_iters, max_deg,
+def _node2vec_step_kernel(trace_ptr, pos_ptr, eout_ptr, start_ptr, deg_ptr, rowdeg_ptr, indices_ptr, eids_ptr,
+                          key_ptr, w_ptr, scale_ptr, alt_ptr, main_ptr,
+                          num_walks, length, s, seed, search_iters, nb_iters, max_deg,
                           thr_t, thr_lo, thr_hi, nb_accepts, inv_c, inv_p, inv_q,
                           WEIGHTED: tl.constexpr, RETURN_EIDS: tl.constexpr, BLOCK_W: tl.constexpr,
                           MAX_TRIALS: tl.constexpr):
+    # One launch per step s (a walk's state lives in global memory between launches: trace
+    # columns s - 1 and s, and pos = the CSR position of its last edge).  A kernel looping over
+    # the steps keeps that state and the loop-invariant addresses live across the trial loop,
+    # which made ptxas spill.
     w = tl.program_id(0).to(tl.int64) * BLOCK_W + tl.arange(0, BLOCK_W)
-    alive = w < num_walks
-    cur = tl.load(nodes_ptr + w, mask=alive, other=0)
-    row = w * (length + 1)
-    erow = w * length
-    prev = cur
-    pe = tl.zeros((BLOCK_W,), tl.int64)  # CSR position of the last edge (prev -> cur)
-    for s in range(length):
-        deg = tl.load(deg_ptr + cur, mask=alive, other=0)
-        alive = alive & (deg > 0)
-        st = tl.load(start_ptr + cur, mask=alive, other=0)
-        if s == 0:  # first-order first step: block 0, lane 0
-            r0, r1, r2, r3 = tl.randint4x(seed, w << 32)
-            e = _first_order(key_ptr, cur, st, deg, r0.to(tl.int64) & 0xFFFFFFFF, alive, search_iters,
-                             WEIGHTED)
-            nxt = tl.load(indices_ptr + e, mask=alive, other=0)
-        else:
-            sc = tl.load(scale_ptr + pe, mask=alive, other=0.0)
-            alt = tl.load(alt_ptr + pe, mask=alive, other=0)
-            if WEIGHTED:
-                mn = tl.load(main_ptr + cur, mask=alive, other=1.0)
-                last = st + tl.load(rowdeg_ptr + cur, mask=alive, other=0) - 1
-            e = tl.zeros((BLOCK_W,), tl.int64)
-            nxt = tl.zeros((BLOCK_W,), tl.int64)
-            pending = alive
-            tp = 0
-            while (tp < MAX_TRIALS // 2) & (tl.max(pending.to(tl.int32), axis=0) > 0):
-                r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s << 12) | tp))
-                for h in tl.static_range(2):  # trial t = 2 * tp + h: lanes 2h (proposal), 2h + 1
-                    if h == 0:
-                        wv = r0.to(tl.int64) & 0xFFFFFFFF
-                        uv = r1.to(tl.int64) & 0xFFFFFFFF
-                    else:
-                        wv = r2.to(tl.int64) & 0xFFFFFFFF
-                        uv = r3.to(tl.int64) & 0xFFFFFFFF
-                    r = wv.to(tl.float64) * sc
-                    if WEIGHTED:
-                        frac = tl.minimum(r / mn, 1.0 - 9.094947017729282e-13)  # 1 - 2^-40
-                        pos = _upper_bound(key_ptr, st, st + deg, cur.to(tl.float64) + frac, pending,
-                                           search_iters)
-                        cand = tl.where(r < mn, tl.minimum(pos, last), alt)
-                    else:
-                        jj = (r * inv_c).to(tl.int64)
-                        cand = tl.where(jj < deg, st + jj, alt)
-                    x = tl.load(indices_ptr + cand, mask=pending, other=-1)
-                    is_t = x == prev
-                    acc = tl.where(is_t, uv < thr_t, uv < thr_lo)
-                    need = pending & (~is_t) & (uv >= thr_lo) & (uv < thr_hi)
-                    nb = _is_edge(start_ptr, rowdeg_ptr, indices_ptr, prev, x, need, nb_iters)
-                    acc = tl.where(need, nb == (nb_accepts != 0), acc)
-                    take = pending & acc
-                    e = tl.where(take, cand, e)
-                    nxt = tl.where(take, x, nxt)
-                    pending = pending & (~acc)
-                tp += 1
-            if tl.max(pending.to(tl.int32), axis=0) > 0:
-                # Exact fallback: weigh cur's out-edges by bias (* weight), invert the cdf with u.
-                rd = tl.load(rowdeg_ptr + cur, mask=pending, other=0)
-                r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s << 12) | 4095))
-                u = (r0.to(tl.int64) & 0xFFFFFFFF).to(tl.float64) * _INV_TWO32
-                tot = tl.zeros((BLOCK_W,), tl.float64)
-                for k in range(max_deg):
-                    m = pending & (k < rd)
-                    xk = tl.load(indices_ptr + st + k, mask=m, other=-1)
-                    nbk = _is_edge(start_ptr, rowdeg_ptr, indices_ptr, prev, xk, m & (xk != prev), nb_iters)
-                    b = tl.where(xk == prev, inv_p, tl.where(nbk, 1.0, inv_q))
-                    if WEIGHTED:
-                        b = b * tl.load(w_ptr + st + k, mask=m, other=0.0)
-                    tot += tl.where(m, b, 0.0)
-                local = tl.zeros((BLOCK_W,), tl.float64)
-                kk = rd - 1
-                found = ~pending
-                for k in range(max_deg):
-                    m = pending & (k < rd)
-                    xk = tl.load(indices_ptr + st + k, mask=m, other=-1)
-                    nbk = _is_edge(start_ptr, rowdeg_ptr, indices_ptr, prev, xk, m & (xk != prev), nb_iters)
-                    b = tl.where(xk == prev, inv_p, tl.where(nbk, 1.0, inv_q))
-                    if WEIGHTED:
-                        b = b * tl.load(w_ptr + st + k, mask=m, other=0.0)
-                    local += tl.where(m, b, 0.0)
-                    # tot > 0 on pending lanes (bias > 0, row weight sum > 0); 1 keeps the rest finite
-                    keyk = tl.where(local >= tot, 1.0, local / tl.where(tot > 0, tot, 1.0))
-                    hit = m & (~found) & (keyk > u)
-                    kk = tl.where(hit, k, kk)
-                    found = found | hit
-                e = tl.where(pending, st + kk, e)
-                nxt = tl.where(pending, tl.load(indices_ptr + st + kk, mask=pending, other=0), nxt)
-        tl.store(trace_ptr + row + s + 1, nxt, mask=alive)
-        if RETURN_EIDS:
-            tl.store(eout_ptr + erow + s, tl.load(eids_ptr + e, mask=alive, other=0), mask=alive)
-        prev = cur
-        pe = e
-        cur = nxt
+    row = trace_ptr + w * (length + 1) + s
+    cur = tl.load(row, mask=w < num_walks, other=-1)
+    alive = cur >= 0  # -1: the walk ended at an earlier dead end
+    cur = tl.where(alive, cur, 0)
+    deg = tl.load(deg_ptr + cur, mask=alive, other=0)
+    alive = alive & (deg > 0)
+    st = tl.load(start_ptr + cur, mask=alive, other=0)
+    if s == 0:  # first-order first step: block 0, lane 0
+        r0, r1, r2, r3 = tl.randint4x(seed, w << 32)
+        e = _first_order(key_ptr, cur, st, deg, r0.to(tl.int64) & 0xFFFFFFFF, alive, search_iters, WEIGHTED)
+        nxt = tl.load(indices_ptr + e, mask=alive, other=0)
+    else:
+        prev = tl.load(row - 1, mask=alive, other=0)
+        pe = tl.load(pos_ptr + w, mask=alive, other=0)
+        sc = tl.load(scale_ptr + pe, mask=alive, other=0.0)
+        alt = tl.load(alt_ptr + pe, mask=alive, other=0)
+        if WEIGHTED:
+            mn = tl.load(main_ptr + cur, mask=alive, other=1.0)
+        e = tl.zeros((BLOCK_W,), tl.int64)
+        nxt = tl.zeros((BLOCK_W,), tl.int64)
+        pending = alive
+        tp = 0
+        while (tp < MAX_TRIALS // 2) & (tl.max(pending.to(tl.int32), axis=0) > 0):
+            r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s << 12) | tp))
+            for h in tl.static_range(2):  # trial t = 2 * tp + h: lanes 2h (proposal), 2h + 1
+                if h == 0:
+                    wv = r0.to(tl.int64) & 0xFFFFFFFF
+                    uv = r1.to(tl.int64) & 0xFFFFFFFF
+                else:
+                    wv = r2.to(tl.int64) & 0xFFFFFFFF
+                    uv = r3.to(tl.int64) & 0xFFFFFFFF
+                r = wv.to(tl.float64) * sc
+                if WEIGHTED:
+                    frac = tl.minimum(r / mn, 1.0 - 9.094947017729282e-13)  # 1 - 2^-40
+                    pos = _upper_bound(key_ptr, st, st + deg, cur.to(tl.float64) + frac, pending,
+                                       search_iters)
+                    # row end: a live walk's weighted degree is its full degree
+                    cand = tl.where(r < mn, tl.minimum(pos, st + deg - 1), alt)
+                else:
+                    jj = (r * inv_c).to(tl.int64)
+                    cand = tl.where(jj < deg, st + jj, alt)
+                x = tl.load(indices_ptr + cand, mask=pending, other=-1)
+                is_t = x == prev
+                acc = tl.where(is_t, uv < thr_t, uv < thr_lo)
+                need = pending & (~is_t) & (uv >= thr_lo) & (uv < thr_hi)
+                nb = _is_edge(start_ptr, rowdeg_ptr, indices_ptr, prev, x, need, nb_iters)
+                acc = tl.where(need, nb == (nb_accepts != 0), acc)
+                take = pending & acc
+                e = tl.where(take, cand, e)
+                nxt = tl.where(take, x, nxt)
+                pending = pending & (~acc)
+            tp += 1
+        if tl.max(pending.to(tl.int32), axis=0) > 0:
+            # Exact fallback: weigh cur's out-edges by bias (* weight), invert the cdf with u.
+            rd = tl.load(rowdeg_ptr + cur, mask=pending, other=0)
+            r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s << 12) | 4095))
+            u = (r0.to(tl.int64) & 0xFFFFFFFF).to(tl.float64) * _INV_TWO32
+            tot = tl.zeros((BLOCK_W,), tl.float64)
+            for k in range(max_deg):
+                m = pending & (k < rd)
+                xk = tl.load(indices_ptr + st + k, mask=m, other=-1)
+                nbk = _is_edge(start_ptr, rowdeg_ptr, indices_ptr, prev, xk, m & (xk != prev), nb_iters)
+                b = tl.where(xk == prev, inv_p, tl.where(nbk, 1.0, inv_q))
+                if WEIGHTED:
+                    b = b * tl.load(w_ptr + st + k, mask=m, other=0.0)
+                tot += tl.where(m, b, 0.0)
+            local = tl.zeros((BLOCK_W,), tl.float64)
+            kk = rd - 1
+            found = ~pending
+            for k in range(max_deg):
+                m = pending & (k < rd)
+                xk = tl.load(indices_ptr + st + k, mask=m, other=-1)
+                nbk = _is_edge(start_ptr, rowdeg_ptr, indices_ptr, prev, xk, m & (xk != prev), nb_iters)
+                b = tl.where(xk == prev, inv_p, tl.where(nbk, 1.0, inv_q))
+                if WEIGHTED:
+                    b = b * tl.load(w_ptr + st + k, mask=m, other=0.0)
+                local += tl.where(m, b, 0.0)
+                # tot > 0 on pending lanes (bias > 0, row weight sum > 0); 1 keeps the rest finite
+                keyk = tl.where(local >= tot, 1.0, local / tl.where(tot > 0, tot, 1.0))
+                hit = m & (~found) & (keyk > u)
+                kk = tl.where(hit, k, kk)
+                found = found | hit
+            e = tl.where(pending, st + kk, e)
+            nxt = tl.where(pending, tl.load(indices_ptr + st + kk, mask=pending, other=0), nxt)
+    tl.store(row + 1, nxt, mask=alive)
+    tl.store(pos_ptr + w, e, mask=alive)
+    if RETURN_EIDS:
+        tl.store(eout_ptr + w * length + s, tl.load(eids_ptr + e, mask=alive, other=0), mask=alive)
 
 
-BLOCK_W = 128  # walks per program: one lane per walk at 4 warps
+BLOCK_W = 128  # random walks per program: one lane per walk at 4 warps
+# node2vec: one warp per program (32 walks).  The trial loop's early exit then needs only a warp
+# reduction (no shared memory, no barrier) and a warp leaves as soon as its own walks accept;
+# with 4 warps per program ptxas spilled a few bytes on sm_80/sm_90.
+N2V_BLOCK_W = 32
+N2V_WARPS = 1
 MAX_TRIALS = 32  # node2vec rejection trials before the exact fallback (walks.py's _MAX_TRIALS)
 
 _RW_SIG = {"nodes_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64", "indices_ptr": "*i64",
@@ -213,10 +218,10 @@ _RW_SIG = {"nodes_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64", "indices
            "eout_ptr": "*i64", "num_walks": "i64", "length": "i64", "seed": "i64", "search_iters": "i64",
            "WEIGHTED": "constexpr", "RESTART": "constexpr", "RETURN_EIDS": "constexpr", "BLOCK_W": "constexpr"}
 
-_N2V_SIG = {"nodes_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64", "rowdeg_ptr": "*i64",
-            "indices_ptr": "*i64", "eids_ptr": "*i64", "key_ptr": "*fp64", "w_ptr": "*fp64",
-            "scale_ptr": "*fp64", "alt_ptr": "*i64", "main_ptr": "*fp64", "trace_ptr": "*i64",
-            "eout_ptr": "*i64", "num_walks": "i64", "length": "i64", "seed": "i64", "search_iters": "i64",
+_N2V_SIG = {"trace_ptr": "*i64", "pos_ptr": "*i64", "eout_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64",
+            "rowdeg_ptr": "*i64", "indices_ptr": "*i64", "eids_ptr": "*i64", "key_ptr": "*fp64", "w_ptr": "*fp64",
+            "scale_ptr": "*fp64", "alt_ptr": "*i64", "main_ptr": "*fp64",
+            "num_walks": "i64", "length": "i64", "s": "i64", "seed": "i64", "search_iters": "i64",
             "nb_iters": "i64", "max_deg": "i64", "thr_t": "i64", "thr_lo": "i64", "thr_hi": "i64",
             "nb_accepts": "i64", "inv_c": "fp64", "inv_p": "fp64", "inv_q": "fp64",
             "WEIGHTED": "constexpr", "RETURN_EIDS": "constexpr", "BLOCK_W": "constexpr",
@@ -227,8 +232,8 @@ SPECIALISATIONS = [
                    {"WEIGHTED": wt, "RESTART": rs, "RETURN_EIDS": re, "BLOCK_W": BLOCK_W}, num_warps=4)
     for wt in (False, True) for rs in (False, True) for re in (False, True)
 ] + [
-    Specialisation("walks", "_node2vec_walk_kernel", _N2V_SIG,
-                   {"WEIGHTED": wt, "RETURN_EIDS": re, "BLOCK_W": BLOCK_W, "MAX_TRIALS": MAX_TRIALS},
-                   num_warps=4)
+    Specialisation("walks", "_node2vec_step_kernel", _N2V_SIG,
+                   {"WEIGHTED": wt, "RETURN_EIDS": re, "BLOCK_W": N2V_BLOCK_W, "MAX_TRIALS": MAX_TRIALS},
+                   num_warps=N2V_WARPS)
     for wt in (False, True) for re in (False, True)
 ]

@@ -56,8 +56,10 @@ def random_walk_triton(csr, wt, nodes: torch.Tensor, length: int, thresh, seed: 
 
 
 def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, return_eids: bool):
-    """Traces and eids of ``node2vec_random_walk`` (``env``: the call's ``_N2VEnvelope``)."""
-    from ..kernels.walks import BLOCK_W, MAX_TRIALS
+    """Traces and eids of ``node2vec_random_walk`` (``env``: the call's ``_N2VEnvelope``): one
+    launch of ``_node2vec_step_kernel`` per step; between steps a walk's state is its trace and
+    the CSR position of its last edge."""
+    from ..kernels.walks import MAX_TRIALS, N2V_BLOCK_W, N2V_WARPS
     from .walks import _MAX_TRIALS
 
     assert MAX_TRIALS == _MAX_TRIALS  # the kernel's trial budget is the CPU path's
@@ -68,7 +70,7 @@ def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, r
     traces[:, 0] = nodes
     if W == 0 or length == 0:
         return traces, eids
-    kernel = triton_kernel("walks", "_node2vec_walk_kernel", device)
+    kernel = triton_kernel("walks", "_node2vec_step_kernel", device)
     f1 = torch.zeros(1, dtype=torch.float64, device=device)
     if env.edge is not None:  # length > 1: per-edge envelope mass / 2^32 and outlier position
         scale = env.edge[:, 0].contiguous().view(torch.float64)
@@ -80,12 +82,15 @@ def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, r
     key = wt.key if weighted else f1
     w = wt.w if weighted else f1
     main = env.main if weighted and env.main is not None else f1
+    pos = torch.empty(W, dtype=torch.int64, device=device)  # CSR position of each walk's last edge
     eout = eids if return_eids else traces
-    grid = (-(-W // BLOCK_W),)
-    kernel[grid](nodes, csr.start, deg, csr.deg, csr.indices, csr.eids, key, w, scale, alt, main, traces,
-                 eout, W, length, _signed64(seed), _iters(csr.max_deg), _iters(csr.max_deg), csr.max_deg,
-                 int(env.thr_t), int(env.thr_lo), int(env.thr_hi), int(bool(env.nb_accepts)),
-                 float(env.inv_c), 1.0 / env.p, 1.0 / env.q,
-                 WEIGHTED=weighted, RETURN_EIDS=bool(return_eids), BLOCK_W=BLOCK_W, MAX_TRIALS=MAX_TRIALS,
-                 num_warps=4)
+    it = _iters(csr.max_deg)
+    grid = (-(-W // N2V_BLOCK_W),)
+    for s in range(length):
+        kernel[grid](traces, pos, eout, csr.start, deg, csr.deg, csr.indices, csr.eids, key, w, scale, alt, main,
+                     W, length, s, _signed64(seed), it, it, csr.max_deg,
+                     int(env.thr_t), int(env.thr_lo), int(env.thr_hi), int(bool(env.nb_accepts)),
+                     float(env.inv_c), 1.0 / env.p, 1.0 / env.q,
+                     WEIGHTED=weighted, RETURN_EIDS=bool(return_eids), BLOCK_W=N2V_BLOCK_W,
+                     MAX_TRIALS=MAX_TRIALS, num_warps=N2V_WARPS)
     return traces, eids
