@@ -207,45 +207,41 @@ def its_sample(rs, s: int, replace: bool):
 
 
 if AVAILABLE:
-    @njit(cache=True, parallel=True)
-    def _extract(flat, offs, batch_ptr, rows, pairs, n, local, eid_out, new_out, new_counts):
-        """EXTRACT for all minibatches of a layer, one parallel task per minibatch: unpack each
-        pick's (source, edge id) from the packed table (one random access), relabel (dst nodes keep
-        their position, new sources get T + rank in ascending id, from a bitmap of the sources)."""
+    @njit(cache=True)
+    def _relabel_batch(src, rows, r0, T, e0, e1, n, local, new_out):
+        """One minibatch: dst nodes keep their position, new sources get T + rank (ascending id)."""
         nwords = (n + 63) >> 6
+        isdst = np.zeros(nwords, dtype=np.uint64)
+        seen = np.zeros(nwords, dtype=np.uint64)
+        mapping = np.empty(n, dtype=np.int32)  # only entries of this minibatch's nodes are read
+        for j in range(T):
+            v = rows[r0 + j]
+            mapping[v] = j
+            isdst[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+        for e in range(e0, e1):
+            u = src[e]
+            seen[u >> 6] |= np.uint64(1) << np.uint64(u & 63)
+        rank = 0
+        for wi in range(nwords):
+            x = seen[wi] & ~isdst[wi]
+            while x != 0:
+                u = (wi << 6) + _ctz(x)
+                mapping[u] = T + rank
+                new_out[e0 + rank] = u
+                rank += 1
+                x &= x - np.uint64(1)
+        for e in range(e0, e1):
+            local[e] = mapping[src[e]]
+        return rank
+
+    @njit(cache=True, parallel=True)
+    def _extract(src, offs, batch_ptr, rows, n, local, new_out, new_counts):
+        """EXTRACT relabelling for all minibatches of a layer, one parallel task per minibatch
+        (the sources were gathered from the packed (source, edge id) table beforehand)."""
         for b in prange(batch_ptr.shape[0] - 1):
             r0 = batch_ptr[b]
             r1 = batch_ptr[b + 1]
-            T = r1 - r0
-            e0 = offs[r0]
-            e1 = offs[r1]
-            isdst = np.zeros(nwords, dtype=np.uint64)
-            seen = np.zeros(nwords, dtype=np.uint64)
-            mapping = np.empty(n, dtype=np.int32)  # only entries of this minibatch's nodes are read
-            for j in range(T):
-                v = rows[r0 + j]
-                mapping[v] = j
-                isdst[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-            for e in range(e0, e1):
-                se = pairs[flat[e]]
-                u = se & 0xFFFFFFFF
-                local[e] = u
-                eid_out[e] = se >> 32
-                m = np.uint64(1) << np.uint64(u & 63)
-                if (isdst[u >> 6] & m) == 0:
-                    seen[u >> 6] |= m
-            rank = 0
-            for wi in range(nwords):
-                x = seen[wi]
-                while x != 0:
-                    u = (wi << 6) + _ctz(x)
-                    mapping[u] = T + rank
-                    new_out[e0 + rank] = u
-                    rank += 1
-                    x &= x - np.uint64(1)
-            new_counts[b] = rank
-            for e in range(e0, e1):
-                local[e] = mapping[local[e]]
+            new_counts[b] = _relabel_batch(src, rows, r0, r1 - r0, offs[r0], offs[r1], n, local, new_out)
 
 
 def extract_supported(canon) -> bool:
@@ -260,13 +256,15 @@ def extract(flat, counts, batch_ptr, rows, canon):
     offs = np.zeros(R + 1, dtype=np.int64)
     np.cumsum(counts, out=offs[1:])
     E = int(offs[-1])
+    se = np.take(canon.pairs, flat)  # one random access per pick for (source, edge id)
+    src = se & np.int64(0xFFFFFFFF)
+    eid = se >> np.int64(32)
     local = np.empty(E, dtype=np.int64)
-    eid = np.empty(E, dtype=np.int64)
     new_out = np.empty(E, dtype=np.int64)
     k = batch_ptr.shape[0] - 1
     new_counts = np.zeros(k, dtype=np.int64)
-    _extract(np.ascontiguousarray(flat, dtype=np.int64), offs, np.asarray(batch_ptr, dtype=np.int64),
-             np.ascontiguousarray(rows, dtype=np.int64), canon.pairs, canon.n, local, eid, new_out, new_counts)
+    _extract(src, offs, np.asarray(batch_ptr, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64), canon.n,
+             local, new_out, new_counts)
     e0 = offs[batch_ptr[:-1]]
     return local, eid, [new_out[e0[b]:e0[b] + new_counts[b]] for b in range(k)], offs
 
