@@ -186,6 +186,11 @@ def test_blocks_follow_sampling_and_dgl_rules(g, fanouts, replace, seed):
             u, v = (x.long() for x in b.edges())
             eid = b.edata[dgl.EID].long()
             assert torch.equal(src_g[eid], src_ids[u]) and torch.equal(dst_g[eid], dst_ids[v])  # real edges
+            # DGL's own to_block of the sampled frontier: same dst, same source set, same edges
+            ref = dgl.to_block(dgl.graph((src_ids[u], dst_ids[v]), num_nodes=n), dst_ids)
+            assert torch.equal(ref.dstdata[dgl.NID].long(), dst_ids)
+            assert torch.equal(torch.sort(ref.srcdata[dgl.NID].long()).values, torch.sort(src_ids).values)
+            assert ref.num_edges() == b.num_edges()
             fan = fanouts[i]
             for j in range(b.num_dst_nodes()):
                 nb = src_ids[u[v == j]]
