@@ -207,12 +207,19 @@ def test_uncovered_nodes_count_once():
 
 
 # ------------------------------------------------------------------------------- subgraphs
+@pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("mode,budget", [("node", 30), ("edge", 40), ("walk", (10, 3))])
-def test_subgraph_is_node_induced(mode, budget, idtype):
+def test_subgraph_is_node_induced(mode, budget, idtype, symmetric):
+    from dgl_accel.sampling.induced_sym import half_csr
+
     gen = torch.Generator().manual_seed(1)
     g = dgl.graph((torch.randint(60, (400,), generator=gen), torch.randint(60, (400,), generator=gen)),
                   num_nodes=60, idtype=idtype)
+    if symmetric:  # the half-adjacency path: symmetric, simple, with self-loops on some nodes
+        g = dgl.to_bidirected(dgl.remove_self_loop(g))
+        g = dgl.add_edges(g, torch.arange(0, 60, 3, dtype=idtype), torch.arange(0, 60, 3, dtype=idtype))
+    assert (half_csr(g) is not None) == symmetric
     s = SAINTSampler(mode, budget, seed=3)
     for _ in range(3):
         sg = s.sample(g)

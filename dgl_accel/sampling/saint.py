@@ -10,7 +10,8 @@ Use it exactly like DGL's::
         loss = (sg.ndata["loss_w"] * F.cross_entropy(out, y, reduction="none"))[train].sum()
 
 Distributions: :mod:`dgl_accel.sampling.saint_draw`; normalisation: :mod:`dgl_accel.sampling.saint_norm`;
-subgraph construction: :mod:`dgl_accel.sampling.induced`.
+subgraph construction: :mod:`dgl_accel.sampling.induced` (and :mod:`dgl_accel.sampling.induced_sym`
+for symmetric graphs without parallel edges, detected once per graph).
 
 Randomness is counter-based: call ``c`` of a sampler built with ``seed=s`` (in data-loader worker
 ``w``, 0 outside workers) draws from numpy's Philox keyed by ``call_seed(s, c, w)``, so equal seeds
@@ -28,6 +29,7 @@ from dgl.dataloading.base import set_edge_lazy_features, set_node_lazy_features
 
 from .choice import check_seed
 from .induced import induced_subgraph
+from .induced_sym import half_csr, induced_subgraph_symmetric
 from .rng import call_seed
 from .saint_draw import NODE_PROBS, draw_edge, draw_node, draw_walk, edge_cdf, generator, node_cdf, tables
 from .saint_norm import AGGR_NORMS, Normalization, build_normalization
@@ -247,7 +249,11 @@ class SAINTSampler(Sampler):
         norm = self.normalization(g) if self.normalize else None
         t = tables(g, self.cache)
         nodes = self._draw(g, t, self._call_seed())
-        sg, eids = induced_subgraph(g, nodes, t.csr)
+        half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
+        if half is not None:
+            sg, eids = induced_subgraph_symmetric(g, nodes, half)
+        else:
+            sg, eids = induced_subgraph(g, nodes, t.csr)
         if norm is not None:
             # numpy gathers: torch indexing can stall in its thread pool on a busy machine
             sg.edata["w"] = torch.from_numpy(np.take(norm.edge_w, eids))
