@@ -271,15 +271,6 @@ def extract(flat, counts, batch_ptr, rows, canon):
 
 if AVAILABLE:
     @njit(cache=True, parallel=True)
-    def _uniform_counts(indptr, rows, s, replace, counts):
-        for i in prange(rows.shape[0]):
-            d = indptr[rows[i] + 1] - indptr[rows[i]]
-            if replace:
-                counts[i] = s if d > 0 else 0
-            else:
-                counts[i] = min(d, s)
-
-    @njit(cache=True, parallel=True)
     def _its_uniform_rows(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out):
         """The uniform-row ITS of ``_its`` reading A's rows in place: start, degree, Philox key
         (the row's minibatch) and label (label_base + node) are derived here, not materialised."""
@@ -327,8 +318,8 @@ def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, 
     row_label(layer, num_nodes, np.array([num_nodes - 1], dtype=np.int64))  # range check of the labels
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     R = rows.shape[0]
-    counts = np.empty(R, dtype=np.int64)
-    _uniform_counts(indptr, rows, np.int64(s), bool(replace), counts)
+    deg = indptr[rows + 1] - indptr[rows]  # numpy: a parallel region this small costs more than it saves
+    counts = np.where(deg > 0, s, 0) if replace else np.minimum(deg, s)
     offs = np.zeros(R + 1, dtype=np.int64)
     np.cumsum(counts, out=offs[1:])
     out = np.empty(int(offs[-1]), dtype=np.int64)
