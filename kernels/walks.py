@@ -14,6 +14,8 @@ answers exactly what the CPU path's edge hash set answers).
 * ``_node2vec_step_kernel`` (one launch per step): step 0 first-order from block 0 lane 0; step s >= 1 runs up to
   MAX_TRIALS rejection trials (trial t: block ``(s << 12) | (t >> 1)``, lanes 2*(t&1), 2*(t&1)+1),
   then the exact fallback (block ``(s << 12) | 4095`` lane 0) for walks still rejected.
+* ``_mdrw_kernel``: GraphSAINT's frontier sampler (``multi_dimensional_random_walk``), one
+  program per instance; step s uses block ``(1 << 31) | s``, lane 0 (slot), lane 1 (neighbour).
 """
 import triton
 import triton.language as tl
@@ -205,6 +207,47 @@ def _node2vec_step_kernel(trace_ptr, pos_ptr, eout_ptr, start_ptr, deg_ptr, rowd
         tl.store(eout_ptr + w * length + s, tl.load(eids_ptr + e, mask=alive, other=0), mask=alive)
 
 
+@triton.jit
+def _mdrw_kernel(frontier_ptr, fdeg_ptr, start_ptr, deg_ptr, indices_ptr, eids_ptr,
+                 nodes_out_ptr, src_ptr, dst_ptr, eid_ptr, m, steps, walk_budget, seed,
+                 BLOCK_M: tl.constexpr):
+    """One program per instance of the frontier sampler.  The instance's frontier and its
+    out-degrees live in scratch rows [m] (global memory, so any m fits); per step the program
+    scans them in BLOCK_M chunks: the total degree, then the popped slot = number of inclusive
+    prefix sums <= u (``searchsorted(cum, u, right=True)``; degrees are integers, so the sums
+    are exact in any order and equal the CPU path's float64 cumsum)."""
+    inst = tl.program_id(0).to(tl.int64)
+    row = inst * m
+    offs = tl.arange(0, BLOCK_M)
+    for s in range(steps):
+        tot = tl.zeros((), tl.int64)
+        for c in range(0, m, BLOCK_M):
+            fd = tl.load(fdeg_ptr + row + c + offs, mask=c + offs < m, other=0)
+            tot += tl.sum(fd, axis=0)
+        if tot > 0:  # an instance whose frontier has no out-edges stops (its outputs stay -1)
+            r0, r1, r2, r3 = tl.randint4x(seed, (inst << 32) | ((1 << 31) | s))
+            u = (r0.to(tl.int64) & 0xFFFFFFFF).to(tl.float64) * _INV_TWO32 * tot.to(tl.float64)
+            cnt = tl.zeros((), tl.int64)
+            base = tl.zeros((), tl.int64)
+            for c in range(0, m, BLOCK_M):
+                ok = c + offs < m
+                fd = tl.load(fdeg_ptr + row + c + offs, mask=ok, other=0)
+                cs = tl.cumsum(fd, 0) + base
+                cnt += tl.sum((ok & (cs.to(tl.float64) <= u)).to(tl.int64), axis=0)
+                base += tl.sum(fd, axis=0)
+            slot = tl.minimum(cnt, m - 1)
+            src_v = tl.load(frontier_ptr + row + slot)
+            e = tl.load(start_ptr + src_v) + (((r1.to(tl.int64) & 0xFFFFFFFF) * tl.load(deg_ptr + src_v)) >> 32)
+            v = tl.load(indices_ptr + e)
+            tl.store(frontier_ptr + row + slot, v)
+            tl.store(fdeg_ptr + row + slot, tl.load(deg_ptr + v))
+            tl.store(nodes_out_ptr + inst * walk_budget + m + s, v)
+            tl.store(src_ptr + inst * steps + s, src_v)
+            tl.store(dst_ptr + inst * steps + s, v)
+            tl.store(eid_ptr + inst * steps + s, tl.load(eids_ptr + e))
+            tl.debug_barrier()  # the next step's scan must see this step's frontier update
+
+
 BLOCK_W = 128  # random walks per program: one lane per walk at 4 warps
 # node2vec: one warp per program (32 walks).  The trial loop's early exit then needs only a warp
 # reduction (no shared memory, no barrier) and a warp leaves as soon as its own walks accept;
@@ -236,4 +279,15 @@ SPECIALISATIONS = [
                    {"WEIGHTED": wt, "RETURN_EIDS": re, "BLOCK_W": N2V_BLOCK_W, "MAX_TRIALS": MAX_TRIALS},
                    num_warps=N2V_WARPS)
     for wt in (False, True) for re in (False, True)
+]
+
+MDRW_BLOCK_M = 1024  # frontier slots scanned per chunk (GraphSAINT frontiers: m ~ 1000-3000)
+
+SPECIALISATIONS += [
+    Specialisation("walks", "_mdrw_kernel",
+                   {"frontier_ptr": "*i64", "fdeg_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64",
+                    "indices_ptr": "*i64", "eids_ptr": "*i64", "nodes_out_ptr": "*i64", "src_ptr": "*i64",
+                    "dst_ptr": "*i64", "eid_ptr": "*i64", "m": "i64", "steps": "i64", "walk_budget": "i64",
+                    "seed": "i64", "BLOCK_M": "constexpr"},
+                   {"BLOCK_M": MDRW_BLOCK_M}, num_warps=4)
 ]

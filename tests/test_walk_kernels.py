@@ -1,7 +1,8 @@
 """Random-walk Triton kernels (kernels/walks.py) under the interpreter: for the same seed they
 return exactly the traces and edge ids of the CPU path (dgl_accel/sampling/walks.py), for
-DeepWalk, weighted walks, restarts, node2vec (rejection trials and the exact fallback) and dead
-ends, and the backend stats show which path ran.  No statistics here: equality is exact.
+DeepWalk, weighted walks, restarts, node2vec (rejection trials and the exact fallback), the
+frontier sampler (multi_dimensional_random_walk) and dead ends, and the backend stats show which
+path ran.  No statistics here: equality is exact.
 """
 import dgl
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel.sampling import node2vec_random_walk, random_walk
+from dgl_accel.sampling import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 from dgl_accel.testing.strategies import graphs
 
 
@@ -144,3 +145,24 @@ def test_triton_path_is_recorded_and_degenerate_calls():
     with dgl_accel.use_backend("native"):
         random_walk(g, torch.tensor([0]), 2, seed=0)
     assert dgl_accel.stats()["random_walk"]["native-cpu"] == 1
+
+
+@settings(max_examples=10, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=16, max_edges=48), seed=st.integers(0, 2 ** 64 - 1),
+       m=st.integers(1, 4), extra=st.integers(0, 12), instances=st.integers(1, 3))
+def test_mdrw_kernel_equals_cpu(g, seed, m, extra, instances):
+    # Graphs with dead ends make some frontiers run out of out-edges (the rest stays -1).
+    a, b = _both(lambda: multi_dimensional_random_walk(g, m, m + extra, num_instances=instances, seed=seed))
+    _assert_same(tuple(a[0]), tuple(b[0]))
+
+
+def test_mdrw_kernel_chunked_frontier():
+    # A frontier larger than the kernel's scan chunk (MDRW_BLOCK_M = 1024 slots), given as roots [I, m].
+    from dgl_accel.kernels.walks import MDRW_BLOCK_M
+
+    g = _dense(12)
+    gen = torch.Generator().manual_seed(3)
+    roots = torch.randint(12, (2, MDRW_BLOCK_M + 77), generator=gen)
+    a, b = _both(lambda: multi_dimensional_random_walk(g, roots, roots.shape[1] + 6, seed=11))
+    _assert_same(tuple(a[0]), tuple(b[0]))
+    assert dgl_accel.stats()["multi_dimensional_random_walk"]["triton-interpreter"] == 1

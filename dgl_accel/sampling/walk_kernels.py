@@ -94,3 +94,25 @@ def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, r
                      WEIGHTED=weighted, RETURN_EIDS=bool(return_eids), BLOCK_W=N2V_BLOCK_W,
                      MAX_TRIALS=MAX_TRIALS, num_warps=N2V_WARPS)
     return traces, eids
+
+
+def mdrw_triton(csr, roots: torch.Tensor, walk_budget: int, seed: int):
+    """``(nodes, src, dst, eids)`` of ``multi_dimensional_random_walk`` (int64, -1 padded) for roots
+    [I, m]: one program of ``_mdrw_kernel`` per instance."""
+    from ..kernels.walks import MDRW_BLOCK_M
+
+    device = csr.indptr.device
+    frontier = roots.to(device=device, dtype=torch.int64).contiguous().clone()  # scratch, updated in place
+    I, m = frontier.shape
+    steps = walk_budget - m
+    nodes_out = torch.full((I, walk_budget), -1, dtype=torch.int64, device=device)
+    nodes_out[:, :m] = frontier
+    src = torch.full((I, steps), -1, dtype=torch.int64, device=device)
+    dst, eid = src.clone(), src.clone()
+    if I == 0 or steps == 0:
+        return nodes_out, src, dst, eid
+    fdeg = csr.deg[frontier].contiguous()  # scratch: out-degree per frontier slot
+    kernel = triton_kernel("walks", "_mdrw_kernel", device)
+    kernel[(I,)](frontier, fdeg, csr.start, csr.deg, csr.indices, csr.eids, nodes_out, src, dst, eid,
+                 m, steps, walk_budget, _signed64(seed), BLOCK_M=MDRW_BLOCK_M, num_warps=4)
+    return nodes_out, src, dst, eid

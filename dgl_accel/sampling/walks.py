@@ -2,6 +2,10 @@
 DeepWalk / weighted / restart walks (``random_walk``), node2vec (``node2vec_random_walk``)
 and GraphSAINT's frontier sampler (``multi_dimensional_random_walk``).
 
+Graphs on a GPU (or any graph with the backend forced to ``triton``) run the Triton kernels of
+``dgl_accel/kernels/walks.py`` instead (launchers in ``walk_kernels.py``): same counters, same
+tables, same samples (see ``_walk_path``).
+
 Walks move along out-edges, like ``dgl.sampling.random_walk`` on a homogeneous graph.
 
 Randomness
@@ -87,13 +91,6 @@ def _resolve_seed(seed) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
         raise _err("seed to be None or an int in [0, 2^64)", repr(seed), "pass a Python int, e.g. seed=0.")
     return seed
-
-
-def _check_cpu_graph(g):
-    check_graph(g)
-    if g.device.type != "cpu":
-        raise _err("a graph on the CPU for multi_dimensional_random_walk (it has no Triton kernel yet)",
-                   f"device {g.device}", "call g.cpu() first.")
 
 
 def _walk_path(g, op: str) -> str:
@@ -377,7 +374,7 @@ def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, ret
 
     Parameters
     ----------
-    g : homogeneous DGLGraph on the CPU.
+    g : homogeneous DGLGraph on the CPU (native path) or a GPU (Triton kernels).
     nodes : 1-D ids of the start nodes (repeat a node for several walks).
     length : number of transitions per walk (>= 0).
     prob : name of an edge feature of non-negative weights; transitions pick an out-edge with
@@ -772,7 +769,7 @@ def multi_dimensional_random_walk(g, num_roots_or_roots, walk_budget, *, num_ins
     tensor [m] of roots (shared by all instances) or a 2-D tensor [I, m].  ``num_instances``
     defaults to 1 (or to I for 2-D roots).  Returns :class:`MDRWResult`.
     """
-    _check_cpu_graph(g)
+    path = _walk_path(g, "multi_dimensional_random_walk")
     seed = _resolve_seed(seed)
     n = g.num_nodes()
     if isinstance(num_roots_or_roots, int) and not isinstance(num_roots_or_roots, bool):
@@ -809,6 +806,11 @@ def multi_dimensional_random_walk(g, num_roots_or_roots, walk_budget, *, num_ins
     if isinstance(walk_budget, bool) or not isinstance(walk_budget, int) or walk_budget < m:
         raise _err(f"walk_budget to be an int >= the frontier size {m}", repr(walk_budget),
                    "pass the number of vertices to visit (roots included).")
+    if path == "triton":
+        from .walk_kernels import mdrw_triton
+
+        it = g.idtype
+        return MDRWResult(*(t.to(it) for t in mdrw_triton(_csr(g), roots, walk_budget, seed)))
     with _OneThread():
         return _mdrw(g, _csr(g), roots, walk_budget, m, I, seed)
 
