@@ -42,6 +42,7 @@ from ..graph.structure import cached, in_csr
 __all__ = ["InCSR", "cpu_in_csr", "induced_entries", "induced_subgraph", "num_threads"]
 
 _POOL_LOCK = threading.Lock()
+_LOCAL = threading.local()
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,8 +140,26 @@ def induced_entries(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n
     """
     nodes = nodes.astype(indptr.dtype, copy=False)
     # loc[v] = local id + 1 for chosen nodes, 0 elsewhere: one gather gives membership and new id
-    loc = np.zeros(num_nodes, dtype=np.int32)
+    loc = _zeros_buffer(num_nodes)
     loc[nodes] = np.arange(1, nodes.shape[0] + 1, dtype=np.int32)
+    try:
+        return _induce(indptr, indices, data, nodes, loc, threads)
+    finally:
+        loc[nodes] = 0  # back to all zeros for the next call (cheaper than a fresh n-entry memset)
+
+
+def _zeros_buffer(n: int) -> np.ndarray:
+    """An all-zero int32 buffer of length n owned by this thread (callers restore the zeros)."""
+    bufs = _LOCAL.__dict__.setdefault("zeros", {})
+    buf = bufs.get(n)
+    if buf is None:
+        if len(bufs) > 4:  # a few graphs at a time; drop the rest
+            bufs.clear()
+        buf = bufs[n] = np.zeros(n, dtype=np.int32)
+    return buf
+
+
+def _induce(indptr, indices, data, nodes, loc, threads):
     if threads is None or threads > 1:
         work = np.cumsum(indptr[nodes + 1] - indptr[nodes]) if nodes.shape[0] else np.zeros(1, np.int64)
         threads = num_threads(int(work[-1])) if threads is None else threads

@@ -38,7 +38,7 @@ class HalfCSR:
     indices: np.ndarray   # sources (all < their row)
     eids: np.ndarray
     rev: np.ndarray       # [E] by edge id: id of the reverse edge
-    loop_eid: np.ndarray  # [n] id of v's self-loop, -1 if none
+    loop_eid: np.ndarray | None  # [n] id of v's self-loop, -1 if none; None: no self-loops at all
     num_nodes: int
 
 
@@ -58,9 +58,11 @@ def _build(csr: InCSR) -> HalfCSR | None:
     eids = csr.eids
     rev = np.empty(eids.shape[0], dtype=eids.dtype)
     rev[eids] = eids[rev_pos]
-    loop_eid = np.full(n, -1, dtype=np.int64)
     loop = src == dst
-    loop_eid[src[loop]] = eids[loop]
+    loop_eid = None
+    if loop.any():
+        loop_eid = np.full(n, -1, dtype=np.int64)
+        loop_eid[src[loop]] = eids[loop]
     lower = src < dst
     indptr = np.zeros(n + 1, dtype=csr.indptr.dtype)
     np.cumsum(np.bincount(dst[lower], minlength=n), out=indptr[1:])
@@ -79,8 +81,11 @@ def induced_subgraph_symmetric(g, nodes: np.ndarray, half: HalfCSR):
     idtype = g.idtype
     np_idt = np.int32 if idtype == torch.int32 else np.int64
     a_dst = np.repeat(np.arange(k, dtype=np_idt), np.diff(sub_indptr))
-    le = np.take(half.loop_eid, nodes)
-    has = np.flatnonzero(le >= 0)
+    if half.loop_eid is None:
+        le = has = np.empty(0, dtype=np.int64)
+    else:
+        le = np.take(half.loop_eid, nodes)
+        has = np.flatnonzero(le >= 0)
     src = np.concatenate([a_src.astype(np_idt, copy=False), a_dst, has.astype(np_idt, copy=False)])
     dst = np.concatenate([a_dst, src[:a_dst.shape[0]], src[2 * a_dst.shape[0]:]])
     eids = np.concatenate([a_eid.astype(np.int64, copy=False), np.take(half.rev, a_eid).astype(np.int64, copy=False),

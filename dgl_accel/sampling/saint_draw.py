@@ -41,8 +41,9 @@ class Tables:
     deg_in: np.ndarray      # float64 [n], clamped at 1
     deg_out: np.ndarray     # float64 [n], clamped at 1
     dst: np.ndarray         # int64 [E] destination (row) of each in-CSR position
-    out_indptr: np.ndarray  # int64 [n + 1] out-CSR, for walks
-    out_indices: np.ndarray  # int64 [E]
+    walk_start: np.ndarray  # [n] first out-CSR position of v in walk_next
+    walk_deg: np.ndarray    # float64 [n] out-degree, 1 for nodes without out-edges
+    walk_next: np.ndarray   # out-CSR targets, then v itself for every v without out-edges
 
 
 def _build(g) -> Tables:
@@ -51,13 +52,23 @@ def _build(g) -> Tables:
     cnt_in = np.diff(csr.indptr)
     cnt_out = np.bincount(csr.indices, minlength=n)
     oc = out_csr(g)
+    out_indptr = oc.indptr.cpu().numpy().astype(np.int64)
+    out_indices = oc.indices.cpu().numpy().astype(np.int64)
+    # A walk at a node without out-edges stops (DGL); equivalently, for the set of visited nodes,
+    # it steps to itself: give such nodes one virtual out-edge to themselves, so a step has no branch.
+    dead = np.flatnonzero(cnt_out == 0)
+    walk_start = out_indptr[:-1].copy()
+    walk_start[dead] = out_indices.shape[0] + np.arange(dead.shape[0])
+    # int32 where ids fit: the walk tables share the cache with the subgraph gathers that follow
+    dt = np.int32 if out_indices.shape[0] + n < 2**31 - 1 else np.int64
     return Tables(
         csr=csr,
         deg_in=np.maximum(cnt_in, 1).astype(np.float64),
         deg_out=np.maximum(cnt_out, 1).astype(np.float64),
         dst=np.repeat(np.arange(n, dtype=np.int64), cnt_in),
-        out_indptr=np.ascontiguousarray(oc.indptr.cpu().numpy(), dtype=np.int64),
-        out_indices=np.ascontiguousarray(oc.indices.cpu().numpy(), dtype=np.int64),
+        walk_start=walk_start.astype(dt),
+        walk_deg=np.maximum(cnt_out, 1).astype(np.float64),
+        walk_next=np.concatenate([out_indices, dead]).astype(dt),
     )
 
 
@@ -141,17 +152,19 @@ def draw_edge(t: Tables, cdf: np.ndarray, budget: int, gen) -> np.ndarray:
 def draw_walk(t: Tables, num_roots: int, length: int, gen) -> np.ndarray:
     """Sorted distinct nodes visited by ``num_roots`` uniform-root walks of ``length`` hops."""
     n = t.csr.num_nodes
-    cur = gen.integers(0, n, num_roots, dtype=np.int64)
-    visited = [cur]
-    ip, ind = t.out_indptr, t.out_indices
-    last = max(ind.shape[0] - 1, 0)
-    for _ in range(length):
-        start = ip[cur]
-        deg = ip[cur + 1] - start
-        step = (gen.random(num_roots) * deg).astype(np.int64)
-        np.minimum(step, deg - 1, out=step)  # u * deg can round up to deg
-        pick = np.clip(start + step, 0, last)
-        # a walk at a node without out-edges stays there (it adds no new node), as DGL's stops
-        cur = np.where(deg > 0, ind[pick], cur)
-        visited.append(cur)
-    return np.unique(np.concatenate(visited))
+    visited = np.empty((length + 1, num_roots), dtype=t.walk_next.dtype)
+    cur = visited[0]
+    cur[:] = gen.integers(0, n, num_roots, dtype=np.int64)
+    u = gen.random((length, num_roots))
+    for s in range(length):
+        deg = np.take(t.walk_deg, cur)
+        step = u[s]
+        step *= deg
+        pick = step.astype(np.int64)
+        np.minimum(pick, deg.astype(np.int64) - 1, out=pick)  # u * deg can round up to deg
+        pick += np.take(t.walk_start, cur)
+        cur = visited[s + 1]
+        np.take(t.walk_next, pick, out=cur)
+    visited = visited.reshape(-1).astype(np.int64)
+    visited.sort()
+    return _unique_sorted(visited)
