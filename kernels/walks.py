@@ -105,17 +105,19 @@ def _is_edge(start_ptr, rowdeg_ptr, indices_ptr, a, b, mask, nb_iters):
     return hit & (tl.load(indices_ptr + lo, mask=hit, other=-1) == b)
 
 
-@triton.jit
-def _node2vec_step_kernel(trace_ptr, pos_ptr, eout_ptr, start_ptr, deg_ptr, rowdeg_ptr, indices_ptr, eids_ptr,
+@triton.jit(do_not_specialize=["s"])  # one compiled variant for every step (s == 1 would be a constexpr)
+def _node2vec_step_kernel(trace_ptr, pos_ptr, start_ptr, deg_ptr, rowdeg_ptr, indices_ptr,
                           key_ptr, w_ptr, scale_ptr, alt_ptr, main_ptr,
                           num_walks, length, s, seed, search_iters, nb_iters, max_deg,
-                          thr_t, thr_lo, thr_hi, nb_accepts, inv_c, inv_p, inv_q,
-                          WEIGHTED: tl.constexpr, RETURN_EIDS: tl.constexpr, BLOCK_W: tl.constexpr,
+                          thr_t, thr_lo, thr_hi, nb_accepts, fparams_ptr,
+                          WEIGHTED: tl.constexpr, BLOCK_W: tl.constexpr,
                           MAX_TRIALS: tl.constexpr):
     # One launch per step s (a walk's state lives in global memory between launches: trace
-    # columns s - 1 and s, and pos = the CSR position of its last edge).  A kernel looping over
+    # columns s - 1 and s, and pos[w, s - 1] = the CSR position of its last edge; the launcher
+    # turns the positions pos [W, length] into edge ids).  A kernel looping over
     # the steps keeps that state and the loop-invariant addresses live across the trial loop,
     # which made ptxas spill.
+    s64 = s.to(tl.int64)  # small ints arrive as i32: the counter arithmetic needs 64 bits
     w = tl.program_id(0).to(tl.int64) * BLOCK_W + tl.arange(0, BLOCK_W)
     row = trace_ptr + w * (length + 1) + s
     cur = tl.load(row, mask=w < num_walks, other=-1)
@@ -130,17 +132,21 @@ def _node2vec_step_kernel(trace_ptr, pos_ptr, eout_ptr, start_ptr, deg_ptr, rowd
         nxt = tl.load(indices_ptr + e, mask=alive, other=0)
     else:
         prev = tl.load(row - 1, mask=alive, other=0)
-        pe = tl.load(pos_ptr + w, mask=alive, other=0)
+        pe = tl.load(pos_ptr + w * length + s - 1, mask=alive, other=0)
         sc = tl.load(scale_ptr + pe, mask=alive, other=0.0)
         alt = tl.load(alt_ptr + pe, mask=alive, other=0)
         if WEIGHTED:
             mn = tl.load(main_ptr + cur, mask=alive, other=1.0)
+        else:
+            # 1/c (then 1/p, 1/q) as float64 from memory: a Python float argument would be fp32 on
+            # GPUs; each is loaded where it is used, to keep registers free in the trial loop
+            inv_c = tl.load(fparams_ptr)
         e = tl.zeros((BLOCK_W,), tl.int64)
         nxt = tl.zeros((BLOCK_W,), tl.int64)
         pending = alive
         tp = 0
         while (tp < MAX_TRIALS // 2) & (tl.max(pending.to(tl.int32), axis=0) > 0):
-            r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s << 12) | tp))
+            r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s64 << 12) | tp))
             for h in tl.static_range(2):  # trial t = 2 * tp + h: lanes 2h (proposal), 2h + 1
                 if h == 0:
                     wv = r0.to(tl.int64) & 0xFFFFFFFF
@@ -172,8 +178,10 @@ def _node2vec_step_kernel(trace_ptr, pos_ptr, eout_ptr, start_ptr, deg_ptr, rowd
         if tl.max(pending.to(tl.int32), axis=0) > 0:
             # Exact fallback: weigh cur's out-edges by bias (* weight), invert the cdf with u.
             rd = tl.load(rowdeg_ptr + cur, mask=pending, other=0)
-            r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s << 12) | 4095))
+            r0, r1, r2, r3 = tl.randint4x(seed, (w << 32) | ((s64 << 12) | 4095))
             u = (r0.to(tl.int64) & 0xFFFFFFFF).to(tl.float64) * _INV_TWO32
+            inv_p = tl.load(fparams_ptr + 1)
+            inv_q = tl.load(fparams_ptr + 2)
             tot = tl.zeros((BLOCK_W,), tl.float64)
             for k in range(max_deg):
                 m = pending & (k < rd)
@@ -202,9 +210,7 @@ def _node2vec_step_kernel(trace_ptr, pos_ptr, eout_ptr, start_ptr, deg_ptr, rowd
             e = tl.where(pending, st + kk, e)
             nxt = tl.where(pending, tl.load(indices_ptr + st + kk, mask=pending, other=0), nxt)
     tl.store(row + 1, nxt, mask=alive)
-    tl.store(pos_ptr + w, e, mask=alive)
-    if RETURN_EIDS:
-        tl.store(eout_ptr + w * length + s, tl.load(eids_ptr + e, mask=alive, other=0), mask=alive)
+    tl.store(pos_ptr + w * length + s, e, mask=alive)
 
 
 @triton.jit
@@ -225,7 +231,8 @@ def _mdrw_kernel(frontier_ptr, fdeg_ptr, start_ptr, deg_ptr, indices_ptr, eids_p
             fd = tl.load(fdeg_ptr + row + c + offs, mask=c + offs < m, other=0)
             tot += tl.sum(fd, axis=0)
         if tot > 0:  # an instance whose frontier has no out-edges stops (its outputs stay -1)
-            r0, r1, r2, r3 = tl.randint4x(seed, (inst << 32) | ((1 << 31) | s))
+            # (inst << 32) | (1 << 31) | s, built in int64 (s is an i32 loop index)
+            r0, r1, r2, r3 = tl.randint4x(seed, (inst << 32) + 2147483648 + s)
             u = (r0.to(tl.int64) & 0xFFFFFFFF).to(tl.float64) * _INV_TWO32 * tot.to(tl.float64)
             cnt = tl.zeros((), tl.int64)
             base = tl.zeros((), tl.int64)
@@ -261,14 +268,13 @@ _RW_SIG = {"nodes_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64", "indices
            "eout_ptr": "*i64", "num_walks": "i64", "length": "i64", "seed": "i64", "search_iters": "i64",
            "WEIGHTED": "constexpr", "RESTART": "constexpr", "RETURN_EIDS": "constexpr", "BLOCK_W": "constexpr"}
 
-_N2V_SIG = {"trace_ptr": "*i64", "pos_ptr": "*i64", "eout_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64",
-            "rowdeg_ptr": "*i64", "indices_ptr": "*i64", "eids_ptr": "*i64", "key_ptr": "*fp64", "w_ptr": "*fp64",
+_N2V_SIG = {"trace_ptr": "*i64", "pos_ptr": "*i64", "start_ptr": "*i64", "deg_ptr": "*i64",
+            "rowdeg_ptr": "*i64", "indices_ptr": "*i64", "key_ptr": "*fp64", "w_ptr": "*fp64",
             "scale_ptr": "*fp64", "alt_ptr": "*i64", "main_ptr": "*fp64",
             "num_walks": "i64", "length": "i64", "s": "i64", "seed": "i64", "search_iters": "i64",
             "nb_iters": "i64", "max_deg": "i64", "thr_t": "i64", "thr_lo": "i64", "thr_hi": "i64",
-            "nb_accepts": "i64", "inv_c": "fp64", "inv_p": "fp64", "inv_q": "fp64",
-            "WEIGHTED": "constexpr", "RETURN_EIDS": "constexpr", "BLOCK_W": "constexpr",
-            "MAX_TRIALS": "constexpr"}
+            "nb_accepts": "i64", "fparams_ptr": "*fp64",
+            "WEIGHTED": "constexpr", "BLOCK_W": "constexpr", "MAX_TRIALS": "constexpr"}
 
 SPECIALISATIONS = [
     Specialisation("walks", "_random_walk_kernel", _RW_SIG,
@@ -276,9 +282,8 @@ SPECIALISATIONS = [
     for wt in (False, True) for rs in (False, True) for re in (False, True)
 ] + [
     Specialisation("walks", "_node2vec_step_kernel", _N2V_SIG,
-                   {"WEIGHTED": wt, "RETURN_EIDS": re, "BLOCK_W": N2V_BLOCK_W, "MAX_TRIALS": MAX_TRIALS},
-                   num_warps=N2V_WARPS)
-    for wt in (False, True) for re in (False, True)
+                   {"WEIGHTED": wt, "BLOCK_W": N2V_BLOCK_W, "MAX_TRIALS": MAX_TRIALS}, num_warps=N2V_WARPS)
+    for wt in (False, True)
 ]
 
 MDRW_BLOCK_M = 1024  # frontier slots scanned per chunk (GraphSAINT frontiers: m ~ 1000-3000)

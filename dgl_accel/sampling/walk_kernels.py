@@ -58,7 +58,7 @@ def random_walk_triton(csr, wt, nodes: torch.Tensor, length: int, thresh, seed: 
 def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, return_eids: bool):
     """Traces and eids of ``node2vec_random_walk`` (``env``: the call's ``_N2VEnvelope``): one
     launch of ``_node2vec_step_kernel`` per step; between steps a walk's state is its trace and
-    the CSR position of its last edge."""
+    the CSR positions of its edges."""
     from ..kernels.walks import MAX_TRIALS, N2V_BLOCK_W, N2V_WARPS
     from .walks import _MAX_TRIALS
 
@@ -82,17 +82,19 @@ def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, r
     key = wt.key if weighted else f1
     w = wt.w if weighted else f1
     main = env.main if weighted and env.main is not None else f1
-    pos = torch.empty(W, dtype=torch.int64, device=device)  # CSR position of each walk's last edge
-    eout = eids if return_eids else traces
+    pos = torch.full((W, length), -1, dtype=torch.int64, device=device)  # CSR position of each step's edge
     it = _iters(csr.max_deg)
+    # float64 constants through memory (Python floats would be fp32 kernel arguments on GPUs);
+    # 1/p and 1/q exactly as the CPU fallback computes them
+    fparams = torch.tensor([float(env.inv_c), 1.0 / env.p, 1.0 / env.q], dtype=torch.float64, device=device)
     grid = (-(-W // N2V_BLOCK_W),)
     for s in range(length):
-        kernel[grid](traces, pos, eout, csr.start, deg, csr.deg, csr.indices, csr.eids, key, w, scale, alt, main,
+        kernel[grid](traces, pos, csr.start, deg, csr.deg, csr.indices, key, w, scale, alt, main,
                      W, length, s, _signed64(seed), it, it, csr.max_deg,
-                     int(env.thr_t), int(env.thr_lo), int(env.thr_hi), int(bool(env.nb_accepts)),
-                     float(env.inv_c), 1.0 / env.p, 1.0 / env.q,
-                     WEIGHTED=weighted, RETURN_EIDS=bool(return_eids), BLOCK_W=N2V_BLOCK_W,
-                     MAX_TRIALS=MAX_TRIALS, num_warps=N2V_WARPS)
+                     int(env.thr_t), int(env.thr_lo), int(env.thr_hi), int(bool(env.nb_accepts)), fparams,
+                     WEIGHTED=weighted, BLOCK_W=N2V_BLOCK_W, MAX_TRIALS=MAX_TRIALS, num_warps=N2V_WARPS)
+    if return_eids:  # positions -> edge ids (one gather; keeps the eids load out of the kernel)
+        eids = pos if csr.num_edges == 0 else torch.where(pos >= 0, csr.eids[pos.clamp(min=0)], pos)
     return traces, eids
 
 
