@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover
     _FAST_GRAPH = False
 
 from ..graph.structure import cached, in_csr
+from . import cpu_jit
 
 __all__ = ["InCSR", "cpu_in_csr", "induced_entries", "induced_subgraph", "num_threads"]
 
@@ -179,6 +180,11 @@ def _zeros_buffer(n: int) -> np.ndarray:
 
 
 def _induce(indptr, indices, data, nodes, loc, threads):
+    if cpu_jit.enabled() and nodes.shape[0]:  # one compiled pass: gather, filter and relabel fused
+        work = int(np.sum(indptr[nodes + 1] - indptr[nodes], dtype=np.int64))
+        if work >= cpu_jit.MIN_WORK:
+            return cpu_jit.induced_entries(indptr, indices, data, nodes, loc, _scratch("lv", work, np.int32),
+                                           _scratch("dat", work, data.dtype))
     if threads is None or threads > 1:
         work = np.cumsum(indptr[nodes + 1] - indptr[nodes]) if nodes.shape[0] else np.zeros(1, np.int64)
         threads = num_threads(int(work[-1])) if threads is None else threads

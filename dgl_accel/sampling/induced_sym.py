@@ -25,7 +25,8 @@ except ImportError:  # pragma: no cover
     _FAST_GRAPH = False
 
 from ..graph.structure import cached
-from .induced import InCSR, cpu_in_csr, induced_entries
+from . import cpu_jit
+from .induced import InCSR, _zeros_buffer, cpu_in_csr, induced_entries
 
 __all__ = ["HalfCSR", "half_csr", "induced_subgraph_symmetric"]
 
@@ -74,12 +75,9 @@ def half_csr(g) -> HalfCSR | None:
     return cached(g, "saint.half_csr", lambda h: _build(cpu_in_csr(h)))
 
 
-def induced_subgraph_symmetric(g, nodes: np.ndarray, half: HalfCSR):
-    """As :func:`dgl_accel.sampling.induced.induced_subgraph` for a graph with a :class:`HalfCSR`."""
+def _symmetric_coo(half: HalfCSR, nodes: np.ndarray, k: int, np_idt):
+    """(src, dst, eids) of the induced subgraph: kept half edges, reverses, self-loops (numpy)."""
     sub_indptr, a_src, a_eid = induced_entries(half.indptr, half.indices, half.eids, nodes, half.num_nodes)
-    k = int(nodes.shape[0])
-    idtype = g.idtype
-    np_idt = np.int32 if idtype == torch.int32 else np.int64
     a_dst = np.repeat(np.arange(k, dtype=np_idt), np.diff(sub_indptr))
     if half.loop_eid is None:
         le = has = np.empty(0, dtype=np.int64)
@@ -90,6 +88,27 @@ def induced_subgraph_symmetric(g, nodes: np.ndarray, half: HalfCSR):
     dst = np.concatenate([a_dst, src[:a_dst.shape[0]], src[2 * a_dst.shape[0]:]])
     eids = np.concatenate([a_eid.astype(np.int64, copy=False), np.take(half.rev, a_eid).astype(np.int64, copy=False),
                            le[has]])
+    return src, dst, eids
+
+
+def induced_subgraph_symmetric(g, nodes: np.ndarray, half: HalfCSR):
+    """As :func:`dgl_accel.sampling.induced.induced_subgraph` for a graph with a :class:`HalfCSR`."""
+    k = int(nodes.shape[0])
+    idtype = g.idtype
+    np_idt = np.int32 if idtype == torch.int32 else np.int64
+    src = None
+    if cpu_jit.enabled() and k:
+        nodes_c = nodes.astype(half.indptr.dtype, copy=False)
+        work = int(np.sum(half.indptr[nodes_c + 1] - half.indptr[nodes_c], dtype=np.int64))
+        if work >= cpu_jit.MIN_WORK:  # one compiled pass builds the whole COO
+            loc = _zeros_buffer(half.num_nodes)
+            loc[nodes_c] = np.arange(1, k + 1, dtype=np.int32)
+            try:
+                src, dst, eids = cpu_jit.induced_symmetric(half, nodes_c, loc, work, np_idt)
+            finally:
+                loc[nodes_c] = 0
+    if src is None:
+        src, dst, eids = _symmetric_coo(half, nodes, k, np_idt)
     st, dt = torch.from_numpy(src), torch.from_numpy(dst)
     sg = None
     if _FAST_GRAPH:
