@@ -125,3 +125,27 @@ def test_induced_subgraphs_match_numpy(n, m, frac, loops, seed):
             assert torch.equal(torch.stack(a[0].edges()), torch.stack(b[0].edges()))
             assert np.array_equal(np.asarray(a[1]), np.asarray(b[1]))
             assert torch.equal(a[0].edata[dgl.EID], b[0].edata[dgl.EID])
+
+
+@settings(max_examples=15, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=60, max_edges=400), pq=st.sampled_from([(0.5, 2.0), (1.0, 1.0), (4.0, 0.25),
+                                                                                 (0.25, 4.0), (2.0, 0.5)]),
+       length=st.integers(0, 6), seed=st.integers(0, 2**40), trials=st.sampled_from([1, 32]))
+def test_node2vec_matches_numpy(g, pq, length, seed, trials):
+    """Unweighted node2vec: the compiled step-major loop gives the numpy path's traces and edge
+    ids (power-of-two p, q: the exact fallback's sums are exact, so even it agrees bit for bit;
+    ``trials=1`` sends every rejected proposal to the fallback)."""
+    from dgl_accel.sampling import node2vec_random_walk, walks
+
+    nodes = torch.arange(g.num_nodes(), dtype=g.idtype).repeat(3)
+    saved = walks._MAX_TRIALS
+    walks._MAX_TRIALS = trials
+    try:
+        with jit(True):
+            got = node2vec_random_walk(g, nodes, *pq, length, seed=seed, return_eids=True)
+        with jit(False):
+            ref = node2vec_random_walk(g, nodes, *pq, length, seed=seed, return_eids=True)
+    finally:
+        walks._MAX_TRIALS = saved
+    assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
+    assert got[0].is_contiguous() and got[0].dtype == g.idtype

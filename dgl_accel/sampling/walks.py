@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from .. import backend
+from . import cpu_jit
 from ..graph.structure import cached, check_graph, out_csr
 from .rng import philox4x32
 
@@ -501,6 +502,20 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, r
         return (traces, eids.to(g.idtype)) if return_eids else traces
     traces = _out(W, walk_length + 1, torch.int64)
     eids = _out(W, walk_length, torch.int64) if return_eids else None
+    if wt is None and W * walk_length >= cpu_jit.MIN_WORK and cpu_jit.enabled():
+        # compiled per-walk loop: same walks (see cpu_jit.node2vec for the fallback's rounding)
+        env = _n2v_envelope(csr, wt, p, q, walk_length)
+        scale = alt = None
+        if env.edge is not None:
+            scale, alt = env.edge[:, 0].contiguous().view(torch.float64).numpy(), env.edge[:, 1].contiguous().numpy()
+        tr, ps = cpu_jit.node2vec(csr.start.numpy(), csr.deg.numpy(), csr.indices.numpy(), scale, alt,
+                                  nodes.to(torch.int64).numpy(), 0, walk_length, seed, env, _MAX_TRIALS)
+        traces = torch.from_numpy(tr).to(g.idtype)
+        if not return_eids:
+            return traces
+        eids = torch.from_numpy(np.where(ps >= 0, csr.eids.numpy()[np.maximum(ps, 0)], -1)) \
+            if csr.num_edges else torch.from_numpy(ps)
+        return traces, eids.to(g.idtype)
     with _OneThread():
         env = _n2v_envelope(csr, wt, p, q, walk_length)
         eh = _edge_hash(csr) if walk_length > 1 else None
