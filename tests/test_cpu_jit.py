@@ -10,7 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_accel.sampling import NeighborSampler, choice, cpu_jit, neighbor
+from dgl_accel import cpu_jit
+from dgl_accel.sampling import NeighborSampler, choice, neighbor
 from dgl_accel.testing.strategies import graphs
 
 pytestmark = pytest.mark.skipif(not cpu_jit.enabled(), reason="numba not installed (the numpy path runs)")
@@ -89,7 +90,7 @@ def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
 def test_disabled_by_environment(tmp_path):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-c", "from dgl_accel.sampling import cpu_jit; print(cpu_jit.enabled())"],
+    out = subprocess.run([sys.executable, "-c", "from dgl_accel import cpu_jit; print(cpu_jit.enabled())"],
                          env={**__import__("os").environ, "DGL_ACCEL_NUMBA": "0"}, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 

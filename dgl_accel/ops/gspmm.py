@@ -26,6 +26,7 @@ import torch
 from .. import backend
 from ..graph.groups import Groups, groups_for
 from ..exec_paths import LayerPlan, begin_layer
+from .. import cpu_jit
 from ..graph.structure import Structure, cached, check_graph, edges_by_id, in_csr, out_csr
 from .launch import triton_kernel
 from ..redundancy.hook import plan_for as _redundancy_plan_for
@@ -199,16 +200,24 @@ def _compact_spmm(paths, depth, direction, x, row_scale, col_scale, scale_key):
     """``native_spmm`` on the execution path SG_depth: gather the input rows its edges read, and
     let DGL's kernel aggregate them over SG_depth's edges only.  Rows without edges come out 0."""
     acc = _acc_dtype(x.dtype)
-    cols, gidx, num_edges = paths.compact(depth, direction)
+    rows, cols, gidx, num_edges = paths.compact(depth, direction)
     col_s = None if col_scale is None else paths.gathered(
-        (depth, direction, scale_key), lambda: col_scale.index_select(0, cols).unsqueeze(1))
+        (depth, direction, "col", scale_key), lambda: col_scale.index_select(0, cols).unsqueeze(1))
+    row_s = None if row_scale is None else paths.gathered(
+        (depth, direction, "row", scale_key), lambda: row_scale.index_select(0, rows).unsqueeze(1))
     xc = x.index_select(0, cols).to(acc)
     if col_s is not None:
         xc.mul_(col_s)
-    out = _dgl_spmm_sum(gidx, xc, None, paths.graph.num_nodes(), num_edges)
-    if row_scale is not None:
-        out.mul_(row_scale[:, None])
-    return out.to(x.dtype)
+    out_c = _dgl_spmm_sum(gidx, xc, None, rows.numel(), num_edges)
+    out = torch.zeros((paths.graph.num_nodes(), x.shape[1]), dtype=x.dtype, device=x.device)
+    if x.device.type == "cpu" and x.dtype == acc and cpu_jit.enabled() and rows.numel() >= cpu_jit.MIN_WORK:
+        # scale and scatter the rows in one compiled pass
+        cpu_jit.scatter_rows(out.numpy(), rows.numpy(), out_c.numpy(), None if row_s is None else row_s.view(-1).numpy())
+        return out
+    if row_s is not None:
+        out_c.mul_(row_s)
+    out.index_copy_(0, rows, out_c.to(x.dtype))
+    return out
 
 
 def _aggregate(graph, direction: str, x, w, src_scale, dst_scale, path, gs, deterministic):

@@ -9,24 +9,16 @@ disk.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-try:  # pragma: no branch
-    if os.environ.get("DGL_ACCEL_NUMBA", "1") == "0":
-        raise ImportError("disabled by DGL_ACCEL_NUMBA=0")
+# One Philox, one availability switch (DGL_ACCEL_NUMBA) and one work threshold for all compiled loops
+from ..cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (enabled: re-exported)
+
+if AVAILABLE:
     from numba import njit, prange
-    AVAILABLE = True
-except ImportError:  # pragma: no cover - where numba is absent
-    AVAILABLE = False
 
-MIN_WORK = 2048  # slots below which numpy's fewer dispatches win
+    from ..cpu_jit import _philox
 
-_M32 = np.uint64(0xFFFFFFFF)
-_KA, _KB = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
-_RA, _RB = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-_S32 = np.uint64(32)
 _TWO_M32 = 2.0 ** -32
 _CHUNK = 256            # rows per parallel task (one bitmap each)
 _BITMAP_BITS = 4096     # rows up to this degree test repeats in a bitmap
@@ -36,30 +28,7 @@ for _i in range(64):
     _DEBRUIJN_IDX[(((1 << _i) * 0x03F79D71B4CB0A89) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
 
 
-def enabled() -> bool:
-    return AVAILABLE
-
-
 if AVAILABLE:
-    @njit(cache=True, inline="always")
-    def _philox(k0, k1, counter):
-        """Philox4x32-10 of a non-negative int64 counter (words 2, 3 zero), as rng.philox4x32_np."""
-        c = np.uint64(counter)
-        c0 = c & _M32
-        c1 = c >> _S32
-        c2 = np.uint64(0)
-        c3 = np.uint64(0)
-        for _ in range(10):
-            b = c2 * _RB
-            a = c0 * _RA
-            c0 = (b >> _S32) ^ c1 ^ k0
-            c2 = (a >> _S32) ^ c3 ^ k1
-            c1 = b & _M32
-            c3 = a & _M32
-            k0 = (k0 + _KA) & _M32
-            k1 = (k1 + _KB) & _M32
-        return c0, c1, c2, c3
-
     @njit(cache=True, inline="always")
     def _pick(r, start, deg, uniform, prefix, before, total):
         """Position chosen by the uint32 draw r (module docstring of bulk_its)."""

@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover
     _FAST_GRAPH = False
 
 from ..graph.structure import cached, in_csr
-from . import cpu_jit
+from .. import cpu_jit
 
 __all__ = ["InCSR", "cpu_in_csr", "induced_entries", "induced_subgraph", "num_threads"]
 

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover
 from ..graph.structure import cached, in_csr
 from .. import backend
 from .engine import neighbor_choice_triton
-from . import cpu_jit
+from .. import cpu_jit
 from .rng import call_seed
 from .choice import (
     _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, uniform_choice_flat, weighted_choice_np,

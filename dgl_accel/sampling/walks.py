@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from .. import backend
-from . import cpu_jit
+from .. import cpu_jit
 from ..graph.structure import cached, check_graph, out_csr
 from .rng import philox4x32
 
