@@ -19,26 +19,11 @@ the sequential one 1.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+
+from bench.harness import interleaved
 
 DEFAULT_GRAPHS = ("fb100_Cornell5", "snap_soc-Slashdot0902")
 NUM_ROOTS, BUDGET = 1000, 4000
-
-
-def _interleaved(fns: dict, warmup: int, repeat: dict) -> dict:
-    for _ in range(warmup):
-        for f in fns.values():
-            f()
-    times = {k: [] for k in fns}
-    for r in range(max(repeat.values())):
-        for k, f in fns.items():
-            if r < repeat[k]:
-                t0 = time.perf_counter()
-                f()
-                times[k].append(time.perf_counter() - t0)
-    return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
-            for k, v in times.items()}
 
 
 def bench_frontier(graph_names=DEFAULT_GRAPHS, quick: bool = False, num_instances: int | None = None,
@@ -64,7 +49,7 @@ def bench_frontier(graph_names=DEFAULT_GRAPHS, quick: bool = False, num_instance
             return frontier_sample(g, NUM_ROOTS, BUDGET, num_instances=inst, seed=calls["fast"])
 
         # The sequential sampler makes one subgraph per call: time 3x more calls of it.
-        res = _interleaved({"sequential": seq, "dgl_accel": fast}, warmup=1,
+        res = interleaved({"sequential": seq, "dgl_accel": fast}, warmup=1,
                            repeat={"sequential": 3 * rep, "dgl_accel": rep})
         for prov, t in res.items():
             per_call = inst if prov == "dgl_accel" else 1

@@ -13,30 +13,16 @@ for L = 2: > 1 means the rewrite pays within one training iteration on that subg
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
+
+from bench.harness import interleaved
 
 FEAT_DIM = 256
 NUM_LAYERS = 2
 AGGS = 3 * NUM_LAYERS  # GraphACT's 3L, see dgl_accel/redundancy/cost.py
 COLUMNS = ["nodes", "edges", "pair_nodes", "gamma_read", "gamma_add", "transform_ms", "original_ms",
            "original_min_ms", "speedup", "amortised", "model_pays"]
-
-
-def _interleaved(fns: dict, warmup: int, repeat: int) -> dict:
-    for _ in range(warmup):
-        for f in fns.values():
-            f()
-    times = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
-    return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
-            for k, v in times.items()}
 
 
 def saint_walk_subgraph(g, roots: int, hops: int, seed: int):
@@ -79,7 +65,7 @@ def bench_redundancy(graph_names=None, quick: bool = False, roots: int = 3000, h
             sg = saint_walk_subgraph(g, roots, hops, seed=1000 + i)
             plan = reduce_redundancy(sg)
             x = torch.randn(sg.num_nodes(), FEAT_DIM, generator=torch.Generator().manual_seed(i))
-            t = _interleaved({"original": lambda: gspmm(sg, "copy_u", "sum", x),
+            t = interleaved({"original": lambda: gspmm(sg, "copy_u", "sum", x),
                               "redundancy": lambda: plan.aggregate(x)}, warmup=1, repeat=repeat)
             t0, t1 = t["original"]["median"], t["redundancy"]["median"]
             rows.append({

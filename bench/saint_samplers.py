@@ -18,7 +18,7 @@ import argparse
 
 import torch
 
-from bench.sampling_walks import _interleaved
+from bench.harness import interleaved
 
 DEFAULT_GRAPHS = ("fb100_Cornell5", "snap_soc-Slashdot0902")
 CASES = (("node", 4000, {"node_prob": "degree"}), ("edge", 4000, {}), ("walk", (1000, 2), {}),
@@ -51,7 +51,7 @@ def bench_saint_samplers(graph_names=DEFAULT_GRAPHS, quick: bool = False, repeat
             ours = SAINTSampler(mode, budget, seed=0, **extra)
             one = {"dgl": lambda: ref.sample(g, None), "dgl_accel": lambda: ours.sample(g)}
             fns = {k: (lambda f=f: [f() for _ in range(per_repeat)]) for k, f in one.items()}
-            res = _interleaved(fns, warmup=1, repeat=repeat)
+            res = interleaved(fns, warmup=1, repeat=repeat)
             for prov, t in res.items():
                 per = {k: t[k] / per_repeat for k in ("median", "min", "max")}
                 nodes, edges = _sizes(one[prov])

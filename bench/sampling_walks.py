@@ -10,28 +10,14 @@ repeat so background load hits both alike; each row reports the median/min/max o
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
+
+from bench.harness import interleaved
 
 DEFAULT_GRAPHS = ("snap_soc-Slashdot0902", "hetero_tolokers", "fb100_Cornell5")
 LENGTH = 80
 P, Q = 0.5, 2.0
-
-
-def _interleaved(fns: dict, warmup: int, repeat: int) -> dict:
-    for _ in range(warmup):
-        for f in fns.values():
-            f()
-    times = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
-    return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
-            for k, v in times.items()}
 
 
 def bench_walks(graph_names=DEFAULT_GRAPHS, quick: bool = False, num_walks: int | None = None,
@@ -62,7 +48,7 @@ def bench_walks(graph_names=DEFAULT_GRAPHS, quick: bool = False, num_walks: int 
             },
         }
         for case, fns in cases.items():
-            res = _interleaved(fns, warmup=1, repeat=repeat)
+            res = interleaved(fns, warmup=1, repeat=repeat)
             for prov, t in res.items():
                 rows.append({"case": f"{case}/{name}", "provider": prov, **t,
                              "steps_per_s": W * LENGTH / t["median"], "graph": name,

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel import cpu_jit
-from dgl_accel.sampling import NeighborSampler, choice, neighbor
+from dgl_accel.sampling import NeighborSampler, choice
 from dgl_accel.testing.strategies import graphs
 
 pytestmark = pytest.mark.skipif(not cpu_jit.enabled(), reason="numba not installed (the numpy path runs)")

@@ -178,22 +178,26 @@ def _scales(graph, norm: str, reduce: str, dtype: torch.dtype):
     if norm == "none" and reduce == "sum":
         return None, None  # the common case: no lookup at all
     acc = _acc_dtype(dtype)
+    return cached(graph, f"gspmm.scales.{norm}.{reduce}.{acc}",
+                  lambda g: degree_scales(g.out_degrees, g.in_degrees, norm, reduce, acc))
 
-    def build(g):
-        src = dst = None
-        if norm in ("left", "both"):
-            deg = g.out_degrees().to(acc).clamp(min=1)
-            src = deg.pow(-0.5) if norm == "both" else 1.0 / deg
-        if norm in ("right", "both") or reduce == "mean":
-            deg = g.in_degrees().to(acc).clamp(min=1)
-            dst = torch.ones_like(deg)
-            if norm in ("right", "both"):
-                dst = deg.pow(-0.5) if norm == "both" else 1.0 / deg
-            if reduce == "mean":
-                dst = dst / deg
-        return src, dst
 
-    return cached(graph, f"gspmm.scales.{norm}.{reduce}.{acc}", build)
+def degree_scales(out_degrees, in_degrees, norm: str, reduce: str, acc: torch.dtype):
+    """(per-source, per-destination) factors of the normalised aggregation: the GCN norm
+    (``both``: deg^-1/2 each side; ``left``/``right``: 1/deg on one side) and mean's 1/in-degree.
+    ``out_degrees``/``in_degrees`` are called only when needed; degrees clamp at 1 (DGL's rule)."""
+    src = dst = None
+    if norm in ("left", "both"):
+        deg = out_degrees().to(acc).clamp(min=1)
+        src = deg.pow(-0.5) if norm == "both" else 1.0 / deg
+    if norm in ("right", "both") or reduce == "mean":
+        deg = in_degrees().to(acc).clamp(min=1)
+        dst = torch.ones_like(deg)
+        if norm in ("right", "both"):
+            dst = deg.pow(-0.5) if norm == "both" else 1.0 / deg
+        if reduce == "mean":
+            dst = dst / deg
+    return src, dst
 
 
 def _compact_spmm(paths, depth, direction, x, row_scale, col_scale, scale_key):

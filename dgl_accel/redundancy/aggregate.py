@@ -72,18 +72,9 @@ def _check(plan, feat, reduce, norm):
 
 
 def _scales(plan, norm, reduce, device, acc):
-    src = dst = None
-    if norm in ("left", "both"):
-        deg = plan.out_degrees.to(device=device, dtype=acc).clamp(min=1)
-        src = deg.pow(-0.5) if norm == "both" else 1.0 / deg
-    if norm in ("right", "both") or reduce == "mean":
-        deg = plan.in_degrees.to(device=device, dtype=acc).clamp(min=1)
-        dst = torch.ones_like(deg)
-        if norm in ("right", "both"):
-            dst = deg.pow(-0.5) if norm == "both" else 1.0 / deg
-        if reduce == "mean":
-            dst = dst / deg
-    return src, dst
+    from ..ops.gspmm import degree_scales  # the op's own rule, on the ORIGINAL graph's degrees
+
+    return degree_scales(lambda: plan.out_degrees.to(device), lambda: plan.in_degrees.to(device), norm, reduce, acc)
 
 
 def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: Optional[str] = None) -> torch.Tensor:

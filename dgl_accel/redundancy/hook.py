@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Iterator, Optional, Union
+from typing import Iterator, Union
 
 from .. import backend
 from ..graph.structure import cached, structure_id

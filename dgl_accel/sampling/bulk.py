@@ -58,7 +58,7 @@ from .bulk_its import RowSet, its_sample, quantise, row_label
 from .bulk_matrix import (
     adjacency_tensor, canonical_adjacency, canonical_csr, estimate_p_bytes, selection_matrix,
 )
-from .choice import _np64, check_fanout, check_nodes, check_seed
+from .choice import _np64, check_fanout, check_nodes, check_seed, single_type_seeds
 from . import bulk_jit
 from .neighbor import _check_homogeneous, _make_block, _new_block
 from .bulk_triton import make_block_triton
@@ -84,12 +84,7 @@ def _check_budget(budget):
 
 
 def _seed_tensor(seed_nodes, n: int, name: str) -> torch.Tensor:
-    if isinstance(seed_nodes, dict):
-        if len(seed_nodes) != 1:
-            raise ValueError(f"expected seed nodes of the single node type (got a dict with keys "
-                             f"{list(seed_nodes)}). Fix: pass a tensor of node ids.")
-        seed_nodes = next(iter(seed_nodes.values()))
-    seeds = torch.as_tensor(seed_nodes)
+    seeds = single_type_seeds(seed_nodes)
     check_nodes(seeds, n, name)
     if seeds.numel() == 0:
         raise ValueError(f"expected a non-empty batch of {name} (got 0 ids). Fix: drop empty batches "
@@ -143,6 +138,14 @@ def _block_from_csr(indptr_b, local, eid, dst, new, idtype):
     block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt, copy=False))
     block.edata[dgl.EID] = torch.from_numpy(eid.astype(np_idt, copy=False))
     return block, src_ids
+
+
+def _add_timing(timing: dict, t0: float, t1: float, t2: float) -> None:
+    """Phase split of one layer: probability [t0, t1), sampling [t1, t2), extraction [t2, now)."""
+    t3 = time.perf_counter()
+    timing["probability"] += t1 - t0
+    timing["sampling"] += t2 - t1
+    timing["extraction"] += t3 - t2
 
 
 class BulkScheduler:
@@ -370,10 +373,7 @@ class BulkNeighborSampler(BlockSampler):
                     per_batch[b].insert(0, block)
                     new_frontiers.append(src_ids)
                 frontiers = new_frontiers
-                t3 = time.perf_counter()
-                timing["probability"] += t1 - t0
-                timing["sampling"] += t2 - t1
-                timing["extraction"] += t3 - t2
+                _add_timing(timing, t0, t1, t2)
                 continue
             for b, front in enumerate(frontiers):
                 lo, hi = int(batch_ptr[b]), int(batch_ptr[b + 1])
@@ -386,10 +386,7 @@ class BulkNeighborSampler(BlockSampler):
                 per_batch[b].insert(0, block)
                 new_frontiers.append(src_ids)
             frontiers = new_frontiers
-            t3 = time.perf_counter()
-            timing["probability"] += t1 - t0
-            timing["sampling"] += t2 - t1
-            timing["extraction"] += t3 - t2
+            _add_timing(timing, t0, t1, t2)
         self.last_timing = timing
         out = []
         for seeds, blocks in zip(batches, per_batch):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 # One Philox, one availability switch (DGL_ACCEL_NUMBA) and one work threshold for all compiled loops
-from ..cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (enabled: re-exported)
+from ..cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (MIN_WORK, enabled: re-exported)
 
 if AVAILABLE:
     from numba import njit, prange

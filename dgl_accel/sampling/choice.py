@@ -86,6 +86,16 @@ def check_nodes(nodes: torch.Tensor, num_nodes: int, name: str = "seed nodes") -
                              f"Fix: pass node ids of this graph (0 <= id < g.num_nodes()).")
 
 
+def single_type_seeds(seed_nodes) -> torch.Tensor:
+    """Seed ids as a tensor; a dict (DGL's heterograph form) must hold the one node type."""
+    if isinstance(seed_nodes, dict):
+        if len(seed_nodes) != 1:
+            raise ValueError(f"expected seed nodes of the single node type (got a dict with keys "
+                             f"{list(seed_nodes)}). Fix: pass a tensor of node ids.")
+        seed_nodes = next(iter(seed_nodes.values()))
+    return torch.as_tensor(seed_nodes)
+
+
 def check_prob(prob, num_edges: int, name: str = "prob") -> None:
     """Raise unless ``prob`` holds one finite non-negative weight per edge."""
     if not isinstance(prob, torch.Tensor):

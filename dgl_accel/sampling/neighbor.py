@@ -32,7 +32,8 @@ from .engine import neighbor_choice_triton
 from .. import cpu_jit
 from .rng import call_seed
 from .choice import (
-    _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, uniform_choice_flat, weighted_choice_np,
+    _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, single_type_seeds, uniform_choice_flat,
+    weighted_choice_np,
 )
 
 __all__ = ["NeighborSampler"]
@@ -129,12 +130,7 @@ class NeighborSampler(BlockSampler):
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         _check_homogeneous(g)
-        if isinstance(seed_nodes, dict):
-            if len(seed_nodes) != 1:
-                raise ValueError(f"expected seed nodes of the single node type (got a dict with keys "
-                                 f"{list(seed_nodes)}). Fix: pass a tensor of node ids.")
-            seed_nodes = next(iter(seed_nodes.values()))
-        seed_nodes = torch.as_tensor(seed_nodes)
+        seed_nodes = single_type_seeds(seed_nodes)
         n = g.num_nodes()
         check_nodes(seed_nodes, n, "seed nodes")
         output_nodes = seed_nodes
