@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py` from anywhere
+
+import torch  # noqa: E402
 
 FANOUTS = [15, 10, 5]
 BATCH = 1024

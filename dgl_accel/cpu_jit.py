@@ -142,9 +142,11 @@ if AVAILABLE:
 
 
     @njit(cache=True)
-    def _induced_symmetric(indptr, indices, eids, rev, loop_eid, nodes, loc, src, dst, eid):
+    def _induced_symmetric(indptr, indices, eids, rev_eids, loop_eid, nodes, loc, src, dst, eid, reid):
         """COO of the subgraph of a symmetric simple graph from its ``src < dst`` half (see
-        :mod:`dgl_accel.sampling.induced_sym`): kept half edges, their reverses, then self-loops."""
+        :mod:`dgl_accel.sampling.induced_sym`): kept half edges, their reverses, then self-loops.
+        Reverse ids come from ``rev_eids`` (aligned with the half CSR) into ``reid``: sequential
+        reads, where a lookup by edge id would miss the cache on every kept edge."""
         k = nodes.shape[0]
         o = 0
         for i in range(k):
@@ -154,11 +156,12 @@ if AVAILABLE:
                 src[o] = lv - 1
                 dst[o] = i
                 eid[o] = eids[e]
+                reid[o] = rev_eids[e]
                 o += lv != 0
         for j in range(o):
             src[o + j] = dst[j]
             dst[o + j] = src[j]
-            eid[o + j] = rev[eid[j]]
+            eid[o + j] = reid[j]
         t = 2 * o
         if loop_eid.shape[0]:
             for i in range(k):
@@ -304,7 +307,9 @@ def induced_symmetric(half, nodes, loc, work: int, np_idt):
     dst = np.empty(size, dtype=np_idt)
     eid = np.empty(size, dtype=np.int64)
     loops = half.loop_eid if half.loop_eid is not None else np.empty(0, dtype=np.int64)
-    t = _induced_symmetric(half.indptr, half.indices, half.eids, half.rev, loops, nodes, loc, src, dst, eid)
+    reid = np.empty(work, dtype=np.int64)
+    t = _induced_symmetric(half.indptr, half.indices, half.eids, half.rev_eids, loops, nodes, loc, src, dst, eid,
+                           reid)
     return src[:t], dst[:t], eid[:t]
 
 

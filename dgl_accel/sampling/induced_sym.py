@@ -39,6 +39,7 @@ class HalfCSR:
     indices: np.ndarray   # sources (all < their row)
     eids: np.ndarray
     rev: np.ndarray       # [E] by edge id: id of the reverse edge
+    rev_eids: np.ndarray  # aligned with ``eids``: id of each half entry's reverse (a sequential read)
     loop_eid: np.ndarray | None  # [n] id of v's self-loop, -1 if none; None: no self-loops at all
     num_nodes: int
 
@@ -67,7 +68,8 @@ def _build(csr: InCSR) -> HalfCSR | None:
     lower = src < dst
     indptr = np.zeros(n + 1, dtype=csr.indptr.dtype)
     np.cumsum(np.bincount(dst[lower], minlength=n), out=indptr[1:])
-    return HalfCSR(indptr, csr.indices[lower], eids[lower], rev, loop_eid, n)
+    half_eids = eids[lower]
+    return HalfCSR(indptr, csr.indices[lower], half_eids, rev, rev[half_eids], loop_eid, n)
 
 
 def half_csr(g) -> HalfCSR | None:
