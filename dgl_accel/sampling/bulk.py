@@ -58,13 +58,13 @@ from .bulk_its import RowSet, its_sample, quantise, row_label
 from .bulk_matrix import (
     adjacency_tensor, canonical_adjacency, canonical_csr, estimate_p_bytes, selection_matrix,
 )
-from .choice import _np64, check_fanout, check_nodes, check_seed, single_type_seeds
+from .choice import _np64, check_fanouts, check_nodes, resolve_seed, single_type_seeds
 from . import bulk_jit
 from .neighbor import _check_homogeneous, _make_block, _new_block
 from .bulk_triton import make_block_triton
 from .rng import call_seed
 
-__all__ = ["BulkNeighborSampler", "BulkScheduler", "check_bulk"]
+__all__ = ["BulkNeighborSampler", "BulkScheduler", "check_bulk", "check_spgemm"]
 
 
 def check_bulk(bulk) -> int:
@@ -72,6 +72,13 @@ def check_bulk(bulk) -> int:
         raise ValueError(f"expected bulk to be a positive int, the minibatches sampled per pass (got {bulk!r}). "
                          f"Fix: pass e.g. bulk=32.")
     return int(bulk)
+
+
+def check_spgemm(spgemm):
+    if spgemm is not None and not callable(spgemm):
+        raise ValueError(f"expected spgemm to be a callable (Q, A) -> Q @ A or None (got {type(spgemm).__name__}). "
+                         f"Fix: pass e.g. dgl_accel.sampling.bulk_matrix.local_spgemm.")
+    return spgemm
 
 
 def _check_budget(budget):
@@ -226,21 +233,13 @@ class BulkNeighborSampler(BlockSampler):
                  prefetch_labels=None, prefetch_edge_feats=None, output_device=None, lookahead: bool = True):
         super().__init__(prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
                          prefetch_edge_feats=prefetch_edge_feats, output_device=output_device)
-        if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
-            raise ValueError(f"expected fanouts to be a non-empty list of ints, one per layer (got {fanouts!r}). "
-                             f"Fix: pass e.g. [15, 10, 5] for three layers.")
-        self.fanouts = [check_fanout(f, f"fanouts[{i}]") for i, f in enumerate(fanouts)]
+        self.fanouts = check_fanouts(fanouts)
         self.bulk = check_bulk(bulk)
         if not isinstance(replace, (bool, np.bool_)):
             raise ValueError(f"expected replace to be a bool (got {replace!r}). Fix: pass True or False.")
         self.replace = bool(replace)
-        if seed is None:
-            seed = int(torch.randint(2**62, ()))
-        self.seed = check_seed(seed)
-        if spgemm is not None and not callable(spgemm):
-            raise ValueError(f"expected spgemm to be a callable (Q, A) -> Q @ A or None (got {type(spgemm).__name__}). "
-                             f"Fix: pass e.g. dgl_accel.sampling.bulk_matrix.local_spgemm.")
-        self.spgemm = spgemm
+        self.seed = resolve_seed(seed)
+        self.spgemm = check_spgemm(spgemm)
         self.memory_budget = _check_budget(memory_budget)
         self.calls = 0
         self.scheduler = BulkScheduler(lookahead)

@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from .bulk import BulkScheduler, _seed_tensor, check_bulk
+from .bulk import BulkScheduler, _seed_tensor, check_bulk, check_spgemm
 from .bulk_its import RowSet, its_sample, quantise, row_label
 from .bulk_matrix import canonical_adjacency, canonical_csr, grouping_matrix, selection_matrix
 from .layer import (
@@ -45,10 +45,7 @@ class BulkLADIES:
     def __init__(self, sampler, bulk: int, spgemm=None, lookahead: bool = True):
         self.sampler = sampler
         self.k = check_bulk(bulk)
-        if spgemm is not None and not callable(spgemm):
-            raise ValueError(f"expected spgemm to be a callable (Q, A) -> Q @ A or None (got {type(spgemm).__name__}). "
-                             f"Fix: pass e.g. dgl_accel.sampling.bulk_matrix.local_spgemm.")
-        self.spgemm = spgemm
+        self.spgemm = check_spgemm(spgemm)
         self.scheduler = BulkScheduler(lookahead)
 
     def plan(self, seed_batches) -> None:

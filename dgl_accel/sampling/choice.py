@@ -71,6 +71,23 @@ def check_fanout(fanout, name: str = "fanout") -> int:
     return int(fanout)
 
 
+def check_fanouts(fanouts) -> list[int]:
+    """Per-layer fanouts (input layer first) of a block sampler, each checked by :func:`check_fanout`."""
+    if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
+        raise ValueError(f"expected fanouts to be a non-empty list of ints, one per layer (got {fanouts!r}). "
+                         f"Fix: pass e.g. [10, 10] for two layers.")
+    if any(isinstance(f, dict) for f in fanouts):
+        raise ValueError(f"expected one int fanout per layer (got per-edge-type dicts {fanouts!r}). "
+                         f"Fix: use dgl.dataloading.NeighborSampler for heterographs")
+    return [check_fanout(f, f"fanouts[{i}]") for i, f in enumerate(fanouts)]
+
+
+def resolve_seed(seed) -> int:
+    """A sampler's base seed: ``seed`` checked, or drawn from torch's global generator when None
+    (so ``torch.manual_seed`` makes runs reproducible)."""
+    return check_seed(int(torch.randint(2**62, ())) if seed is None else seed)
+
+
 def check_nodes(nodes: torch.Tensor, num_nodes: int, name: str = "seed nodes") -> None:
     """Raise unless ``nodes`` is a 1-D integer tensor with values in [0, num_nodes)."""
     if not isinstance(nodes, torch.Tensor) or nodes.dim() != 1 or nodes.is_floating_point() \

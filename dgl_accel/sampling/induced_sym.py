@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover
 
 from ..graph.structure import cached
 from .. import cpu_jit
-from .induced import InCSR, _zeros_buffer, cpu_in_csr, induced_entries
+from .induced import InCSR, cpu_in_csr, induced_entries, marked
 
 __all__ = ["HalfCSR", "half_csr", "induced_subgraph_symmetric"]
 
@@ -103,12 +103,8 @@ def induced_subgraph_symmetric(g, nodes: np.ndarray, half: HalfCSR):
         nodes_c = nodes.astype(half.indptr.dtype, copy=False)
         work = int(np.sum(half.indptr[nodes_c + 1] - half.indptr[nodes_c], dtype=np.int64))
         if work >= cpu_jit.MIN_WORK:  # one compiled pass builds the whole COO
-            loc = _zeros_buffer(half.num_nodes)
-            loc[nodes_c] = np.arange(1, k + 1, dtype=np.int32)
-            try:
+            with marked(nodes_c, half.num_nodes) as loc:
                 src, dst, eids = cpu_jit.induced_symmetric(half, nodes_c, loc, work, np_idt)
-            finally:
-                loc[nodes_c] = 0
     if src is None:
         src, dst, eids = _symmetric_coo(half, nodes, k, np_idt)
     st, dt = torch.from_numpy(src), torch.from_numpy(dst)

@@ -32,7 +32,7 @@ import torch
 
 from .. import backend
 from ..graph.structure import in_csr
-from .choice import _np64, check_nodes, check_seed, uniform_choice_np
+from .choice import _np64, check_nodes, resolve_seed, uniform_choice_np
 from .engine import group_by_transit, neighbor_choice_triton
 
 __all__ = ["khop_sample", "KHopSamples"]
@@ -101,7 +101,7 @@ def khop_sample(g: dgl.DGLGraph, seeds, fanouts, *, replace: bool = False, uniqu
         raise ValueError(f"expected a homogeneous DGLGraph (got {type(g).__name__ if not isinstance(g, dgl.DGLGraph) else 'a heterograph or block'}). "
                          f"Fix: pass dgl.graph(...) or dgl.to_homogeneous(g).")
     fanouts = _check_fanouts(fanouts)
-    seed = check_seed(int(torch.randint(2**62, ())) if seed is None else seed)
+    seed = resolve_seed(seed)
     seeds = torch.as_tensor(seeds)
     if seeds.dim() != 1:
         raise ValueError(f"expected seeds to be a 1-D tensor of node ids (got shape {tuple(seeds.shape)}). "

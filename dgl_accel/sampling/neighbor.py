@@ -32,7 +32,7 @@ from .engine import neighbor_choice_triton
 from .. import cpu_jit
 from .rng import call_seed
 from .choice import (
-    _np64, _tables, check_fanout, check_nodes, check_prob, check_seed, single_type_seeds, uniform_choice_flat,
+    _np64, _tables, check_fanouts, check_nodes, check_prob, resolve_seed, single_type_seeds, uniform_choice_flat,
     weighted_choice_np,
 )
 
@@ -86,13 +86,7 @@ class NeighborSampler(BlockSampler):
                  prefetch_labels=None, prefetch_edge_feats=None, output_device=None, seed=None):
         super().__init__(prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
                          prefetch_edge_feats=prefetch_edge_feats, output_device=output_device)
-        if isinstance(fanouts, (int, np.integer)) or not hasattr(fanouts, "__len__") or len(fanouts) == 0:
-            raise ValueError(f"expected fanouts to be a non-empty list of ints, one per layer (got {fanouts!r}). "
-                             f"Fix: pass e.g. [10, 10] for two layers.")
-        if any(isinstance(f, dict) for f in fanouts):
-            raise ValueError(f"expected one int fanout per layer (got per-edge-type dicts {fanouts!r}). "
-                             f"Fix: use dgl.dataloading.NeighborSampler for heterographs")
-        self.fanouts = [check_fanout(f, f"fanouts[{i}]") for i, f in enumerate(fanouts)]
+        self.fanouts = check_fanouts(fanouts)
         if edge_dir != "in":
             raise ValueError(f"expected edge_dir='in' (got {edge_dir!r}). "
                              f"Fix: use dgl.dataloading.NeighborSampler for edge_dir='out'.")
@@ -102,9 +96,7 @@ class NeighborSampler(BlockSampler):
                              f"Fix: store the weights with g.edata['p'] = w and pass prob='p'.")
         self.prob = prob
         self.replace = bool(replace)
-        if seed is None:
-            seed = int(torch.randint(2**62, ()))
-        self.seed = check_seed(seed)
+        self.seed = resolve_seed(seed)
         self.calls = 0
 
     # -------------------------------------------------------------------------------- sampling

@@ -27,7 +27,7 @@ import torch
 from dgl.dataloading import Sampler
 from dgl.dataloading.base import set_edge_lazy_features, set_node_lazy_features
 
-from .choice import check_seed
+from .choice import resolve_seed
 from .induced import induced_subgraph
 from .induced_sym import half_csr, induced_subgraph_symmetric
 from .rng import call_seed
@@ -136,9 +136,7 @@ class SAINTSampler(Sampler):
         self.prefetch_ndata = list(prefetch_ndata or [])
         self.prefetch_edata = list(prefetch_edata or [])
         self.output_device = output_device
-        if seed is None:
-            seed = int(torch.randint(2**62, ()))
-        self.seed = check_seed(seed)
+        self.seed = resolve_seed(seed)
         self.calls = 0
         self.normalize = bool(normalize)
         if train_mask is not None and not isinstance(train_mask, (str, torch.Tensor)):

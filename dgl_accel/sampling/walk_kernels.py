@@ -73,8 +73,7 @@ def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, r
     kernel = triton_kernel("walks", "_node2vec_step_kernel", device)
     f1 = torch.zeros(1, dtype=torch.float64, device=device)
     if env.edge is not None:  # length > 1: per-edge envelope mass / 2^32 and outlier position
-        scale = env.edge[:, 0].contiguous().view(torch.float64)
-        alt = env.edge[:, 1].contiguous()
+        scale, alt = env.scale_alt()
     else:
         scale, alt = f1, torch.zeros(1, dtype=torch.int64, device=device)
     weighted = wt is not None
@@ -94,7 +93,9 @@ def node2vec_triton(csr, wt, env, nodes: torch.Tensor, length: int, seed: int, r
                      int(env.thr_t), int(env.thr_lo), int(env.thr_hi), int(bool(env.nb_accepts)), fparams,
                      WEIGHTED=weighted, BLOCK_W=N2V_BLOCK_W, MAX_TRIALS=MAX_TRIALS, num_warps=N2V_WARPS)
     if return_eids:  # positions -> edge ids (one gather; keeps the eids load out of the kernel)
-        eids = pos if csr.num_edges == 0 else torch.where(pos >= 0, csr.eids[pos.clamp(min=0)], pos)
+        from .walks import positions_to_eids
+
+        eids = positions_to_eids(csr, pos)
     return traces, eids
 
 

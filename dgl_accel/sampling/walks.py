@@ -507,15 +507,13 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, r
         env = _n2v_envelope(csr, wt, p, q, walk_length)
         scale = alt = None
         if env.edge is not None:
-            scale, alt = env.edge[:, 0].contiguous().view(torch.float64).numpy(), env.edge[:, 1].contiguous().numpy()
+            scale, alt = (t.numpy() for t in env.scale_alt())
         tr, ps = cpu_jit.node2vec(csr.start.numpy(), csr.deg.numpy(), csr.indices.numpy(), scale, alt,
                                   nodes.to(torch.int64).numpy(), 0, walk_length, seed, env, _MAX_TRIALS)
         traces = torch.from_numpy(tr).to(g.idtype)
         if not return_eids:
             return traces
-        eids = torch.from_numpy(np.where(ps >= 0, csr.eids.numpy()[np.maximum(ps, 0)], -1)) \
-            if csr.num_edges else torch.from_numpy(ps)
-        return traces, eids.to(g.idtype)
+        return traces, positions_to_eids(csr, torch.from_numpy(ps)).to(g.idtype)
     with _OneThread():
         env = _n2v_envelope(csr, wt, p, q, walk_length)
         eh = _edge_hash(csr) if walk_length > 1 else None
@@ -581,6 +579,15 @@ class _N2VEnvelope(NamedTuple):
     main: torch.Tensor | None  # weighted only: c * row weight sum per node
     p: float
     q: float
+
+    def scale_alt(self):
+        """(scale [E] float64, alt [E] int64) columns of ``edge`` (length > 1 only)."""
+        return self.edge[:, 0].contiguous().view(torch.float64), self.edge[:, 1].contiguous()
+
+
+def positions_to_eids(csr: _CSR, pos: torch.Tensor) -> torch.Tensor:
+    """Edge ids of CSR positions, -1 kept (walk traces store positions, callers want edge ids)."""
+    return pos if csr.num_edges == 0 else torch.where(pos >= 0, csr.eids[pos.clamp(min=0)], pos)
 
 
 def _indices32(csr: _CSR) -> torch.Tensor:
