@@ -60,3 +60,15 @@ def test_grid_class_kernel_matches_the_spec(degrees, fanout, replace, seed):
         for row in got.tolist():
             picked = [p for p in row if p >= 0]
             assert len(picked) == len(set(picked))
+
+
+@settings(max_examples=10, deadline=None)
+@given(case=csr_and_transits(), fanout=st.sampled_from([1, 5, 40]), replace=st.booleans(), seed=st.integers(0, 2**40))
+def test_counter_ids_replace_transit_ids_in_the_counters(case, fanout, replace, seed):
+    """HAS_CIDS: the kernel keys draws by caller-given counter ids (k-hop's per-sample ids)."""
+    indptr, transits, n = case
+    cids = torch.arange(transits.numel(), dtype=torch.int64) * n + transits  # sample i, transit v
+    got = neighbor_choice_triton(indptr, transits, fanout, seed=seed, step=0, num_nodes=n * max(1, transits.numel()),
+                                 replace=replace, counter_ids=cids)
+    ref = ref_neighbor_choice(indptr, transits, fanout, seed, 0, n * max(1, transits.numel()), replace, counter_ids=cids)
+    assert torch.equal(got, ref)
