@@ -60,7 +60,7 @@ from .bulk_matrix import (
 )
 from .choice import _np64, check_fanouts, check_nodes, resolve_seed, single_type_seeds
 from . import bulk_jit
-from .neighbor import _check_homogeneous, _make_block, _new_block
+from .neighbor import _check_homogeneous, _finish_block, _make_block
 from .bulk_triton import make_block_triton
 from .rng import call_seed
 
@@ -135,16 +135,17 @@ def _upcoming_from_dgl_loader(seeds: torch.Tensor, count: int) -> List[torch.Ten
     return []
 
 
-def _block_from_csr(indptr_b, local, eid, dst, new, idtype):
-    """A block in :func:`neighbor._make_block`'s layout from already relabelled CSC arrays."""
-    np_idt = np.int32 if idtype == torch.int32 else np.int64
-    src_ids = np.concatenate([dst, new])
-    block = _new_block(indptr_b.astype(np_idt, copy=False), local.astype(np_idt, copy=False), int(src_ids.shape[0]),
-                       int(dst.shape[0]), idtype)
-    block.srcdata[dgl.NID] = torch.from_numpy(src_ids.astype(np_idt, copy=False))
-    block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt, copy=False))
-    block.edata[dgl.EID] = torch.from_numpy(eid.astype(np_idt, copy=False))
-    return block, src_ids
+def _positions_in_a(flat, counts, rows, p_cols, canon, n: int) -> np.ndarray:
+    """Positions picked in a materialised ``P`` -> the same entries' positions in ``A`` (whose
+    packed table holds source and edge ids); rejects a ``P`` with entries outside ``Q @ A``."""
+    node = np.repeat(rows, counts)
+    want = node * np.int64(n) + p_cols[flat]
+    keys_a = canon.keys()
+    pos = np.searchsorted(keys_a, want)
+    if pos.size and (int(pos.max()) >= keys_a.size or not np.array_equal(keys_a[pos], want)):
+        raise ValueError("expected spgemm(Q, A) to have nonzeros only where A does (got an entry of P "
+                         "outside Q @ A's pattern). Fix: return the exact product Q @ A.")
+    return pos
 
 
 def _add_timing(timing: dict, t0: float, t1: float, t2: float) -> None:
@@ -338,9 +339,14 @@ class BulkNeighborSampler(BlockSampler):
                 w = quantise(p_ptr, p_val)
                 prefix = np.cumsum(w)
             t1 = time.perf_counter()
-            fused = (prefix is None and fanout >= 0 and path != "triton" and bulk_jit.enabled()
+            compiled = path != "triton" and bulk_jit.enabled()
+            fused = (compiled and prefix is None and fanout >= 0
                      and rows.shape[0] * max(fanout, 1) >= bulk_jit.MIN_WORK)
-            if fused:  # A's rows read in place by the compiled ITS (same picks as its_sample)
+            gather = fused and excl is None and bulk_jit.extract_supported(canon)
+            if gather:  # compiled ITS reading A's rows in place, emitting (source, edge id) per pick
+                src, eids, counts, e_offs = bulk_jit.its_uniform_rows(canon.indptr, rows, batch_ptr, keys, step, n,
+                                                                      fanout, self.replace, pairs=canon.pairs)
+            elif fused:  # the same picks, as positions in A
                 flat, counts, _ = bulk_jit.its_uniform_rows(canon.indptr, rows, batch_ptr, keys, step, n, fanout,
                                                             self.replace)
             elif fanout == -1:  # every positive entry of every row
@@ -351,29 +357,32 @@ class BulkNeighborSampler(BlockSampler):
                 rs = RowSet(start, deg, row_label(step, n, rows), keys, batch_ptr, prefix)
                 flat, counts = its_sample(rs, fanout, self.replace, dev)
             t2 = time.perf_counter()
-            if p_cols is not None:  # positions in P -> positions in A (for source and edge ids)
-                node = np.repeat(rows, counts)
-                want = node * np.int64(n) + p_cols[flat]
-                keys_a = canon.keys()
-                flat = np.searchsorted(keys_a, want)
-                if flat.size and (int(flat.max()) >= keys_a.size or not np.array_equal(keys_a[flat], want)):
-                    raise ValueError("expected spgemm(Q, A) to have nonzeros only where A does (got an entry of P "
-                                     "outside Q @ A's pattern). Fix: return the exact product Q @ A.")
-            offs = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-            np.cumsum(counts, out=offs[1:])
-            new_frontiers = []
-            if path != "triton" and excl is None and bulk_jit.extract_supported(canon) and flat.size >= bulk_jit.MIN_WORK:
+            if gather:
+                local, news = bulk_jit.relabel_layer(src, e_offs, batch_ptr, rows, n)
+            elif compiled and excl is None and bulk_jit.extract_supported(canon) and counts.sum() >= bulk_jit.MIN_WORK:
+                if p_cols is not None:
+                    flat = _positions_in_a(flat, counts, rows, p_cols, canon, n)
                 # every minibatch's relabelling in one compiled pass (one task per minibatch)
                 local, eids, news, e_offs = bulk_jit.extract(flat, counts, batch_ptr, rows, canon)
+            else:
+                local = None
+            if local is not None:
+                new_frontiers = []
                 for b, front in enumerate(frontiers):
                     lo, hi = int(batch_ptr[b]), int(batch_ptr[b + 1])
-                    block, src_ids = _block_from_csr(e_offs[lo:hi + 1] - e_offs[lo], local[e_offs[lo]:e_offs[hi]],
-                                                     eids[e_offs[lo]:e_offs[hi]], front, news[b], idtype)
+                    e0, e1 = e_offs[lo], e_offs[hi]
+                    block, src_ids = _finish_block(e_offs[lo:hi + 1] - e0, local[e0:e1], front, news[b],
+                                                   eids[e0:e1], idtype)
                     per_batch[b].insert(0, block)
                     new_frontiers.append(src_ids)
                 frontiers = new_frontiers
                 _add_timing(timing, t0, t1, t2)
                 continue
+            if p_cols is not None:
+                flat = _positions_in_a(flat, counts, rows, p_cols, canon, n)
+            offs = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+            np.cumsum(counts, out=offs[1:])
+            new_frontiers = []
             for b, front in enumerate(frontiers):
                 lo, hi = int(batch_ptr[b]), int(batch_ptr[b + 1])
                 if path == "triton":

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .buffers import default_pool
+
 # One Philox, one availability switch (DGL_ACCEL_NUMBA) and one work threshold for all compiled loops
 from ..cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (MIN_WORK, enabled: re-exported)
 
@@ -219,30 +221,41 @@ def extract_supported(canon) -> bool:
 
 
 def extract(flat, counts, batch_ptr, rows, canon):
-    """(local source ids [E], edge ids [E], new sources per minibatch (list of arrays, ascending))
-    for :func:`neighbor._make_block`'s layout, all minibatches of a layer in one compiled pass."""
+    """(local source ids [E], edge ids [E], new sources per minibatch (list of arrays, ascending),
+    row offsets [R + 1]) for :func:`neighbor._make_block`'s layout, all minibatches of a layer in
+    one compiled pass."""
     R = counts.shape[0]
     offs = np.zeros(R + 1, dtype=np.int64)
     np.cumsum(counts, out=offs[1:])
-    E = int(offs[-1])
-    se = np.take(canon.pairs, flat)  # one random access per pick for (source, edge id)
-    src = se & np.int64(0xFFFFFFFF)
-    eid = se >> np.int64(32)
-    local = np.empty(E, dtype=np.int64)
-    new_out = np.empty(E, dtype=np.int64)
+    pool = default_pool()
+    se = np.take(canon.pairs, flat, out=pool.empty(flat.shape[0]))  # one random access per pick
+    src = np.bitwise_and(se, np.int64(0xFFFFFFFF), out=pool.empty(se.shape[0]))
+    eid = np.right_shift(se, np.int64(32), out=se)
+    local, news = relabel_layer(src, offs, batch_ptr, rows, canon.n)
+    return local, eid, news, offs
+
+
+def relabel_layer(src, offs, batch_ptr, rows, n: int):
+    """EXTRACT's relabelling of a layer's sampled sources ``src`` (global ids, row i's at
+    ``offs[i]:offs[i+1]``), **in place**: returns (``src`` now holding block-local ids, new sources
+    per minibatch (list of arrays, ascending))."""
     k = batch_ptr.shape[0] - 1
+    new_out = default_pool().empty(src.shape[0])
     new_counts = np.zeros(k, dtype=np.int64)
-    _extract(src, offs, np.asarray(batch_ptr, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64), canon.n,
-             local, new_out, new_counts)
+    _extract(src, offs, np.asarray(batch_ptr, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64), int(n),
+             src, new_out, new_counts)
     e0 = offs[batch_ptr[:-1]]
-    return local, eid, [new_out[e0[b]:e0[b] + new_counts[b]] for b in range(k)], offs
+    return src, [new_out[e0[b]:e0[b] + new_counts[b]] for b in range(k)]
 
 
 if AVAILABLE:
     @njit(cache=True, parallel=True)
-    def _its_uniform_rows(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out):
+    def _its_uniform_rows(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out,
+                          pairs, to_pairs, eid_out):
         """The uniform-row ITS of ``_its`` reading A's rows in place: start, degree, Philox key
-        (the row's minibatch) and label (label_base + node) are derived here, not materialised."""
+        (the row's minibatch) and label (label_base + node) are derived here, not materialised.
+        With ``to_pairs`` each row's picks are turned into (source id in ``out``, edge id in
+        ``eid_out``) from the packed table while still in cache (no position array, no gather pass)."""
         R = rows.shape[0]
         nchunks = (R + _CHUNK - 1) // _CHUNK
         dummy = np.zeros(1, dtype=np.float64)
@@ -260,14 +273,13 @@ if AVAILABLE:
                 v = rows[i]
                 st = indptr[v]
                 d = indptr[v + 1] - st
-                if not replace and d <= s:
-                    for j in range(c):
-                        out[o + j] = st + j
-                    continue
                 k0 = k0s[b]
                 k1 = k1s[b]
                 base = (label_base + v) << 24
-                if replace:
+                if not replace and d <= s:
+                    for j in range(c):
+                        out[o + j] = st + j
+                elif replace:
                     for t in range(0, s, 4):
                         w0, w1, w2, w3 = _philox(k0, k1, base + (t >> 2))
                         for q in range(min(4, s - t)):
@@ -277,11 +289,19 @@ if AVAILABLE:
                     _row_distinct_bitmap(k0, k1, base, st, d, s, True, dummy, 0.0, 0.0, max_draws, bits, out, o)
                 else:
                     _row_distinct_sorted(k0, k1, base, st, d, s, True, dummy, 0.0, 0.0, max_draws, out, o)
+                if to_pairs:
+                    for j in range(o, o + c):
+                        se = pairs[out[j]]
+                        out[j] = se & 0xFFFFFFFF
+                        eid_out[j] = se >> 32
 
 
-def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, s: int, replace: bool):
+def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, s: int, replace: bool, pairs=None):
     """(positions, counts, offs) of :func:`bulk_its.its_sample` for the uniform rows ``A[rows]``
-    (row i of minibatch b drawing with ``keys[b]``, label ``layer * num_nodes + rows[i]``)."""
+    (row i of minibatch b drawing with ``keys[b]``, label ``layer * num_nodes + rows[i]``).
+
+    With ``pairs`` (the packed (source, edge id) table of :func:`neighbor._pairs`, int64) returns
+    (source ids, edge ids, counts, offs) of the same picks instead of their positions."""
     from .bulk_its import MAX_DRAWS, row_label
 
     row_label(layer, num_nodes, np.array([num_nodes - 1], dtype=np.int64))  # range check of the labels
@@ -291,8 +311,14 @@ def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, 
     counts = np.where(deg > 0, s, 0) if replace else np.minimum(deg, s)
     offs = np.zeros(R + 1, dtype=np.int64)
     np.cumsum(counts, out=offs[1:])
-    out = np.empty(int(offs[-1]), dtype=np.int64)
+    pool = default_pool()  # recycled memory: these arrays are tens of MB (see buffers.py)
+    out = pool.empty(int(offs[-1]))
+    to_pairs = pairs is not None
+    eid = pool.empty(out.shape[0] if to_pairs else 0)
     keys = np.array(keys, dtype=np.uint64)
     _its_uniform_rows(indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & _M32, keys >> _S32,
-                      np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, MAX_DRAWS, out)
+                      np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, MAX_DRAWS, out,
+                      pairs if to_pairs else np.zeros(1, dtype=np.int64), to_pairs, eid)
+    if to_pairs:
+        return out, eid, counts, offs
     return out, counts, offs

@@ -85,9 +85,8 @@ def its_sample_triton(rs: RowSet, s: int, replace: bool, device):
 
 def make_block_triton(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, canon, excl, n: int, idtype, device):
     """The block of :func:`neighbor._make_block` (same arrays), relabelled by ``_relabel_kernel``."""
-    import dgl
     from ..kernels.bulk_sampling import RELABEL_BLOCK
-    from .neighbor import _new_block
+    from .neighbor import _finish_block
 
     device = torch.device(device)
     T = dst.shape[0]
@@ -113,12 +112,6 @@ def make_block_triton(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, can
     if E:
         _kernel("_relabel_kernel", device)[(-(-E // RELABEL_BLOCK),)](
             pos, src_tab, dstpos, newrank, src, local, E, T, BLOCK=RELABEL_BLOCK, num_warps=4)
-    np_idt = np.int32 if idtype == torch.int32 else np.int64
     indptr_b = np.zeros(T + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr_b[1:])
-    src_ids = np.concatenate([dst, new.cpu().numpy()])
-    block = _new_block(indptr_b.astype(np_idt), local.cpu().numpy().astype(np_idt), int(src_ids.shape[0]), T, idtype)
-    block.srcdata[dgl.NID] = torch.from_numpy(src_ids.astype(np_idt))
-    block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt))
-    block.edata[dgl.EID] = torch.from_numpy(eid.cpu().numpy().astype(np_idt))
-    return block, src_ids
+    return _finish_block(indptr_b, local.cpu().numpy(), dst, new.cpu().numpy(), eid.cpu().numpy(), idtype)

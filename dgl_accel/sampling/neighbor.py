@@ -21,6 +21,7 @@ from dgl.dataloading import BlockSampler
 
 try:
     from dgl import heterograph_index
+    from dgl.frame import Frame
     from dgl.heterograph import DGLBlock
     _FAST_BLOCK = True
 except ImportError:  # pragma: no cover
@@ -178,22 +179,38 @@ def _pairs(g, csr) -> np.ndarray:
     return cached(g, "accel_neighbor_pairs_v2", build)
 
 
-def _new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_dst: int, idtype):
-    """A DGLBlock from CSC arrays (ids already in ``idtype``'s numpy dtype).
+def _new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_dst: int, idtype,
+               src_nid=None, dst_nid=None, eid=None):
+    """A DGLBlock from CSC arrays (ids already in ``idtype``'s numpy dtype), optionally with its
+    ``srcdata``/``dstdata[dgl.NID]`` and ``edata[dgl.EID]`` (numpy arrays, shared, not copied).
 
     Calls DGL's unit-graph constructor directly: ``dgl.create_block`` re-validates the arrays and
     rebuilds a metagraph on every call (~0.3 ms a block); the arrays here are correct by
-    construction.  Falls back to ``dgl.create_block`` if DGL's internals differ."""
-    args = (torch.from_numpy(indptr_b), torch.from_numpy(src_local),
-            torch.from_numpy(np.arange(src_local.shape[0], dtype=src_local.dtype)))
+    construction.  The CSC's edge-id array is left empty, which DGL reads as "edge i is position
+    i" (no arange per block), and the id columns go in as ready frames (no per-column frame
+    update).  Falls back to ``dgl.create_block`` if DGL's internals differ."""
+    block = None
     if _FAST_BLOCK:
         try:
             gidx = heterograph_index.create_unitgraph_from_csr(
-                2, num_src, num_dst, *args, ["coo", "csr", "csc"], True)
-            return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"])
+                2, num_src, num_dst, torch.from_numpy(indptr_b), torch.from_numpy(src_local),
+                torch.empty(0, dtype=torch.from_numpy(src_local[:0]).dtype), ["coo", "csr", "csc"], True)
+            nf = [Frame({dgl.NID: torch.from_numpy(src_nid)} if src_nid is not None else None, num_rows=num_src),
+                  Frame({dgl.NID: torch.from_numpy(dst_nid)} if dst_nid is not None else None, num_rows=num_dst)]
+            ef = [Frame({dgl.EID: torch.from_numpy(eid)} if eid is not None else None, num_rows=int(src_local.shape[0]))]
+            return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], nf, ef)
         except Exception:  # pragma: no cover - only on a DGL whose internals changed
-            pass
-    return dgl.create_block(("csc", args), num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=idtype)
+            block = None
+    args = (torch.from_numpy(indptr_b), torch.from_numpy(src_local),
+            torch.from_numpy(np.arange(src_local.shape[0], dtype=src_local.dtype)))
+    block = dgl.create_block(("csc", args), num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=idtype)
+    if src_nid is not None:
+        block.srcdata[dgl.NID] = torch.from_numpy(src_nid)
+    if dst_nid is not None:
+        block.dstdata[dgl.NID] = torch.from_numpy(dst_nid)
+    if eid is not None:
+        block.edata[dgl.EID] = torch.from_numpy(eid)
+    return block
 
 
 def _make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np.ndarray, excl, n: int,
@@ -220,10 +237,9 @@ def _make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np
     indptr_b = np.zeros(T + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr_b[1:])
     # Relabel: dst ids keep 0..T-1; other sources get T.. in increasing id order.
-    np_idt = np.int32 if idtype == torch.int32 else np.int64
     if src.shape[0] >= cpu_jit.MIN_WORK and cpu_jit.enabled():
         new, src_local = cpu_jit.relabel(src, dst, n)
-        return _finish_block(indptr_b, src_local.astype(np_idt, copy=False), dst, new, eid, np_idt, idtype)
+        return _finish_block(indptr_b, src_local, dst, new, eid, idtype)
     mark = np.zeros(n, dtype=bool)  # a memset: cheap next to the O(E) passes below
     if src.shape[0] * 8 >= n:  # dense marks: O(n), cheaper than sorting when the frontier is large
         mark[src] = True
@@ -236,14 +252,16 @@ def _make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np
     mapping = np.empty(n, dtype=np.int64)  # only the entries written below are ever read
     mapping[dst] = np.arange(T, dtype=np.int64)
     mapping[new] = np.arange(T, T + new.shape[0], dtype=np.int64)
-    return _finish_block(indptr_b, mapping[src].astype(np_idt, copy=False), dst, new, eid, np_idt, idtype)
+    return _finish_block(indptr_b, mapping[src], dst, new, eid, idtype)
 
 
-def _finish_block(indptr_b, src_local, dst, new, eid, np_idt, idtype):
+def _finish_block(indptr_b, src_local, dst, new, eid, idtype):
+    """The block (dst first, then the new sources, as sources; original node and edge ids attached)
+    and its source ids, from relabelled CSC arrays: the one assembly step of every CPU/GPU sampler."""
+    np_idt = np.int32 if idtype == torch.int32 else np.int64
     src_ids = np.concatenate([dst, new])
     T = dst.shape[0]
-    block = _new_block(indptr_b.astype(np_idt, copy=False), src_local, int(src_ids.shape[0]), T, idtype)
-    block.srcdata[dgl.NID] = torch.from_numpy(src_ids.astype(np_idt, copy=False))
-    block.dstdata[dgl.NID] = torch.from_numpy(dst.astype(np_idt, copy=False))
-    block.edata[dgl.EID] = torch.from_numpy(np.ascontiguousarray(eid, dtype=np_idt))
+    block = _new_block(np.ascontiguousarray(indptr_b, dtype=np_idt), np.ascontiguousarray(src_local, dtype=np_idt),
+                       int(src_ids.shape[0]), T, idtype, src_nid=src_ids.astype(np_idt, copy=False),
+                       dst_nid=np.ascontiguousarray(dst, dtype=np_idt), eid=np.ascontiguousarray(eid, dtype=np_idt))
     return block, src_ids
