@@ -138,6 +138,24 @@ class Paths:
             return rows, cols, block._graph, int(eids.numel()), block
         return self._get(("compact", k, direction), build)[:4]
 
+    def row_block(self, k: int):
+        """The in-edges of N^k as a DGL graph index whose destinations are the rows of N^k (all of
+        them, ascending, as :meth:`rows`) and whose sources are all graph nodes, with its reverse.
+        A layer computing only N^k's rows aggregates over it straight from the full input (no
+        gather of input rows) and, backwards, writes the full-size input gradient directly (no
+        scatter).  Returns (rows, index, reverse index, nnz)."""
+        def build():
+            rows = self.rows(k)
+            eids = self.edge_ids(k)
+            src, dst = self._src[eids], self._dst[eids]
+            block = dgl.create_block((src, torch.searchsorted(rows, dst)), num_src_nodes=self.graph.num_src_nodes(),
+                                     num_dst_nodes=rows.numel(), idtype=torch.int64, device=src.device)
+            block = block.formats("csc")
+            block.adj_tensors("csc")
+            gidx = block._graph
+            return rows, gidx, gidx.reverse(), int(eids.numel()), block
+        return self._get(("row_block", k), build)[:4]
+
     def gathered(self, key, build):
         """A small per-path tensor cached with the paths (e.g. the scales of the active rows)."""
         return self._get(("gathered",) + tuple(key), build)
@@ -148,9 +166,12 @@ class Paths:
         for key, value in self._cache.items():
             if isinstance(value, torch.Tensor):
                 total += value.numel() * value.element_size()
-            elif isinstance(value, tuple):  # compact: rows, cols, index, nnz, block (CSR: ptr, idx, eid)
+            elif isinstance(value, tuple) and key[0] == "compact":  # rows, cols, index, nnz, block (CSC)
                 rows, cols, _, nnz, block = value
                 total += (rows.numel() + cols.numel() + block.num_dst_nodes() + 1 + 2 * nnz) * 8
+            elif isinstance(value, tuple) and key[0] == "row_block":  # CSC and its reverse (CSR)
+                rows, _, _, nnz, block = value
+                total += (2 * (block.num_dst_nodes() + 1) + 4 * nnz) * 8
             elif value is not None and key[0] == "sg":  # COO + edge ids, plus the CSR views DGL adds
                 itemsize = 8 if value.idtype == torch.int64 else 4
                 total += value.num_edges() * itemsize * 3 * 2 + (value.num_nodes() + 1) * itemsize * 2

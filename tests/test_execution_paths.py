@@ -249,3 +249,48 @@ def test_graphs_restricted_to_one_sparse_format(fmt):
         native(g, x)[[0, 1]].sum().backward()
         assert session.calls == 1  # the view DGL passes was recognised as this graph
     assert_close(x.grad, expected)
+
+
+@pytest.mark.parametrize("norm", ["both", "right", "left", "none"])
+def test_aggregate_first_layers_stay_on_active_rows(norm, monkeypatch):
+    """Receptive-field forward of aggregation-first GraphConv layers (in_feats <= out_feats) runs
+    on N^d's rows from aggregation to activation (RowsSpMMFunction): loss, weight and input
+    gradients still equal native DGL; the input gradient is zero exactly outside N^L."""
+    from dgl_accel.ops.gspmm import RowsSpMMFunction
+
+    calls = []
+    original = RowsSpMMFunction.apply
+    monkeypatch.setattr(RowsSpMMFunction, "apply",
+                        staticmethod(lambda *a: calls.append(a[1]) or original(*a)))
+    rng = np.random.default_rng(5)
+    n = 300
+    g = dgl.add_self_loop(dgl.graph((rng.integers(0, n, 900), rng.integers(0, n, 900)), num_nodes=n))
+    idx = torch.from_numpy(rng.permutation(n)[:20])
+    torch.manual_seed(0)
+    native = torch.nn.ModuleList([dgl.nn.GraphConv(4, 8, norm=norm, activation=torch.relu),
+                                  dgl.nn.GraphConv(8, 8, norm=norm, activation=torch.tanh),
+                                  dgl.nn.GraphConv(8, 3, norm=norm)])
+    ours = copy.deepcopy(native)
+    dgl_accel.nn.swap(ours)
+    x, y = torch.randn(n, 4), torch.randint(0, 3, (n,))
+
+    def run(model, ctx):
+        model.zero_grad()
+        xx = x.clone().requires_grad_()
+        with ctx:
+            h = xx
+            for conv in model:
+                h = conv(g, h)
+            loss = F.cross_entropy(h[idx], y[idx])
+            loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters()], xx.grad
+
+    loss0, grads0, xgrad0 = run(native, contextlib.nullcontext())
+    loss, grads, xgrad = run(ours, dgl_accel.execution_paths(g, idx, restrict_forward=True, num_layers=3))
+    assert calls == [2, 1]  # layers 1 and 2 (aggregation first) on N^2 and N^1; layer 3 multiplies first
+    assert_close(loss, loss0)
+    for a, b in zip(grads, grads0):
+        assert_close(a, b)
+    assert_close(xgrad, xgrad0)
+    reached = prepare(g, idx).frontier(3)
+    assert torch.all(xgrad[~reached] == 0) and reached.sum() < n  # a real restriction: not every node

@@ -15,6 +15,7 @@ from dgl.utils import expand_as_pair
 from ..exec_paths import begin_layer
 from ..graph.structure import cached
 from ..ops import gspmm
+from ..ops.gspmm import gspmm_rows
 
 
 def _rows_matmul(x: torch.Tensor, weight: torch.Tensor, rows) -> torch.Tensor:
@@ -72,6 +73,19 @@ class GraphConv(dgl.nn.GraphConv):
         op = "copy_u" if edge_weight is None else "u_mul_e"
         plan = begin_layer(graph)  # None outside dgl_accel.execution_paths
         depth = plan.forward_depth if plan is not None else None
+        if depth is not None and op == "copy_u" and weight is not None and self._in_feats <= self._out_feats:
+            # Receptive-field forward, aggregation first: keep the layer on N^depth's rows from the
+            # aggregation to the activation, and widen to all rows only at the end.
+            found = gspmm_rows(graph, feat_src, self._norm, plan, depth)
+            if found is not None:
+                rows, rst = found
+                rst = torch.matmul(rst, weight)
+                if self.bias is not None:
+                    rst = rst + self.bias
+                if self._activation is not None:
+                    rst = self._activation(rst)
+                out = rst.new_zeros((graph.num_dst_nodes(),) + tuple(rst.shape[1:]))
+                return out.index_copy_(0, rows, rst)  # other rows: 0, read by nothing the loss needs
         # Multiply first when it shrinks the features that the aggregation has to move (as DGL does).
         if self._in_feats > self._out_feats and weight is not None:
             feat_src = self._product(feat_src, weight, plan, depth, 1)

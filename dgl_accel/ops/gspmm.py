@@ -425,6 +425,50 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torc
     return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
 
 
+class RowsSpMMFunction(torch.autograd.Function):
+    """``copy_u``/sum aggregation (with the degree scales) computed only for the rows of frontier
+    N^depth: returns [|N^depth|, F], row i = node ``paths.rows(depth)[i]``.  Backward writes the
+    full input gradient through the reverse of the same edges (the only ones that touch those rows)."""
+
+    @staticmethod
+    def forward(ctx, paths, depth, src_scale, row_scale, x):
+        rows, gidx, rgidx, nnz = paths.row_block(depth)
+        xs = x * src_scale[:, None] if src_scale is not None else x.contiguous()
+        out = _dgl_spmm_sum(gidx, xs, None, rows.numel(), nnz)
+        if row_scale is not None:
+            out.mul_(row_scale)
+        ctx.rgidx, ctx.nnz, ctx.num_src = rgidx, nnz, x.shape[0]
+        ctx.src_scale, ctx.row_scale = src_scale, row_scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[4]:
+            return None, None, None, None, None
+        g = grad * ctx.row_scale if ctx.row_scale is not None else grad.contiguous()
+        gx = _dgl_spmm_sum(ctx.rgidx, g, None, ctx.num_src, ctx.nnz)
+        if ctx.src_scale is not None:
+            gx.mul_(ctx.src_scale[:, None])
+        return None, None, None, None, gx
+
+
+def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int):
+    """Receptive-field aggregation for layers that keep working on the active rows only:
+    ``(rows, out)`` with ``out[i]`` = the normalised ``copy_u``/sum aggregation of node ``rows[i]``
+    (``rows`` = N^depth), or None where this path does not apply (GPU tensors, half precision,
+    feature shapes other than [N, F], a redundancy plan in use): then call :func:`gspmm`."""
+    if (feat.dim() != 2 or feat.device.type != "cpu" or feat.dtype not in (torch.float32, torch.float64)
+            or backend.choose_path(feat) == "triton" or _redundancy_plan_for(graph, feat) is not None):
+        return None
+    backend.record("copy_u_sum", "native", feat.device)
+    paths = plan.session.paths
+    src_scale, dst_scale = _scales(graph, norm, "sum", feat.dtype)
+    rows = paths.rows(depth)
+    row_scale = None if dst_scale is None else paths.gathered(
+        (depth, "rows", f"{norm}.{feat.dtype}"), lambda: dst_scale.index_select(0, rows).unsqueeze(1))
+    return rows, RowsSpMMFunction.apply(paths, depth, src_scale, row_scale, feat)
+
+
 def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
     """``dgl.ops.copy_u_sum`` on dgl-accel's paths."""
     return gspmm(graph, "copy_u", "sum", feat)
