@@ -14,6 +14,7 @@ second each) and cached on disk next to this file.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 
 import numpy as np
@@ -40,6 +41,48 @@ _S32 = np.uint64(32)
 
 def enabled() -> bool:
     return AVAILABLE
+
+
+_PARALLEL_PID = None
+
+
+def parallel_allowed() -> bool:
+    """Whether this process may run numba's parallel regions (the bulk sampler's kernels).
+
+    Why not always: without TBB numba runs them on GNU OpenMP, which kills a forked child that
+    enters a parallel region after its parent did ("fork() called from a process already using
+    GNU OpenMP"): exactly a DGL DataLoader with ``num_workers > 0`` after any sampling in the main
+    process, and a child of a parent that used GNU OpenMP in any library can hang instead.  So
+    parallel regions run only in a process that is not a multiprocessing child, and only in the
+    one that ran the first; children (and everyone under ``DGL_ACCEL_NUMBA_PARALLEL=0``) run the
+    serial twins, with identical results."""
+    global _PARALLEL_PID
+    if os.environ.get("DGL_ACCEL_NUMBA_PARALLEL", "1") == "0":
+        return False
+    if multiprocessing.parent_process() is not None:
+        # a DataLoader worker or other multiprocessing child: its parent may have used GNU OpenMP
+        # (DGL's and numba's kernels share the system libgomp), and a forked child entering a
+        # parallel region then hangs
+        return False
+    pid = os.getpid()
+    if _PARALLEL_PID is None:
+        _PARALLEL_PID = pid
+    return _PARALLEL_PID == pid
+
+
+def twins(fn):
+    """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
+    serially in the second).  Each gets its own name so numba's disk cache, which keys entries by
+    function name and signature but not by the parallel flag, keeps them apart."""
+    import types
+
+    out = []
+    for suffix, parallel in (("_parallel", True), ("_serial", False)):
+        f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
+        f.__qualname__ = fn.__qualname__ + suffix
+        f.__doc__ = fn.__doc__
+        out.append(njit(cache=True, parallel=parallel)(f))
+    return tuple(out)
 
 
 if AVAILABLE:

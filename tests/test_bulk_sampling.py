@@ -426,3 +426,15 @@ def test_bad_inputs():
     wrong = BulkNeighborSampler([3], seed=0, spgemm=lambda Q, A: local_spgemm(A, A))
     with pytest.raises(ValueError, match="shape"):
         wrong.bulk_sample(g, [torch.tensor([1, 2])])
+
+
+@pytest.mark.skipif(not bulk_jit.enabled(), reason="numba not installed")
+def test_serial_twins_match_parallel_kernels(monkeypatch):
+    g = dgl.to_simple(dgl.rand_graph(3000, 60000))
+    batches = [torch.randperm(3000, generator=torch.Generator().manual_seed(i))[:300] for i in range(4)]
+    par = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
+    monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
+    assert not dgl_accel.cpu_jit.parallel_allowed()
+    ser = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
+    for a, b in zip(par, ser):
+        _same_blocks(a[2], b[2])

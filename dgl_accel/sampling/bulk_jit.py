@@ -19,7 +19,7 @@ from ..cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (MI
 if AVAILABLE:
     from numba import njit, prange
 
-    from ..cpu_jit import _philox
+    from ..cpu_jit import _philox, parallel_allowed, twins
 
 _TWO_M32 = 2.0 ** -32
 _CHUNK = 256            # rows per parallel task (one bitmap each)
@@ -106,8 +106,7 @@ if AVAILABLE:
                         cnt += 1
             t += 4
 
-    @njit(cache=True, parallel=True)
-    def _its(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
+    def _its_impl(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
              out):
         R = start.shape[0]
         nchunks = (R + _CHUNK - 1) // _CHUNK
@@ -150,6 +149,9 @@ if AVAILABLE:
                     _row_distinct_sorted(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, out, o)
 
 
+    _its_parallel, _its_serial = twins(_its_impl)
+
+
 def its_sample(rs, s: int, replace: bool):
     """Same (positions, counts) as :func:`bulk_its.its_sample_np`."""
     from .bulk_its import MAX_DRAWS
@@ -171,7 +173,8 @@ def its_sample(rs, s: int, replace: bool):
     else:
         prefix = rs.prefix
         before, total = rs.totals()
-    _its(np.ascontiguousarray(rs.start, dtype=np.int64), np.ascontiguousarray(rs.deg, dtype=np.int64),
+    its = _its_parallel if parallel_allowed() else _its_serial
+    its(np.ascontiguousarray(rs.start, dtype=np.int64), np.ascontiguousarray(rs.deg, dtype=np.int64),
          npos.astype(np.int64), np.ascontiguousarray(rs.labels, dtype=np.int64), k0s, k1s, offs, int(s),
          bool(replace), uniform, prefix, before, total, MAX_DRAWS, out)
     return out, counts
@@ -205,14 +208,16 @@ if AVAILABLE:
             local[e] = mapping[src[e]]
         return rank
 
-    @njit(cache=True, parallel=True)
-    def _extract(src, offs, batch_ptr, rows, n, local, new_out, new_counts):
+    def _extract_impl(src, offs, batch_ptr, rows, n, local, new_out, new_counts):
         """EXTRACT relabelling for all minibatches of a layer, one parallel task per minibatch
         (the sources were gathered from the packed (source, edge id) table beforehand)."""
         for b in prange(batch_ptr.shape[0] - 1):
             r0 = batch_ptr[b]
             r1 = batch_ptr[b + 1]
             new_counts[b] = _relabel_batch(src, rows, r0, r1 - r0, offs[r0], offs[r1], n, local, new_out)
+
+
+    _extract_parallel, _extract_serial = twins(_extract_impl)
 
 
 def extract_supported(canon) -> bool:
@@ -242,15 +247,15 @@ def relabel_layer(src, offs, batch_ptr, rows, n: int):
     k = batch_ptr.shape[0] - 1
     new_out = default_pool().empty(src.shape[0])
     new_counts = np.zeros(k, dtype=np.int64)
-    _extract(src, offs, np.asarray(batch_ptr, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64), int(n),
+    extract_ = _extract_parallel if parallel_allowed() else _extract_serial
+    extract_(src, offs, np.asarray(batch_ptr, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64), int(n),
              src, new_out, new_counts)
     e0 = offs[batch_ptr[:-1]]
     return src, [new_out[e0[b]:e0[b] + new_counts[b]] for b in range(k)]
 
 
 if AVAILABLE:
-    @njit(cache=True, parallel=True)
-    def _its_uniform_rows(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out,
+    def _its_uniform_rows_impl(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out,
                           pairs, to_pairs, eid_out):
         """The uniform-row ITS of ``_its`` reading A's rows in place: start, degree, Philox key
         (the row's minibatch) and label (label_base + node) are derived here, not materialised.
@@ -296,6 +301,9 @@ if AVAILABLE:
                         eid_out[j] = se >> 32
 
 
+    _its_uniform_rows_parallel, _its_uniform_rows_serial = twins(_its_uniform_rows_impl)
+
+
 def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, s: int, replace: bool, pairs=None):
     """(positions, counts, offs) of :func:`bulk_its.its_sample` for the uniform rows ``A[rows]``
     (row i of minibatch b drawing with ``keys[b]``, label ``layer * num_nodes + rows[i]``).
@@ -316,7 +324,8 @@ def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, 
     to_pairs = pairs is not None
     eid = pool.empty(out.shape[0] if to_pairs else 0)
     keys = np.array(keys, dtype=np.uint64)
-    _its_uniform_rows(indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & _M32, keys >> _S32,
+    its_rows = _its_uniform_rows_parallel if parallel_allowed() else _its_uniform_rows_serial
+    its_rows(indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & _M32, keys >> _S32,
                       np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, MAX_DRAWS, out,
                       pairs if to_pairs else np.zeros(1, dtype=np.int64), to_pairs, eid)
     if to_pairs:

@@ -263,5 +263,8 @@ def _finish_block(indptr_b, src_local, dst, new, eid, idtype):
     T = dst.shape[0]
     block = _new_block(np.ascontiguousarray(indptr_b, dtype=np_idt), np.ascontiguousarray(src_local, dtype=np_idt),
                        int(src_ids.shape[0]), T, idtype, src_nid=src_ids.astype(np_idt, copy=False),
-                       dst_nid=np.ascontiguousarray(dst, dtype=np_idt), eid=np.ascontiguousarray(eid, dtype=np_idt))
+                       # a copy: ``dst`` is often a view of the caller's seed tensor, and two torch
+                       # storages on one buffer break when a DataLoader worker moves the first to
+                       # shared memory (the second then reads freed memory)
+                       dst_nid=np.array(dst, dtype=np_idt), eid=np.ascontiguousarray(eid, dtype=np_idt))
     return block, src_ids
