@@ -461,6 +461,9 @@ class RowsSpMMFunction(torch.autograd.Function):
         return None, None, None, None, gx
 
 
+_ROWS_MAX_FRACTION = 0.9
+
+
 def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int):
     """Receptive-field aggregation for layers that keep working on the active rows only:
     ``(rows, out)`` with ``out[i]`` = the normalised ``copy_u``/sum aggregation of node ``rows[i]``
@@ -469,10 +472,12 @@ def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int
     if (feat.dim() != 2 or feat.device.type != "cpu" or feat.dtype not in (torch.float32, torch.float64)
             or backend.choose_path(feat) == "triton" or _redundancy_plan_for(graph, feat) is not None):
         return None
-    backend.record("copy_u_sum", "native", feat.device)
     paths = plan.session.paths
-    src_scale, dst_scale = _scales(graph, norm, "sum", feat.dtype)
     rows = paths.rows(depth)
+    if rows.numel() > _ROWS_MAX_FRACTION * graph.num_dst_nodes():
+        return None  # (nearly) every row is active: nothing to save, and the block would copy the graph
+    backend.record("copy_u_sum", "native", feat.device)
+    src_scale, dst_scale = _scales(graph, norm, "sum", feat.dtype)
     row_scale = None if dst_scale is None else paths.gathered(
         (depth, "rows", f"{norm}.{feat.dtype}"), lambda: dst_scale.index_select(0, rows).unsqueeze(1))
     return rows, RowsSpMMFunction.apply(paths, depth, src_scale, row_scale, feat)
