@@ -18,13 +18,19 @@ MODULES = {
     "GraphConv-both": lambda i, o: dgl.nn.GraphConv(i, o, norm="both", allow_zero_in_degree=True),
     "GraphConv-right": lambda i, o: dgl.nn.GraphConv(i, o, norm="right", allow_zero_in_degree=True),
     "GraphConv-none": lambda i, o: dgl.nn.GraphConv(i, o, norm="none", allow_zero_in_degree=True),
+    # activations: ReLU runs in place on our fresh output (function and module forms), others as given
+    "GraphConv-relu": lambda i, o: dgl.nn.GraphConv(i, o, activation=torch.relu, allow_zero_in_degree=True),
+    "GraphConv-ReLU": lambda i, o: dgl.nn.GraphConv(i, o, norm="right", activation=torch.nn.ReLU(),
+                                                    allow_zero_in_degree=True),
+    "GraphConv-tanh": lambda i, o: dgl.nn.GraphConv(i, o, activation=torch.tanh, allow_zero_in_degree=True),
     "SAGEConv-mean": lambda i, o: dgl.nn.SAGEConv(i, o, "mean"),
     "SAGEConv-gcn": lambda i, o: dgl.nn.SAGEConv(i, o, "gcn"),
     "SAGEConv-pool": lambda i, o: dgl.nn.SAGEConv(i, o, "pool"),
     "GINConv-sum": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "sum", learn_eps=True),
     "GINConv-mean": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "mean"),
 }
-EDGE_WEIGHTS = {"GraphConv-both", "GraphConv-right", "GraphConv-none", "SAGEConv-mean", "SAGEConv-gcn",
+EDGE_WEIGHTS = {"GraphConv-both", "GraphConv-right", "GraphConv-none", "GraphConv-relu", "GraphConv-ReLU",
+                "GraphConv-tanh", "SAGEConv-mean", "SAGEConv-gcn",
                 "GINConv-sum", "GINConv-mean"}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dgl.nn
 import torch
+import torch.nn.functional as F
 from dgl.utils import expand_as_pair
 
 from ..exec_paths import begin_layer
@@ -81,8 +82,7 @@ class GraphConv(dgl.nn.GraphConv):
                 rows, rst = found
                 # bias fused into the product: one pass less over the rows
                 rst = torch.matmul(rst, weight) if self.bias is None else torch.addmm(self.bias, rst, weight)
-                if self._activation is not None:
-                    rst = self._activation(rst)
+                rst = self._activate(rst)
                 out = rst.new_zeros((graph.num_dst_nodes(),) + tuple(rst.shape[1:]))
                 return out.index_copy_(0, rows, rst)  # other rows: 0, read by nothing the loss needs
         # Multiply first when it shrinks the features that the aggregation has to move (as DGL does).
@@ -93,10 +93,20 @@ class GraphConv(dgl.nn.GraphConv):
         if weight is not None:
             rst = self._product(rst, weight, plan, depth, 0)
         if self.bias is not None:
-            rst = rst + self.bias
-        if self._activation is not None:
-            rst = self._activation(rst)
-        return rst
+            # rst is a fresh tensor whose producer (our aggregation or product) does not keep it for
+            # its backward, so the bias goes in in place: one N x F allocation less per layer
+            rst = rst.add_(self.bias)
+        return self._activate(rst)
+
+    def _activate(self, rst):
+        """The layer's activation; ReLU in place on our fresh output (its backward needs only the
+        result), anything else as given."""
+        act = self._activation
+        if act is None:
+            return rst
+        if act is torch.relu or act is F.relu or type(act) is torch.nn.ReLU:
+            return torch.relu_(rst)
+        return act(rst)
 
     @staticmethod
     def _product(x, weight, plan, depth, offset):
