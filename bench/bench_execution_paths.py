@@ -7,7 +7,7 @@ dropout), random 128-wide features and random labels, self-loops added (Kipf & W
                   ``dgl_accel.execution_paths(g, train_idx)`` (partial backward, the paper's method).
 * ``ep_rf``:      as ``ep`` with ``restrict_forward=True`` (receptive-field forward as well).
 Reported per graph and training ratio: epoch time (forward + loss + backward + optimizer step,
-median of interleaved repeats), backward-aggregation time (wall time inside DGL's GSpMM backward
+median of 15 interleaved repeats), backward-aggregation time (wall time inside DGL's GSpMM backward
 vs our GSpMMFunction backward, which also applies the degree norms; for context also DGL's GSpMM
 plus the backward of GraphConv's degree-norm multiplications), the one-off preparation time
 and the extra memory of the paths.  The last line is for Slashdot at 10%:
@@ -222,7 +222,7 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--classes", type=int, default=16)
     ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="Slashdot only, ratios 0.1, 3 repeats")
     ap.add_argument("--results-dir", default=None)
     args = ap.parse_args(argv)
