@@ -169,9 +169,11 @@ class Paths:
             elif isinstance(value, tuple) and key[0] == "compact":  # rows, cols, index, nnz, block (CSC)
                 rows, cols, _, nnz, block = value
                 total += (rows.numel() + cols.numel() + block.num_dst_nodes() + 1 + 2 * nnz) * 8
-            elif isinstance(value, tuple) and key[0] == "row_block":  # CSC and its reverse (CSR)
-                rows, _, _, nnz, block = value
-                total += (2 * (block.num_dst_nodes() + 1) + 4 * nnz) * 8
+            elif isinstance(value, tuple) and key[0] == "row_block":  # CSC; the reverse's own CSC once a
+                rows, _, rgidx, nnz, block = value                    # backward has built it
+                total += (block.num_dst_nodes() + 1 + 2 * nnz) * 8
+                if "csc" in rgidx.formats()["created"]:
+                    total += (block.num_src_nodes() + 1 + 2 * nnz) * 8
             elif value is not None and key[0] == "sg":  # COO + edge ids, plus the CSR views DGL adds
                 itemsize = 8 if value.idtype == torch.int64 else 4
                 total += value.num_edges() * itemsize * 3 * 2 + (value.num_nodes() + 1) * itemsize * 2
