@@ -189,7 +189,6 @@ def _new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_ds
     construction.  The CSC's edge-id array is left empty, which DGL reads as "edge i is position
     i" (no arange per block), and the id columns go in as ready frames (no per-column frame
     update).  Falls back to ``dgl.create_block`` if DGL's internals differ."""
-    block = None
     if _FAST_BLOCK:
         try:
             gidx = heterograph_index.create_unitgraph_from_csr(
@@ -200,7 +199,7 @@ def _new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_ds
             ef = [Frame({dgl.EID: torch.from_numpy(eid)} if eid is not None else None, num_rows=int(src_local.shape[0]))]
             return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], nf, ef)
         except Exception:  # pragma: no cover - only on a DGL whose internals changed
-            block = None
+            pass
     args = (torch.from_numpy(indptr_b), torch.from_numpy(src_local),
             torch.from_numpy(np.arange(src_local.shape[0], dtype=src_local.dtype)))
     block = dgl.create_block(("csc", args), num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=idtype)
