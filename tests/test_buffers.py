@@ -71,3 +71,11 @@ def test_earlier_bulk_blocks_survive_later_passes():
             bu, bv = b.edges()
             assert torch.equal(bu, u) and torch.equal(bv, v) and torch.equal(b.edata[dgl.EID], e)
     assert default_pool().hits > 0  # the later passes did recycle buffers (of their own dropped results)
+
+
+def test_pool_is_on_here_and_off_where_refcounts_cannot_be_trusted(monkeypatch):
+    assert BufferPool().enabled  # CPython 3.11: views count
+    monkeypatch.setattr(BufferPool, "_refcounts_reliable", staticmethod(lambda: False))
+    pool = BufferPool()
+    a = pool.empty(MB)
+    assert not pool.enabled and a.base is None and pool.misses == 0  # plain np.empty, nothing kept

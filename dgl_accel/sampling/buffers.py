@@ -35,6 +35,18 @@ class BufferPool:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.enabled = self._refcounts_reliable()
+
+    @staticmethod
+    def _refcounts_reliable() -> bool:
+        """Whether a view shows up in its buffer's reference count here (CPython's rule; an
+        interpreter with deferred or biased counting would make reuse unsafe: then no pooling)."""
+        probe = [np.empty(8, dtype=np.uint8)]
+        before = sys.getrefcount(probe[0])
+        view = probe[0][:4]
+        ok = before == 2 and sys.getrefcount(probe[0]) == 3
+        del view
+        return ok and sys.getrefcount(probe[0]) == 2
 
     def _free(self, i: int) -> bool:
         # references: the list and getrefcount's argument; any live view adds one (its .base)
@@ -43,7 +55,7 @@ class BufferPool:
     def empty(self, n: int, dtype=np.int64) -> np.ndarray:
         dtype = np.dtype(dtype)
         need = int(n) * dtype.itemsize
-        if need < _MIN_POOLED:
+        if need < _MIN_POOLED or not self.enabled:
             return np.empty(int(n), dtype=dtype)
         with self._lock:
             best = -1
