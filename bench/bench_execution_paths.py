@@ -37,7 +37,7 @@ import dgl_accel.nn  # noqa: E402
 from bench.harness import print_table, record  # noqa: E402
 from dgl_accel import data  # noqa: E402
 from dgl_accel.exec_paths import Paths, prepare  # noqa: E402
-from dgl_accel.ops.gspmm import GSpMMFunction  # noqa: E402
+from dgl_accel.ops.gspmm import GSpMMFunction, prepare_path  # noqa: E402
 
 GRAPHS = ("snap_soc-Slashdot0902", "graphdata_amazon_cs")
 
@@ -148,7 +148,7 @@ def run_case(g, name, ratio, args, seed=0):
     # input needs no gradient); ep_rf also the forward paths of both layers.
     start = time.perf_counter()
     ep_paths = Paths(g, train_idx)
-    ep_paths.compact(0, "out")
+    prepare_path(ep_paths, 0, "out")  # what the native backward of layer 2 builds
     prep_s = time.perf_counter() - start
     prepare(g, train_idx)  # the cached copy the steps will use (the warm-up steps fill it)
 

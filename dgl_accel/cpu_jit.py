@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import types
 
 import numpy as np
 
@@ -74,8 +75,6 @@ def twins(fn):
     """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
     serially in the second).  Each gets its own name so numba's disk cache, which keys entries by
     function name and signature but not by the parallel flag, keeps them apart."""
-    import types
-
     out = []
     for suffix, parallel in (("_parallel", True), ("_serial", False)):
         f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)

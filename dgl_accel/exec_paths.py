@@ -70,6 +70,18 @@ MAX_EDGE_FRACTION = 0.5
 # Dense layers restricted to a frontier's rows pay a gather and a scatter of those rows; a weight
 # product saves (1 - fraction) of its work, which still wins at 70% of the rows.
 MAX_ROW_FRACTION = 0.7
+# Compact blocks pay a gather of their columns and a scatter of their rows; the all-nodes subgraph
+# pays ~3 passes over every node's row instead (Amazon-CS, 10%: 0.26 vs 0.34 ms for compact).
+COMPACT_MAX_NODES = 0.75
+
+
+def _csc_block(src, dst, num_src: int, num_dst: int):
+    """A DGL block of the given local edges holding only the CSC the SpMM kernel reads (a third of
+    COO + CSC), built now rather than inside a timed step."""
+    block = dgl.create_block((src, dst), num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=torch.int64,
+                             device=src.device).formats("csc")
+    block.adj_tensors("csc")
+    return block
 
 
 class Paths:
@@ -115,7 +127,8 @@ class Paths:
 
     def subgraph(self, k: int):
         """SG_k as a DGL graph: all nodes, the in-edges of N^k, ``edata[dgl.EID]`` = full-graph ids.
-        Needed by the Triton path and for edge weights; the native path uses :meth:`compact`."""
+        Used by the Triton path, for edge weights, and by the native path where :meth:`compact`'s
+        block does not pay (:meth:`compact_pays`)."""
         return self._get(("sg", k), lambda: dgl.edge_subgraph(
             self.graph, self.edge_ids(k).to(self.graph.idtype), relabel_nodes=False, store_ids=True))
 
@@ -131,12 +144,22 @@ class Paths:
             row, col = (dst, src) if direction == "in" else (src, dst)
             cols, col_local = torch.unique(col, return_inverse=True)
             rows, row_local = torch.unique(row, return_inverse=True)
-            block = dgl.create_block((col_local, row_local), num_src_nodes=cols.numel(),
-                                     num_dst_nodes=rows.numel(), idtype=torch.int64, device=row.device)
-            block = block.formats("csc")  # keep only the CSR the kernel reads: a third of the COO+CSC
-            block.adj_tensors("csc")      # and build it now, not inside a timed step
+            block = _csc_block(col_local, row_local, cols.numel(), rows.numel())
             return rows, cols, block._graph, int(eids.numel()), block
         return self._get(("compact", k, direction), build)[:4]
+
+    def compact_pays(self, k: int) -> bool:
+        """Whether :meth:`compact`'s block beats the all-nodes :meth:`subgraph` for SG_k: its rows
+        and columns (the distinct sources and destinations of SG_k, in either direction) span at
+        most ``COMPACT_MAX_NODES`` of the nodes.  Counted without building either."""
+        def build():
+            eids = self.edge_ids(k)
+            n = self.graph.num_nodes()
+            seen = torch.zeros(2 * n, dtype=torch.bool, device=eids.device)
+            seen[self._src[eids]] = True
+            seen[n + self._dst[eids]] = True
+            return int(seen.sum()) <= COMPACT_MAX_NODES * n
+        return self._get(("compact_pays", k), build)
 
     def row_block(self, k: int):
         """The in-edges of N^k as a DGL graph index whose destinations are the rows of N^k (all of
@@ -148,10 +171,7 @@ class Paths:
             rows = self.rows(k)
             eids = self.edge_ids(k)
             src, dst = self._src[eids], self._dst[eids]
-            block = dgl.create_block((src, torch.searchsorted(rows, dst)), num_src_nodes=self.graph.num_src_nodes(),
-                                     num_dst_nodes=rows.numel(), idtype=torch.int64, device=src.device)
-            block = block.formats("csc")
-            block.adj_tensors("csc")
+            block = _csc_block(src, torch.searchsorted(rows, dst), self.graph.num_src_nodes(), rows.numel())
             gidx = block._graph
             return rows, gidx, gidx.reverse(), int(eids.numel()), block
         return self._get(("row_block", k), build)[:4]

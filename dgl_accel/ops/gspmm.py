@@ -259,23 +259,35 @@ def _edge_grad(graph, path, ufeat, grad_out, src_scale, dst_scale, per_feat, dty
     return native_edge_grad(graph, ufeat, grad_out, src_scale, dst_scale, per_feat, dtype)
 
 
-# Compact execution-path blocks pay a gather of their columns and a scatter of their rows; the
-# all-nodes subgraph pays ~3 passes over every node's row instead.
-_COMPACT_MAX_NODES = 0.75
+def _path_kind(paths, depth: int, native_unweighted: bool) -> str:
+    """How SG_depth is aggregated: on the "full" graph (most edges are on the path: as good, and
+    exact), a "compact" block (native kernel, no edge weights, where its gather and scatter pay)
+    or the all-nodes "subgraph"."""
+    if not paths.worthwhile(depth):
+        return "full"
+    return "compact" if native_unweighted and paths.compact_pays(depth) else "subgraph"
+
+
+def prepare_path(paths, depth: int, direction: str) -> str:
+    """Build and cache the structure an unweighted native aggregation on SG_depth will use (the
+    one-off cost of a first training step); returns its kind (see :func:`_path_kind`)."""
+    kind = _path_kind(paths, depth, True)
+    if kind == "compact":
+        paths.compact(depth, direction)
+    elif kind == "subgraph":
+        paths.subgraph(depth)
+    return kind
 
 
 def _path_aggregate(ctx, depth, direction, x, w, row_scale, col_scale):
     """Aggregate on execution path SG_depth; returns (result, the graph whose edges it used)."""
     paths = ctx.session.paths
-    if not paths.worthwhile(depth):  # most edges are on the path: the full graph is as good, and exact
+    kind = _path_kind(paths, depth, ctx.path != "triton" and w is None)
+    if kind == "full":
         return _aggregate(ctx.graph, direction, x, w, col_scale, row_scale, ctx.path, ctx.gs, ctx.deterministic), \
             ctx.graph
-    if ctx.path != "triton" and w is None:
-        rows, cols = paths.compact(depth, direction)[:2]
-        if rows.numel() + cols.numel() <= _COMPACT_MAX_NODES * paths.graph.num_nodes():
-            return _compact_spmm(paths, depth, direction, x, row_scale, col_scale, ctx.scale_key), None
-        # the block's rows and columns span most nodes: gathering and scattering them costs more
-        # than the all-nodes subgraph's passes over every row (Amazon-CS: 0.26 vs 0.34 ms)
+    if kind == "compact":
+        return _compact_spmm(paths, depth, direction, x, row_scale, col_scale, ctx.scale_key), None
     sg = paths.subgraph(depth)
     w_sg = None if w is None else w[sg.edata[dgl.EID].long()]
     return _aggregate(sg, direction, x, w_sg, col_scale, row_scale, ctx.path, ctx.gs, ctx.deterministic), sg

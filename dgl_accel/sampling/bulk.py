@@ -58,7 +58,7 @@ from .bulk_its import RowSet, its_sample, quantise, row_label
 from .bulk_matrix import (
     adjacency_tensor, canonical_adjacency, canonical_csr, estimate_p_bytes, selection_matrix,
 )
-from .choice import _np64, check_fanouts, check_nodes, resolve_seed, single_type_seeds
+from .choice import _np64, check_fanouts, check_nodes, excluded_edge_ids, resolve_seed, single_type_seeds
 from . import bulk_jit
 from .neighbor import _check_homogeneous, _finish_block, _make_block
 from .bulk_triton import make_block_triton
@@ -304,12 +304,7 @@ class BulkNeighborSampler(BlockSampler):
         n = g.num_nodes()
         canon = canonical_adjacency(g)
         keys = self._keys(first, len(batches))
-        excl = None
-        if exclude_eids is not None:
-            if isinstance(exclude_eids, dict):
-                exclude_eids = torch.cat([torch.as_tensor(x) for x in exclude_eids.values()]) \
-                    if exclude_eids else torch.empty(0, dtype=torch.int64)
-            excl = np.unique(_np64(torch.as_tensor(exclude_eids)))
+        excl = excluded_edge_ids(exclude_eids)
         idtype = g.idtype
         dev = g.device
         path = backend.choose_path(torch.empty(0, device=dev))

@@ -107,7 +107,7 @@ if AVAILABLE:
             t += 4
 
     def _its_impl(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
-             out):
+                  out):
         R = start.shape[0]
         nchunks = (R + _CHUNK - 1) // _CHUNK
         for ch in prange(nchunks):
@@ -175,8 +175,8 @@ def its_sample(rs, s: int, replace: bool):
         before, total = rs.totals()
     its = _its_parallel if parallel_allowed() else _its_serial
     its(np.ascontiguousarray(rs.start, dtype=np.int64), np.ascontiguousarray(rs.deg, dtype=np.int64),
-         npos.astype(np.int64), np.ascontiguousarray(rs.labels, dtype=np.int64), k0s, k1s, offs, int(s),
-         bool(replace), uniform, prefix, before, total, MAX_DRAWS, out)
+        npos.astype(np.int64), np.ascontiguousarray(rs.labels, dtype=np.int64), k0s, k1s, offs, int(s),
+        bool(replace), uniform, prefix, before, total, MAX_DRAWS, out)
     return out, counts
 
 
@@ -256,7 +256,7 @@ def relabel_layer(src, offs, batch_ptr, rows, n: int):
 
 if AVAILABLE:
     def _its_uniform_rows_impl(indptr, rows, batch_ptr, k0s, k1s, label_base, s, replace, offs, max_draws, out,
-                          pairs, to_pairs, eid_out):
+                               pairs, to_pairs, eid_out):
         """The uniform-row ITS of ``_its`` reading A's rows in place: start, degree, Philox key
         (the row's minibatch) and label (label_base + node) are derived here, not materialised.
         With ``to_pairs`` each row's picks are turned into (source id in ``out``, edge id in
@@ -326,8 +326,8 @@ def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, 
     keys = np.array(keys, dtype=np.uint64)
     its_rows = _its_uniform_rows_parallel if parallel_allowed() else _its_uniform_rows_serial
     its_rows(indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & _M32, keys >> _S32,
-                      np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, MAX_DRAWS, out,
-                      pairs if to_pairs else np.zeros(1, dtype=np.int64), to_pairs, eid)
+             np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, MAX_DRAWS, out,
+             pairs if to_pairs else np.zeros(1, dtype=np.int64), to_pairs, eid)
     if to_pairs:
         return out, eid, counts, offs
     return out, counts, offs

@@ -113,6 +113,17 @@ def single_type_seeds(seed_nodes) -> torch.Tensor:
     return torch.as_tensor(seed_nodes)
 
 
+def excluded_edge_ids(exclude_eids):
+    """DGL's ``exclude_eids`` argument (a tensor, or a dict of them per edge type, or None) as one
+    sorted int64 array of distinct edge ids, or None."""
+    if exclude_eids is None:
+        return None
+    if isinstance(exclude_eids, dict):
+        exclude_eids = torch.cat([torch.as_tensor(x) for x in exclude_eids.values()]) \
+            if exclude_eids else torch.empty(0, dtype=torch.int64)
+    return np.unique(_np64(torch.as_tensor(exclude_eids)))
+
+
 def check_prob(prob, num_edges: int, name: str = "prob") -> None:
     """Raise unless ``prob`` holds one finite non-negative weight per edge."""
     if not isinstance(prob, torch.Tensor):

@@ -33,8 +33,8 @@ from .engine import neighbor_choice_triton
 from .. import cpu_jit
 from .rng import call_seed
 from .choice import (
-    _np64, _tables, check_fanouts, check_nodes, check_prob, resolve_seed, single_type_seeds, uniform_choice_flat,
-    weighted_choice_np,
+    _np64, _tables, check_fanouts, check_nodes, check_prob, excluded_edge_ids, resolve_seed, single_type_seeds,
+    uniform_choice_flat, weighted_choice_np,
 )
 
 __all__ = ["NeighborSampler"]
@@ -138,12 +138,7 @@ class NeighborSampler(BlockSampler):
             p = g.edata[self.prob]
             check_prob(p, g.num_edges(), f"g.edata[{self.prob!r}]")
             tab = _tables(csr.indptr, csr.eids, p, indptr, _np64(csr.eids))
-        excl = None
-        if exclude_eids is not None:
-            if isinstance(exclude_eids, dict):
-                exclude_eids = torch.cat([torch.as_tensor(x) for x in exclude_eids.values()]) \
-                    if exclude_eids else torch.empty(0, dtype=torch.int64)
-            excl = np.unique(_np64(torch.as_tensor(exclude_eids)))
+        excl = excluded_edge_ids(exclude_eids)
         seed = self._next_seed()
         idtype = g.idtype
         cur = _np64(seed_nodes)
@@ -180,35 +175,29 @@ def _pairs(g, csr) -> np.ndarray:
 
 
 def _new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_dst: int, idtype,
-               src_nid=None, dst_nid=None, eid=None):
-    """A DGLBlock from CSC arrays (ids already in ``idtype``'s numpy dtype), optionally with its
-    ``srcdata``/``dstdata[dgl.NID]`` and ``edata[dgl.EID]`` (numpy arrays, shared, not copied).
+               src_nid: np.ndarray, dst_nid: np.ndarray, eid: np.ndarray):
+    """A DGLBlock from CSC arrays with its ``srcdata``/``dstdata[dgl.NID]`` and ``edata[dgl.EID]``
+    (numpy arrays in ``idtype``'s dtype, shared, not copied).
 
     Calls DGL's unit-graph constructor directly: ``dgl.create_block`` re-validates the arrays and
     rebuilds a metagraph on every call (~0.3 ms a block); the arrays here are correct by
     construction.  The CSC's edge-id array is left empty, which DGL reads as "edge i is position
     i" (no arange per block), and the id columns go in as ready frames (no per-column frame
     update).  Falls back to ``dgl.create_block`` if DGL's internals differ."""
+    indptr_t, indices_t = torch.from_numpy(indptr_b), torch.from_numpy(src_local)
+    src_nid_t, dst_nid_t, eid_t = torch.from_numpy(src_nid), torch.from_numpy(dst_nid), torch.from_numpy(eid)
     if _FAST_BLOCK:
         try:
             gidx = heterograph_index.create_unitgraph_from_csr(
-                2, num_src, num_dst, torch.from_numpy(indptr_b), torch.from_numpy(src_local),
-                torch.empty(0, dtype=torch.from_numpy(src_local[:0]).dtype), ["coo", "csr", "csc"], True)
-            nf = [Frame({dgl.NID: torch.from_numpy(src_nid)} if src_nid is not None else None, num_rows=num_src),
-                  Frame({dgl.NID: torch.from_numpy(dst_nid)} if dst_nid is not None else None, num_rows=num_dst)]
-            ef = [Frame({dgl.EID: torch.from_numpy(eid)} if eid is not None else None, num_rows=int(src_local.shape[0]))]
-            return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], nf, ef)
+                2, num_src, num_dst, indptr_t, indices_t, indices_t.new_empty(0), ["coo", "csr", "csc"], True)
+            return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"],
+                            [Frame({dgl.NID: src_nid_t}, num_rows=num_src), Frame({dgl.NID: dst_nid_t}, num_rows=num_dst)],
+                            [Frame({dgl.EID: eid_t}, num_rows=int(src_local.shape[0]))])
         except Exception:  # pragma: no cover - only on a DGL whose internals changed
             pass
-    args = (torch.from_numpy(indptr_b), torch.from_numpy(src_local),
-            torch.from_numpy(np.arange(src_local.shape[0], dtype=src_local.dtype)))
+    args = (indptr_t, indices_t, torch.arange(src_local.shape[0], dtype=indices_t.dtype))
     block = dgl.create_block(("csc", args), num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=idtype)
-    if src_nid is not None:
-        block.srcdata[dgl.NID] = torch.from_numpy(src_nid)
-    if dst_nid is not None:
-        block.dstdata[dgl.NID] = torch.from_numpy(dst_nid)
-    if eid is not None:
-        block.edata[dgl.EID] = torch.from_numpy(eid)
+    block.srcdata[dgl.NID], block.dstdata[dgl.NID], block.edata[dgl.EID] = src_nid_t, dst_nid_t, eid_t
     return block
 
 
