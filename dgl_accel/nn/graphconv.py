@@ -16,6 +16,7 @@ from dgl.utils import expand_as_pair
 from ..exec_paths import begin_layer
 from ..graph.structure import cached
 from ..ops import gspmm
+from ..ops.dense import DenseFunction
 from ..ops.gspmm import gspmm_rows
 
 
@@ -23,37 +24,9 @@ def _rows_matmul(x: torch.Tensor, weight: torch.Tensor, rows) -> torch.Tensor:
     """``x @ weight`` on ``rows`` only (all rows if None); other rows 0: nothing on the way to the
     loss reads them."""
     if rows is None:
-        return torch.matmul(x, weight)
+        return DenseFunction.apply(x, weight, None, False, None, 0)
     out = x.new_zeros((x.shape[0], weight.shape[1]))  # fresh, so filling it in place is safe
-    return out.index_copy_(0, rows, torch.matmul(x.index_select(0, rows), weight))
-
-
-class _PathMatmul(torch.autograd.Function):
-    """``x @ weight`` whose backward uses only the rows where the output gradient can be nonzero.
-
-    Inside an execution-path session the gradient reaching a layer's weight product is exactly zero
-    outside a frontier N^d (known at backward time: the step's aggregation count is final by then),
-    so ``grad_weight = x[N^d]^T grad[N^d]`` and ``grad_x`` is ``grad @ weight^T`` on N^d rows only.
-    ``offset`` is 1 when the product feeds the layer's aggregation (weight first), 0 when it follows.
-    """
-
-    @staticmethod
-    def forward(ctx, x, weight, plan, offset):
-        ctx.save_for_backward(x, weight)
-        ctx.plan, ctx.offset = plan, offset
-        return torch.matmul(x, weight)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
-        session = ctx.plan.session
-        rows = ctx.plan.rows(max(0, session.calls - ctx.plan.layer) + ctx.offset)
-        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        if rows is None:
-            return (grad @ weight.t() if need_x else None), (x.t() @ grad if need_w else None), None, None
-        g = grad.index_select(0, rows)
-        grad_x = grad.new_zeros(x.shape).index_copy_(0, rows, g @ weight.t()) if need_x else None
-        return grad_x, (x.index_select(0, rows).t() @ g if need_w else None), None, None
+    return out.index_copy_(0, rows, DenseFunction.apply(x.index_select(0, rows), weight, None, False, None, 0))
 
 
 def _has_zero_in_degree(graph) -> bool:
@@ -80,9 +53,7 @@ class GraphConv(dgl.nn.GraphConv):
             found = gspmm_rows(graph, feat_src, self._norm, plan, depth)
             if found is not None:
                 rows, rst = found
-                # bias fused into the product: one pass less over the rows
-                rst = torch.matmul(rst, weight) if self.bias is None else torch.addmm(self.bias, rst, weight)
-                rst = self._activate(rst)
+                rst = self._dense(rst, weight, None, 0)  # bias and ReLU fused into the product
                 out = rst.new_zeros((graph.num_dst_nodes(),) + tuple(rst.shape[1:]))
                 return out.index_copy_(0, rows, rst)  # other rows: 0, read by nothing the loss needs
         # Multiply first when it shrinks the features that the aggregation has to move (as DGL does).
@@ -91,6 +62,8 @@ class GraphConv(dgl.nn.GraphConv):
             weight = None
         rst = gspmm(graph, op, "sum", feat_src, edge_weight, norm=self._norm, layer_plan=plan)
         if weight is not None:
+            if depth is None and rst.dim() == 2:  # bias and ReLU fused into the product
+                return self._dense(rst, weight, plan, 0)
             rst = self._product(rst, weight, plan, depth, 0)
         if self.bias is not None:
             # rst is a fresh tensor whose producer (our aggregation or product) does not keep it for
@@ -98,13 +71,24 @@ class GraphConv(dgl.nn.GraphConv):
             rst = rst.add_(self.bias)
         return self._activate(rst)
 
+    def _dense(self, x, weight, plan, offset):
+        """``activation(x @ weight + bias)`` with bias and ReLU fused into the product
+        (:class:`DenseFunction`; its backward keeps to the path's rows when ``plan`` is given)."""
+        relu = self._is_relu()
+        out = DenseFunction.apply(x, weight, self.bias, relu, plan, offset)
+        return out if relu else self._activate(out)
+
+    def _is_relu(self) -> bool:
+        act = self._activation
+        return act is torch.relu or act is F.relu or type(act) is torch.nn.ReLU
+
     def _activate(self, rst):
         """The layer's activation; ReLU in place on our fresh output (its backward needs only the
         result), anything else as given."""
         act = self._activation
         if act is None:
             return rst
-        if act is torch.relu or act is F.relu or type(act) is torch.nn.ReLU:
+        if self._is_relu():
             return torch.relu_(rst)
         return act(rst)
 
@@ -112,8 +96,8 @@ class GraphConv(dgl.nn.GraphConv):
     def _product(x, weight, plan, depth, offset):
         """x @ weight: plain outside execution paths; inside, restricted to the rows that matter
         (forward rows too once the receptive field is known, backward rows always)."""
-        if plan is None or x.dim() != 2:
+        if x.dim() != 2:
             return torch.matmul(x, weight)
-        if depth is not None:
+        if plan is not None and depth is not None:
             return _rows_matmul(x, weight, plan.rows(depth + offset))
-        return _PathMatmul.apply(x, weight, plan, offset)
+        return DenseFunction.apply(x, weight, None, False, plan, offset)

@@ -1,0 +1,108 @@
+"""Dense products of the drop-in layers: ``act(x @ W + b)`` as one op, forward and backward.
+
+Naming chain as for the sparse ops: :func:`linear` (launcher: oneDNN or torch) ->
+:class:`DenseFunction` (autograd) -> ``GraphConv._product``.
+
+* CPU, float32: the product runs on oneDNN's inner-product primitive
+  (``torch.ops.mkldnn._linear_pointwise``, what ``torch.compile`` emits for CPU linear layers), with
+  bias and ReLU fused into it.  torch's ``mm`` calls MKL, which on the AMD CPUs of this workplace
+  takes a non-AVX-512 path: a [13752, 128] x [128, 128] product took 2.0-2.5 ms there against
+  0.9-1.0 ms on oneDNN, with the same float32 error against a float64 reference.
+  ``DGL_ACCEL_ONEDNN=0`` turns it off (then torch's ``addmm`` / ``relu_``).
+* The weight gradient ``x^T g`` (a reduction over the rows) stays on torch's ``mm``: oneDNN's
+  backward-weights primitive was slower than MKL above ~20k rows here.
+* Inside ``dgl_accel.execution_paths`` the backward uses only the rows where the output gradient
+  can be nonzero (a frontier N^d, known at backward time), ReLU mask and bias gradient included.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import torch
+
+_onednn_ok: Optional[bool] = None
+
+
+def _onednn_works() -> bool:
+    """oneDNN's fused linear exists in this torch build and agrees with ``addmm`` on a small case
+    (checked once per process)."""
+    global _onednn_ok
+    if _onednn_ok is None:
+        try:
+            op = torch.ops.mkldnn._linear_pointwise
+            gen = torch.Generator().manual_seed(0)
+            x, w, b = (torch.randn(s, generator=gen) for s in ((37, 19), (19, 5), (5,)))
+            got = op(x, w.t().contiguous(), b, "relu", [], "")
+            _onednn_ok = bool(torch.allclose(got, torch.addmm(b, x, w).relu_(), rtol=1e-5, atol=1e-5))
+        except (AttributeError, RuntimeError):
+            _onednn_ok = False
+    return _onednn_ok
+
+
+def onednn_enabled() -> bool:
+    """Whether CPU float32 products go to oneDNN (``DGL_ACCEL_ONEDNN=0`` turns this off)."""
+    return os.environ.get("DGL_ACCEL_ONEDNN", "1") != "0" and torch.backends.mkldnn.is_available() \
+        and _onednn_works()
+
+
+def _use_onednn(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> bool:
+    tensors = (x, weight) if bias is None else (x, weight, bias)
+    if any(t.device.type != "cpu" or t.dtype != torch.float32 for t in tensors):
+        return False
+    if x.dim() != 2 or weight.dim() != 2 or x.shape[0] == 0 or (bias is not None and bias.dim() != 1):
+        return False
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return False  # recorded for double backward: torch's ops have derivatives, oneDNN's has none
+    return onednn_enabled()
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+           relu: bool = False) -> torch.Tensor:
+    """``x @ weight (+ bias)``, then ReLU if ``relu``; ``weight`` is [in, out] as in GraphConv.
+    Returns a fresh tensor."""
+    if _use_onednn(x, weight, bias):
+        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), weight.t().contiguous(), bias,
+                                                  "relu" if relu else "none", [], "")
+    out = torch.matmul(x, weight) if bias is None else torch.addmm(bias, x, weight)
+    return out.relu_() if relu else out
+
+
+class DenseFunction(torch.autograd.Function):
+    """``act(x @ weight + bias)`` (act: ReLU or none) whose backward, inside an execution-path
+    session, keeps to the rows where the output gradient can be nonzero.
+
+    ``plan`` (a LayerPlan or None) and ``offset`` locate the product in the step: the gradient
+    reaching it is exactly zero outside N^d with d = (aggregations after this layer's) + ``offset``
+    (1 when the product feeds the layer's aggregation, weight first; 0 when it follows it).  So
+    ``grad_weight = x[N^d]^T g[N^d]``, ``grad_bias = sum g[N^d]`` and ``grad_x`` is ``g @ weight^T``
+    on N^d's rows, 0 elsewhere.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, relu: bool, plan, offset: int):
+        out = linear(x, weight, bias, relu)
+        ctx.save_for_backward(x, weight, out if relu else None)
+        ctx.relu, ctx.plan, ctx.offset = relu, plan, offset
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, out = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        rows = None
+        if ctx.plan is not None:
+            session = ctx.plan.session
+            rows = ctx.plan.rows(max(0, session.calls - ctx.plan.layer) + ctx.offset)
+        if rows is None:
+            g = torch.ops.aten.threshold_backward(grad, out, 0) if ctx.relu else grad
+            grad_x = linear(g, weight.t()) if need_x else None
+            grad_w = x.t() @ g if need_w else None
+        else:
+            g = grad.index_select(0, rows)
+            if ctx.relu:
+                g = torch.ops.aten.threshold_backward(g, out.index_select(0, rows), 0)
+            grad_x = grad.new_zeros(x.shape).index_copy_(0, rows, linear(g, weight.t())) if need_x else None
+            grad_w = x.index_select(0, rows).t() @ g if need_w else None
+        grad_b = g.sum(0) if need_b else None
+        return grad_x, grad_w, grad_b, None, None, None
