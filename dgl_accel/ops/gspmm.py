@@ -18,7 +18,6 @@ Naming chain: ``_gspmm_grouped_fwd_kernel`` / ``_segment_reduce_kernel`` /
 """
 from __future__ import annotations
 
-import threading
 from typing import Optional
 
 import dgl
@@ -27,7 +26,7 @@ import torch
 from .. import backend
 from ..graph.groups import Groups, groups_for
 from ..exec_paths import LayerPlan, begin_layer
-from .. import cpu_jit
+from .. import cpu_jit, scratch
 from ..graph.structure import Structure, cached, check_graph, edges_by_id, in_csr, out_csr
 from .launch import triton_kernel
 from ..redundancy.hook import plan_for as _redundancy_plan_for
@@ -147,21 +146,13 @@ def _dgl_spmm_sum(gidx, x: torch.Tensor, w: Optional[torch.Tensor], num_rows: in
     return out
 
 
-_scratch = threading.local()
-
-
 def _scaled_rows(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """``x * scale[:, None]`` written into a buffer reused across calls of this thread: the scaled
     input lives only until the kernel has read it, and a fresh N x F allocation per aggregation
     (forward and backward, every layer) showed up in epoch times.  Never returned to callers."""
     if x.device.type != "cpu" or (torch.is_grad_enabled() and (x.requires_grad or scale.requires_grad)):
         return x * scale[:, None]  # (double backward records this product)
-    need = x.numel()
-    buf = getattr(_scratch, "buf", None)
-    if buf is None or buf.dtype != x.dtype or buf.numel() < need:
-        buf = _scratch.buf = torch.empty(need, dtype=x.dtype)
-    out = buf[:need].view(x.shape)
-    return torch.mul(x, scale[:, None], out=out)
+    return torch.mul(x, scale[:, None], out=scratch.tensor("gspmm.scaled", x.shape, x.dtype))
 
 
 def native_spmm(graph, direction: str, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:

@@ -39,13 +39,12 @@ except ImportError:  # pragma: no cover
     _FAST_GRAPH = False
 
 from ..graph.structure import cached, in_csr
-from .. import cpu_jit
+from .. import cpu_jit, scratch
 
 __all__ = ["InCSR", "cpu_in_csr", "induced_entries", "induced_subgraph", "marked", "num_threads"]
 
 _POOL_LOCK = threading.Lock()
 _LOCAL = threading.local()
-_SCRATCH_MAX = 1 << 25  # entries (128 MiB of int32) kept per scratch buffer at most
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +84,8 @@ def _gather_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, node
     np.cumsum(deg, out=rp[1:])
     total = int(rp[-1])
     if _csr_row_index is not None:
-        src = _scratch("src", total, indices.dtype)
-        out = _scratch("dat", total, data.dtype)
+        src = scratch.array("src", total, indices.dtype)
+        out = scratch.array("dat", total, data.dtype)
         _csr_row_index(nodes.shape[0], nodes, indptr, indices, data, src, out)
         return rp, src, out
     # numpy fallback: position of every gathered entry = row start + rank inside the row
@@ -97,29 +96,13 @@ def _gather_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, node
 def _induce_part(indptr, indices, data, nodes, loc):
     """One slice of destination rows: (sub_indptr from 0, local src ids, kept data)."""
     rp, src, dat = _gather_rows(indptr, indices, data, nodes)
-    lv = np.take(loc, src, out=_scratch("lv", src.shape[0], loc.dtype))
+    lv = np.take(loc, src, out=scratch.array("lv", src.shape[0], loc.dtype))
     # numpy's nonzero is several times faster on bool than on int32
-    keep = np.flatnonzero(np.not_equal(lv, 0, out=_scratch("mask", src.shape[0], np.bool_)))
+    keep = np.flatnonzero(np.not_equal(lv, 0, out=scratch.array("mask", src.shape[0], np.bool_)))
     sub_indptr = np.searchsorted(keep, rp)  # kept entries before each row start
     local = np.take(lv, keep)
     local -= 1
     return sub_indptr, local, np.take(dat, keep)
-
-
-def _scratch(name: str, size: int, dtype) -> np.ndarray:
-    """A reusable per-thread buffer of at least ``size`` items (a view of exactly ``size``).
-
-    The gathered temporaries are MBs; fresh allocations of that size come from the kernel as new
-    pages (mmap), and the page faults cost as much as the passes themselves when other code
-    (e.g. another sampler) allocates in between."""
-    if size > _SCRATCH_MAX:  # do not pin huge buffers for the life of the thread
-        return np.empty(size, dtype=dtype)
-    bufs = _LOCAL.__dict__.setdefault("scratch", {})
-    key = (name, np.dtype(dtype).str)
-    buf = bufs.get(key)
-    if buf is None or buf.shape[0] < size:
-        buf = bufs[key] = np.empty(max(size, 1024, 0 if buf is None else buf.shape[0] * 3 // 2), dtype=dtype)
-    return buf[:size]
 
 
 # Work (gathered CSR entries) per extra thread below which one thread is faster: a hand-off to the
@@ -193,8 +176,8 @@ def _induce(indptr, indices, data, nodes, loc, threads):
     work = np.cumsum(indptr[nodes + 1] - indptr[nodes], dtype=np.int64) if nodes.shape[0] else np.zeros(1, np.int64)
     total = int(work[-1])
     if cpu_jit.enabled() and total >= cpu_jit.MIN_WORK:  # one compiled pass: gather, filter, relabel fused
-        return cpu_jit.induced_entries(indptr, indices, data, nodes, loc, _scratch("lv", total, np.int32),
-                                       _scratch("dat", total, data.dtype))
+        return cpu_jit.induced_entries(indptr, indices, data, nodes, loc, scratch.array("lv", total, np.int32),
+                                       scratch.array("dat", total, data.dtype))
     if threads is None or threads > 1:
         threads = num_threads(total) if threads is None else threads
     if threads <= 1 or nodes.shape[0] < threads:
