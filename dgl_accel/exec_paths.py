@@ -161,6 +161,22 @@ class Paths:
             return int(seen.sum()) <= COMPACT_MAX_NODES * n
         return self._get(("compact_pays", k), build)
 
+    def row_csr(self, k: int, direction: str):
+        """SG_k as a CSR over all of the graph's rows (destinations for ``"in"``, sources for
+        ``"out"``), int64 (indptr [N + 1], column ids): what the compiled aggregation
+        (``cpu_jit.rows_spmm``) reads where a compact block does not pay.  It writes every output
+        row in the same pass (zeros for rows without edges), so no zero fill and no scatter."""
+        def build():
+            eids = self.edge_ids(k)
+            src, dst = self._src[eids], self._dst[eids]
+            row, col = (dst, src) if direction == "in" else (src, dst)
+            n = self.graph.num_dst_nodes() if direction == "in" else self.graph.num_src_nodes()
+            order = torch.argsort(row, stable=True)
+            indptr = torch.zeros(n + 1, dtype=torch.int64, device=row.device)
+            torch.cumsum(torch.bincount(row, minlength=n), 0, out=indptr[1:])
+            return indptr, col[order].contiguous()
+        return self._get(("row_csr", k, direction), build)
+
     def row_block(self, k: int):
         """The in-edges of N^k as a DGL graph index whose destinations are the rows of N^k (all of
         them, ascending, as :meth:`rows`) and whose sources are all graph nodes, with its reverse.
@@ -194,6 +210,8 @@ class Paths:
                 total += (block.num_dst_nodes() + 1 + 2 * nnz) * 8
                 if "csc" in rgidx.formats()["created"]:
                     total += (block.num_src_nodes() + 1 + 2 * nnz) * 8
+            elif isinstance(value, tuple) and key[0] == "row_csr":
+                total += sum(t.numel() * t.element_size() for t in value)
             elif value is not None and key[0] == "sg":  # COO + edge ids, plus the CSR views DGL adds
                 itemsize = 8 if value.idtype == torch.int64 else 4
                 total += value.num_edges() * itemsize * 3 * 2 + (value.num_nodes() + 1) * itemsize * 2
