@@ -294,3 +294,38 @@ def test_aggregate_first_layers_stay_on_active_rows(norm, monkeypatch):
     assert_close(xgrad, xgrad0)
     reached = prepare(g, idx).frontier(3)
     assert torch.all(xgrad[~reached] == 0) and reached.sum() < n  # a real restriction: not every node
+
+
+@pytest.mark.parametrize("kind", ["full", "compact", "subgraph", "subgraph_without_numba"])
+@pytest.mark.parametrize("dense_rows", ["restricted", "all"])
+def test_every_path_structure_gives_native_gradients(kind, dense_rows, monkeypatch):
+    """Each structure an aggregation can run on (the full graph, a compact block, the all-rows CSR
+    that the compiled pass reads, or DGL's subgraph without numba), with the dense backward on the
+    frontier's rows or on all rows, gives native DGL's loss and gradients."""
+    from dgl_accel import cpu_jit, exec_paths
+    from dgl_accel.ops.gspmm import prepare_path
+
+    if kind == "subgraph_without_numba":
+        monkeypatch.setattr(cpu_jit, "enabled", lambda: False)
+        kind = "subgraph"
+    monkeypatch.setattr(exec_paths, "MAX_EDGE_FRACTION", 0.0 if kind == "full" else 1.0)
+    monkeypatch.setattr(exec_paths, "COMPACT_MAX_NODES", 1.0 if kind == "compact" else 0.0)
+    monkeypatch.setattr(exec_paths, "MAX_ROW_FRACTION", 1.0 if dense_rows == "restricted" else 0.0)
+    rng = np.random.default_rng(5)
+    n = 400
+    g = dgl.add_self_loop(dgl.graph((rng.integers(0, n, 1500), rng.integers(0, n, 1500)), num_nodes=n))
+    idx = torch.from_numpy(rng.permutation(n)[:30])
+    kinds, dims = ["gcn", "gcn_right", "gcn"], [8, 16, 70, 3]  # both product orders; 70 wide: oneDNN's wgrad
+    torch.manual_seed(0)
+    native = Net(kinds, dims, 0.0)
+    ours = copy.deepcopy(native)
+    dgl_accel.nn.swap(ours)
+    x, y = torch.randn(n, dims[0]), torch.randint(0, dims[-1], (n,))
+    loss0, grads0, xgrad0 = _step(native, g, x, y, idx, contextlib.nullcontext())
+    assert prepare_path(exec_paths.Paths(g, idx), 0, "out") == kind
+    for step in range(2):
+        loss, grads, xgrad = _step(ours, g, x, y, idx, dgl_accel.execution_paths(g, idx))
+        assert_close(loss, loss0)
+        for k in grads0:
+            assert_close(grads[k], grads0[k], msg=f"d{k}")
+        assert_close(xgrad, xgrad0)
