@@ -1,7 +1,9 @@
 """Drop-in ``GraphConv``: same constructor, parameters and state_dict keys as ``dgl.nn.GraphConv``.
 
 The aggregation ``update_all(copy_u | u_mul_e, sum)`` and both degree normalisations become one
-:func:`dgl_accel.ops.gspmm` call (norm fused into the kernel).  Inside
+:func:`dgl_accel.ops.gspmm` call (norm fused into the kernel); the weight product, bias and ReLU
+one :class:`dgl_accel.ops.dense.DenseFunction` (oneDNN on CPU float32).  Inside
+``dgl_accel.execution_paths`` the dense backward keeps to the frontier's rows.  Inside
 ``dgl_accel.execution_paths(..., restrict_forward=True)`` the dense work is restricted too: the
 weight product runs only on the rows the loss can reach (receptive-field training).  Anything else
 (heterographs, DGL's own errors) goes to ``super().forward()`` unchanged.
