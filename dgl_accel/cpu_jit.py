@@ -310,35 +310,29 @@ if AVAILABLE:
                 cur[i] = nxt
     def _rows_spmm_impl(indptr, indices, x, col_scale, row_scale, out):
         """out[r] = row_scale[r] * sum_k col_scale[c_k] * x[c_k] over row r's CSR entries, every row
-        written (empty rows: 0); scales empty: 1.  Sums in CSR order, as DGL's CPU kernel does."""
+        written (empty rows: 0).  Sums in CSR order, as DGL's CPU kernel does.  Rows are cut into
+        64 ranges of about equal edge counts (one parallel task each): frontier rows are few and
+        heavy next to many empty ones."""
         F = out.shape[1]
         N = out.shape[0]
-        chunk = 512
-        for ch in prange((N + chunk - 1) // chunk):
-            acc = np.empty(F, dtype=out.dtype)  # one per chunk of rows: no allocation per row
-            for r in range(ch * chunk, min(N, ch * chunk + chunk)):
-                orow = out[r]
-                s, e = indptr[r], indptr[r + 1]
-                if s == e:
-                    orow[:] = 0
-                    continue
-                acc[:] = 0
-                for k in range(s, e):
+        nch = 64
+        bounds = np.searchsorted(indptr, np.arange(nch + 1) * (indptr[N] // nch + 1))
+        bounds = np.minimum(bounds, N)  # searchsorted may answer N + 1 past the last row pointer
+        bounds[0] = 0
+        bounds[nch] = N
+        for ch in prange(nch):
+            acc = np.empty(F, dtype=out.dtype)  # one per range: no allocation per row
+            for r in range(bounds[ch], bounds[ch + 1]):
+                for f in range(F):
+                    acc[f] = 0
+                for k in range(indptr[r], indptr[r + 1]):
                     c = indices[k]
-                    xrow = x[c]
-                    if col_scale.shape[0]:
-                        w = col_scale[c]
-                        for f in range(F):
-                            acc[f] += xrow[f] * w
-                    else:
-                        for f in range(F):
-                            acc[f] += xrow[f]
-                if row_scale.shape[0]:
-                    rs = row_scale[r]
+                    w = col_scale[c]
                     for f in range(F):
-                        orow[f] = acc[f] * rs
-                else:
-                    orow[:] = acc
+                        acc[f] += x[c, f] * w
+                rs = row_scale[r]
+                for f in range(F):
+                    out[r, f] = acc[f] * rs
 
     _rows_spmm_parallel, _rows_spmm_serial = twins(_rows_spmm_impl)
 
@@ -408,9 +402,10 @@ def rows_spmm(indptr, indices, x, col_scale, row_scale, out) -> None:
     """``out = row_scale * (A (col_scale * x))`` for the CSR ``A`` (numpy arrays; scales may be
     None), writing every row of ``out``.  Parallel over row chunks where allowed
     (:func:`parallel_allowed`)."""
-    none = np.empty(0, dtype=out.dtype)
     fn = _rows_spmm_parallel if parallel_allowed() else _rows_spmm_serial
-    fn(indptr, indices, x, none if col_scale is None else col_scale, none if row_scale is None else row_scale, out)
+    # a missing scale is 1 (x * 1.0 is exact); ones cost one small allocation, branches per edge more
+    fn(indptr, indices, x, np.ones(x.shape[0], dtype=out.dtype) if col_scale is None else col_scale,
+       np.ones(out.shape[0], dtype=out.dtype) if row_scale is None else row_scale, out)
 
 
 def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import List, Optional
 
 import dgl
@@ -232,8 +233,46 @@ def _checked(graph, train_idx):
     if graph.is_block:
         raise ValueError("expected the full graph of full-graph training (got a block). Execution paths "
                          "are for a fixed training set on one graph; sampled blocks are already partial.")
+    hit = _validated_before(graph, train_idx)
+    if hit is not None:
+        return hit
     idx = _validate_train_idx(graph, train_idx)
-    return idx, f"execution_paths.{hash(idx.cpu().numpy().tobytes())}.{idx.numel()}"
+    result = idx, f"execution_paths.{hash(idx.cpu().numpy().tobytes())}.{idx.numel()}"
+    _remember_validated(graph, train_idx, result)
+    return result
+
+
+# Training loops enter the block every step with the same index tensor; its checks (a sort for the
+# duplicates) cost 0.2 ms a step at 11k ids.  Remembered per tensor object and version (an in-place
+# change bumps the version), for graphs of the same size and device.
+_VALIDATED: dict = {}
+
+
+def _tensor_version(t) -> Optional[int]:
+    try:
+        return t._version
+    except RuntimeError:  # inference-mode tensors keep no version counter: never remembered
+        return None
+
+
+def _validated_before(graph, train_idx):
+    if not isinstance(train_idx, torch.Tensor):
+        return None
+    hit = _VALIDATED.get(id(train_idx))
+    if hit is None:
+        return None
+    ref, version, where, result = hit
+    same = ref() is train_idx and version is not None and version == _tensor_version(train_idx)
+    return result if same and where == (graph.num_dst_nodes(), graph.device) else None
+
+
+def _remember_validated(graph, train_idx, result) -> None:
+    if not isinstance(train_idx, torch.Tensor) or _tensor_version(train_idx) is None:
+        return
+    if len(_VALIDATED) > 16:
+        _VALIDATED.clear()
+    _VALIDATED[id(train_idx)] = (weakref.ref(train_idx), _tensor_version(train_idx),
+                                 (graph.num_dst_nodes(), graph.device), result)
 
 
 def prepare(graph, train_idx) -> Paths:

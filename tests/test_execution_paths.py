@@ -329,3 +329,23 @@ def test_every_path_structure_gives_native_gradients(kind, dense_rows, monkeypat
         for k in grads0:
             assert_close(grads[k], grads0[k], msg=f"d{k}")
         assert_close(xgrad, xgrad0)
+
+
+def test_training_indices_changed_in_place_are_checked_again():
+    """The checks of a training-index tensor are remembered between steps, but an in-place change
+    (its version moves) is validated and used anew: no stale frontiers, no unchecked ids."""
+    g = dgl.add_self_loop(dgl.rand_graph(40, 120))
+    idx = torch.tensor([1, 2, 3])
+    with dgl_accel.execution_paths(g, idx) as session:
+        first = session.paths.frontier(0).nonzero().flatten().tolist()
+    idx[0] = 7
+    with dgl_accel.execution_paths(g, idx) as session:
+        assert session.paths.frontier(0).nonzero().flatten().tolist() == [2, 3, 7] != first
+    idx[0] = 3
+    with pytest.raises(ValueError, match="expected distinct training node ids"):
+        with dgl_accel.execution_paths(g, idx):
+            pass
+    idx[0] = 40
+    with pytest.raises(ValueError, match=r"expected training node ids in \[0, 40\)"):
+        with dgl_accel.execution_paths(g, idx):
+            pass
