@@ -64,8 +64,8 @@ class GraphConv(dgl.nn.GraphConv):
             weight = None
         rst = gspmm(graph, op, "sum", feat_src, edge_weight, norm=self._norm, layer_plan=plan)
         if weight is not None:
-            if depth is None and rst.dim() == 2:  # bias and ReLU fused into the product
-                return self._dense(rst, weight, plan, 0)
+            if rst.dim() == 2 and (depth is None or plan.rows(depth) is None):
+                return self._dense(rst, weight, plan, 0)  # all rows: bias and ReLU fused into the product
             rst = self._product(rst, weight, plan, depth, 0)
         if self.bias is not None:
             # rst is a fresh tensor whose producer (our aggregation or product) does not keep it for
