@@ -121,8 +121,9 @@ def environment() -> dict:
         "numpy": _version("numpy"),
         "dgl_accel": accel_version,
         "git_commit": commit,
-        # Uncommitted changes make the commit alone misleading.
-        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")) if commit else "",
+        # Uncommitted changes make the commit alone misleading (results appended by earlier runs do not).
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"))
+        if commit else "",
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
