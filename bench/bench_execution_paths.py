@@ -21,6 +21,7 @@ Usage: python bench/bench_execution_paths.py [--quick] [--graphs a,b] [--ratios 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import statistics
 import sys
@@ -155,26 +156,24 @@ def run_case(g, name, ratio, args, seed=0):
     prep_s = time.perf_counter() - start
     prepare(g, train_idx)  # the cached copy the steps will use (the warm-up steps fill it)
 
+    def step(model, opt, block=contextlib.nullcontext, norm_timer=None):
+        with block():
+            loss = F.cross_entropy(model(g, x)[train_idx], y[train_idx])
+            if norm_timer is not None:
+                norm_timer.attach(_norm_nodes(loss, n))
+            opt.zero_grad()
+            loss.backward()
+        opt.step()
+
     def step_dgl(norm_timer=None):
-        loss = F.cross_entropy(native(g, x)[train_idx], y[train_idx])
-        if norm_timer is not None:
-            norm_timer.attach(_norm_nodes(loss, n))
-        opts["dgl"].zero_grad()
-        loss.backward()
-        opts["dgl"].step()
+        step(native, opts["dgl"], norm_timer=norm_timer)
 
     def step_ep(restrict):
-        with dgl_accel.execution_paths(g, train_idx, restrict_forward=restrict, num_layers=2):
-            loss = F.cross_entropy(ours(g, x)[train_idx], y[train_idx])
-            opts["ours"].zero_grad()
-            loss.backward()
-        opts["ours"].step()
+        step(ours, opts["ours"], lambda: dgl_accel.execution_paths(g, train_idx, restrict_forward=restrict,
+                                                                    num_layers=2))
 
     def step_plain():  # our modules without execution paths: what the drop-in layers alone give
-        loss = F.cross_entropy(ours(g, x)[train_idx], y[train_idx])
-        opts["ours"].zero_grad()
-        loss.backward()
-        opts["ours"].step()
+        step(ours, opts["ours"])
 
     providers = {"dgl": step_dgl, "plain": step_plain, "ep": lambda: step_ep(False), "ep_rf": lambda: step_ep(True)}
     for fn in providers.values():  # warm-up: caches, allocator, lazy formats

@@ -122,6 +122,12 @@ class Paths:
         """Ids of the in-edges of N^k: the edges of SG_k."""
         return self._get(("eids", k), lambda: self.frontier(k)[self._dst].nonzero().flatten())
 
+    def _oriented_edges(self, k: int, direction: str):
+        """SG_k's edges as (row, col) ids: (dst, src) for ``"in"``, (src, dst) for ``"out"``."""
+        eids = self.edge_ids(k)
+        src, dst = self._src[eids], self._dst[eids]
+        return (dst, src) if direction == "in" else (src, dst)
+
     def worthwhile(self, k: int) -> bool:
         """Whether SG_k is small enough that restricting to it saves time (else use the full graph)."""
         return self.edge_ids(k).numel() <= MAX_EDGE_FRACTION * max(1, self._src.numel())
@@ -140,13 +146,11 @@ class Paths:
         in the block it spent 60% of its time on empty ones).  Returns (rows, cols, block index,
         nnz): block row i is graph row ``rows[i]``, block column j reads input row ``cols[j]``."""
         def build():
-            eids = self.edge_ids(k)
-            src, dst = self._src[eids], self._dst[eids]
-            row, col = (dst, src) if direction == "in" else (src, dst)
+            row, col = self._oriented_edges(k, direction)
             cols, col_local = torch.unique(col, return_inverse=True)
             rows, row_local = torch.unique(row, return_inverse=True)
             block = _csc_block(col_local, row_local, cols.numel(), rows.numel())
-            return rows, cols, block._graph, int(eids.numel()), block
+            return rows, cols, block._graph, int(row.numel()), block
         return self._get(("compact", k, direction), build)[:4]
 
     def compact_pays(self, k: int) -> bool:
@@ -168,9 +172,7 @@ class Paths:
         (``cpu_jit.rows_spmm``) reads where a compact block does not pay.  It writes every output
         row in the same pass (zeros for rows without edges), so no zero fill and no scatter."""
         def build():
-            eids = self.edge_ids(k)
-            src, dst = self._src[eids], self._dst[eids]
-            row, col = (dst, src) if direction == "in" else (src, dst)
+            row, col = self._oriented_edges(k, direction)
             n = self.graph.num_dst_nodes() if direction == "in" else self.graph.num_src_nodes()
             order = torch.argsort(row, stable=True)
             indptr = torch.zeros(n + 1, dtype=torch.int64, device=row.device)
@@ -186,11 +188,10 @@ class Paths:
         scatter).  Returns (rows, index, reverse index, nnz)."""
         def build():
             rows = self.rows(k)
-            eids = self.edge_ids(k)
-            src, dst = self._src[eids], self._dst[eids]
+            dst, src = self._oriented_edges(k, "in")
             block = _csc_block(src, torch.searchsorted(rows, dst), self.graph.num_src_nodes(), rows.numel())
             gidx = block._graph
-            return rows, gidx, gidx.reverse(), int(eids.numel()), block
+            return rows, gidx, gidx.reverse(), int(src.numel()), block
         return self._get(("row_block", k), build)[:4]
 
     def gathered(self, key, build):

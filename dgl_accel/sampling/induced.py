@@ -84,8 +84,8 @@ def _gather_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, node
     np.cumsum(deg, out=rp[1:])
     total = int(rp[-1])
     if _csr_row_index is not None:
-        src = scratch.array("src", total, indices.dtype)
-        out = scratch.array("dat", total, data.dtype)
+        src = scratch.array("induced.src", total, indices.dtype)
+        out = scratch.array("induced.dat", total, data.dtype)
         _csr_row_index(nodes.shape[0], nodes, indptr, indices, data, src, out)
         return rp, src, out
     # numpy fallback: position of every gathered entry = row start + rank inside the row
@@ -96,9 +96,9 @@ def _gather_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, node
 def _induce_part(indptr, indices, data, nodes, loc):
     """One slice of destination rows: (sub_indptr from 0, local src ids, kept data)."""
     rp, src, dat = _gather_rows(indptr, indices, data, nodes)
-    lv = np.take(loc, src, out=scratch.array("lv", src.shape[0], loc.dtype))
+    lv = np.take(loc, src, out=scratch.array("induced.lv", src.shape[0], loc.dtype))
     # numpy's nonzero is several times faster on bool than on int32
-    keep = np.flatnonzero(np.not_equal(lv, 0, out=scratch.array("mask", src.shape[0], np.bool_)))
+    keep = np.flatnonzero(np.not_equal(lv, 0, out=scratch.array("induced.mask", src.shape[0], np.bool_)))
     sub_indptr = np.searchsorted(keep, rp)  # kept entries before each row start
     local = np.take(lv, keep)
     local -= 1
@@ -176,8 +176,8 @@ def _induce(indptr, indices, data, nodes, loc, threads):
     work = np.cumsum(indptr[nodes + 1] - indptr[nodes], dtype=np.int64) if nodes.shape[0] else np.zeros(1, np.int64)
     total = int(work[-1])
     if cpu_jit.enabled() and total >= cpu_jit.MIN_WORK:  # one compiled pass: gather, filter, relabel fused
-        return cpu_jit.induced_entries(indptr, indices, data, nodes, loc, scratch.array("lv", total, np.int32),
-                                       scratch.array("dat", total, data.dtype))
+        return cpu_jit.induced_entries(indptr, indices, data, nodes, loc, scratch.array("induced.lv", total, np.int32),
+                                       scratch.array("induced.dat", total, data.dtype))
     if threads is None or threads > 1:
         threads = num_threads(total) if threads is None else threads
     if threads <= 1 or nodes.shape[0] < threads:
