@@ -6,7 +6,7 @@ import os as _os
 
 _os.environ.setdefault("DGLBACKEND", "pytorch")  # DGL otherwise warns and writes ~/.dgl/config.json
 
-from .backend import (  # noqa: E402
+from .core.backend import (  # noqa: E402
     BACKENDS, choose_path, get_backend, reset_stats, set_backend, stats, triton_available, use_backend,
 )
 
@@ -27,7 +27,7 @@ def explain(graph, feat_dim: int, dtype=None):
 
 # DGL_ACCEL_BACKEND=triton on a CPU-only machine: turn the Triton interpreter on before triton loads.
 try:
-    from .backend import prepare_for as _prepare_for
+    from .core.backend import prepare_for as _prepare_for
 
     _prepare_for(get_backend())
 except ValueError:

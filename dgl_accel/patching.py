@@ -17,7 +17,7 @@ import dgl.ops
 import dgl.ops.spmm
 import torch
 
-from . import backend
+from .core import backend
 
 # Captured at import, before any patching: fallthrough calls and restores use these objects.
 ORIGINAL_GSPMM = dgl.ops.spmm.gspmm

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import dgl_accel
-from dgl_accel import backend
+from dgl_accel.core import backend
 from dgl_accel.ops import scale
 
 

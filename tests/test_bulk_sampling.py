@@ -434,7 +434,7 @@ def test_serial_twins_match_parallel_kernels(monkeypatch):
     batches = [torch.randperm(3000, generator=torch.Generator().manual_seed(i))[:300] for i in range(4)]
     par = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
     monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
-    assert not dgl_accel.cpu_jit.parallel_allowed()
+    assert not dgl_accel.core.cpu_jit.parallel_allowed()
     ser = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
     for a, b in zip(par, ser):
         _same_blocks(a[2], b[2])

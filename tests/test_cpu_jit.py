@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_accel import cpu_jit
+from dgl_accel.core import cpu_jit
 from dgl_accel.sampling import NeighborSampler, choice
 from dgl_accel.testing.strategies import graphs
 
@@ -91,7 +91,7 @@ def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
 def test_disabled_by_environment(tmp_path):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-c", "from dgl_accel import cpu_jit; print(cpu_jit.enabled())"],
+    out = subprocess.run([sys.executable, "-c", "from dgl_accel.core import cpu_jit; print(cpu_jit.enabled())"],
                          env={**__import__("os").environ, "DGL_ACCEL_NUMBA": "0"}, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 

@@ -9,32 +9,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
+from ..core.csr import Structure
+
 __all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph"]
-
-
-@dataclass(frozen=True, eq=False)  # eq=False: tensors have no meaningful ==; identity is enough
-class Structure:
-    """A CSR matrix of shape ``(num_rows, num_cols)``.
-
-    ``indptr`` is always int64 (edge counts can exceed 2**31); ``indices`` and ``eids`` keep
-    the graph's idtype.  Row ``r``'s entries are ``indices[indptr[r]:indptr[r+1]]``.
-    """
-
-    indptr: torch.Tensor
-    indices: torch.Tensor
-    eids: torch.Tensor
-    num_rows: int
-    num_cols: int
-    device: torch.device
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.indices.numel())
 
 
 def check_graph(g) -> None:

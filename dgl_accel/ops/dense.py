@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from .. import scratch
+from ..core import scratch
 
 _onednn_ok: Optional[bool] = None
 

@@ -23,12 +23,14 @@ from typing import Optional
 import dgl
 import torch
 
-from .. import backend
-from ..graph.groups import Groups, groups_for
+from ..core import backend
+from ..core.groups import Groups
+from ..graph.groups import groups_for
 from ..exec_paths import LayerPlan, begin_layer
-from .. import cpu_jit, scratch
-from ..graph.structure import Structure, cached, check_graph, edges_by_id, in_csr, out_csr
-from .launch import triton_kernel
+from ..core import cpu_jit, scratch
+from ..core.csr import Structure
+from ..graph.structure import cached, check_graph, edges_by_id, in_csr, out_csr
+from ..core.launch import triton_kernel
 from ..redundancy.hook import plan_for as _redundancy_plan_for
 
 OPS = ("copy_u", "u_mul_e")

@@ -25,7 +25,7 @@ import threading
 import weakref
 from typing import Iterator, Union
 
-from .. import backend
+from ..core import backend
 from ..graph.structure import cached, structure_id
 
 __all__ = ["attach", "detach", "attached_plan", "use_redundancy", "set_mode", "get_mode", "plan_for",

@@ -53,7 +53,7 @@ import numpy as np
 import torch
 from dgl.dataloading import BlockSampler
 
-from .. import backend
+from ..core import backend
 from .bulk_its import RowSet, its_sample, quantise, row_label
 from .bulk_matrix import (
     adjacency_tensor, canonical_adjacency, canonical_csr, estimate_p_bytes, selection_matrix,

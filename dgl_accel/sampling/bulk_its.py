@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import backend
+from ..core import backend
 from .rng import philox4x32_np
 
 __all__ = ["W_SCALE", "LABEL_SHIFT", "MAX_DRAWS", "quantise", "row_label", "its_sample", "RowSet"]

@@ -14,12 +14,12 @@ import numpy as np
 from .buffers import default_pool
 
 # One Philox, one availability switch (DGL_ACCEL_NUMBA) and one work threshold for all compiled loops
-from ..cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (MIN_WORK, enabled: re-exported)
+from ..core.cpu_jit import _M32, _S32, AVAILABLE, MIN_WORK, enabled  # noqa: F401 (MIN_WORK, enabled: re-exported)
 
 if AVAILABLE:
     from numba import njit, prange
 
-    from ..cpu_jit import _philox, parallel_allowed, twins
+    from ..core.cpu_jit import _philox, parallel_allowed, twins
 
 _TWO_M32 = 2.0 ** -32
 _CHUNK = 256            # rows per parallel task (one bitmap each)

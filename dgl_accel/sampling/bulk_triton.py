@@ -12,7 +12,7 @@ __all__ = ["its_sample_triton", "compact_triton", "make_block_triton"]
 
 
 def _kernel(name: str, device: torch.device):
-    from ..ops.launch import triton_kernel
+    from ..core.launch import triton_kernel
 
     return triton_kernel("bulk_sampling", name, device)
 

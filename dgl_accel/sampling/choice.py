@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from .rng import philox4x32_np, philox_uniform_np
-from .. import cpu_jit
+from ..core import cpu_jit
 
 __all__ = [
     "neighbor_choice", "weighted_neighbor_choice",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import backend
+from ..core import backend
 
 SUBWARP_MAX = 32
 BLOCK_MAX = 1024
@@ -68,7 +68,7 @@ def neighbor_choice_triton(indptr: torch.Tensor, transits: torch.Tensor, fanout:
     same values as :func:`dgl_accel.sampling.choice.neighbor_choice` for the same arguments.
     ``counter_ids`` (int64 [T], < num_nodes) replace the transit ids in the Philox counters."""
     from ..kernels.sampling import SUBWARP_BLOCK_T, k_pad
-    from ..ops.launch import triton_kernel
+    from ..core.launch import triton_kernel
 
     transits = transits.to(torch.int64).contiguous()
     has_cids = counter_ids is not None

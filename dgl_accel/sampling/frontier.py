@@ -68,7 +68,7 @@ import math
 import numpy as np
 import torch
 
-from .. import backend
+from ..core import backend
 from ..graph.structure import out_csr
 from .rng import philox4x32, philox4x32_np
 from .walks import _err, _OneThread, _resolve_seed
@@ -412,7 +412,7 @@ def frontier_triton(indptr, indices, degc, roots, inst, n, max_steps, seed, eta_
     outgrew the scratch with 4x more.  Returns out [I, n] (-1 padded) and counts [I] on the
     tensors' device."""
     from ..kernels.saint_frontier import PROBES_MAX, block_for
-    from ..ops.launch import triton_kernel
+    from ..core.launch import triton_kernel
 
     dev = indptr.device
     kernel = triton_kernel("saint_frontier", "_frontier_kernel", dev)

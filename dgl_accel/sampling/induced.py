@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover
     _FAST_GRAPH = False
 
 from ..graph.structure import cached, in_csr
-from .. import cpu_jit, scratch
+from ..core import cpu_jit, scratch
 
 __all__ = ["InCSR", "cpu_in_csr", "induced_entries", "induced_subgraph", "marked", "num_threads"]
 

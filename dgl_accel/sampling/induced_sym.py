@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover
     _FAST_GRAPH = False
 
 from ..graph.structure import cached
-from .. import cpu_jit
+from ..core import cpu_jit
 from .induced import InCSR, cpu_in_csr, induced_entries, marked
 
 __all__ = ["HalfCSR", "half_csr", "induced_subgraph_symmetric"]

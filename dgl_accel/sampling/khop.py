@@ -30,7 +30,7 @@ import dgl
 import numpy as np
 import torch
 
-from .. import backend
+from ..core import backend
 from ..graph.structure import in_csr
 from .choice import _np64, check_nodes, resolve_seed, uniform_choice_np
 from .engine import group_by_transit, neighbor_choice_triton

@@ -28,9 +28,9 @@ except ImportError:  # pragma: no cover
     _FAST_BLOCK = False
 
 from ..graph.structure import cached, in_csr
-from .. import backend
+from ..core import backend
 from .engine import neighbor_choice_triton
-from .. import cpu_jit
+from ..core import cpu_jit
 from .rng import call_seed
 from .choice import (
     _np64, _tables, check_fanouts, check_nodes, check_prob, excluded_edge_ids, resolve_seed, single_type_seeds,

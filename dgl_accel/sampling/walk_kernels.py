@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..ops.launch import triton_kernel
+from ..core.launch import triton_kernel
 
 
 def _signed64(seed: int) -> int:

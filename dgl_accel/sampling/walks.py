@@ -44,8 +44,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .. import backend
-from .. import cpu_jit
+from ..core import backend
+from ..core import cpu_jit
 from ..graph.structure import cached, check_graph, out_csr
 from .rng import philox4x32
 

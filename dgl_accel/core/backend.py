@@ -109,7 +109,7 @@ def prepare_for(name: str) -> None:
     """Forcing ``triton`` on a machine without CUDA means interpreted kernels: switch the
     interpreter on now, before anything imports triton (see kernels/loader.py for why)."""
     if name == "triton" and not torch.cuda.is_available():
-        from .kernels.loader import prefer_interpreter
+        from ..kernels.loader import prefer_interpreter
 
         prefer_interpreter()
 

@@ -1,0 +1,33 @@
+"""CSR views on plain tensors: the only graph the DGL-free core sees.
+
+A view is a sparse matrix of shape ``(num_rows, num_cols)``: ``in_csr`` of a graph has one row per
+destination node (forward aggregation), ``out_csr`` one row per source node (the backward pass).
+Host libraries (the DGL adapter in ``dgl_accel.graph``) build and cache them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Structure"]
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: tensors have no meaningful ==; identity is enough
+class Structure:
+    """A CSR matrix of shape ``(num_rows, num_cols)``.
+
+    ``indptr`` is always int64 (edge counts can exceed 2**31); ``indices`` and ``eids`` keep
+    the graph's idtype.  Row ``r``'s entries are ``indices[indptr[r]:indptr[r+1]]``.
+    """
+
+    indptr: torch.Tensor
+    indices: torch.Tensor
+    eids: torch.Tensor
+    num_rows: int
+    num_cols: int
+    device: torch.device
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indices.numel())
