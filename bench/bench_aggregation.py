@@ -8,7 +8,7 @@ datasets (``dgl_accel.data``; a synthetic graph where there are none) and F in {
 time forward+backward (``out = op(g, x); out.backward(grad)``) of
 
 * ``dgl``:       ``dgl.ops.copy_u_sum(g, x)`` (DGL's native CPU gspmm), and
-* ``dgl_accel``: ``dgl_accel.ops.gspmm(g, "copy_u", "sum", x)`` under ``use_backend("native")``,
+* ``dgl_accel``: ``dgl_accel.functional.gspmm(g, "copy_u", "sum", x)`` under ``use_backend("native")``,
 
 for two cases: ``copy_u_sum`` (plain) and ``gcn_both`` (``norm="both"``; the DGL baseline does
 what ``dgl.nn.GraphConv(norm="both")`` does: x * out_deg^-1/2, copy_u_sum, * in_deg^-1/2, degrees
@@ -62,7 +62,7 @@ import torch  # noqa: E402
 import dgl_accel  # noqa: E402
 from bench.harness import record, time_fn  # noqa: E402
 from dgl_accel import data as ds  # noqa: E402
-from dgl_accel.ops import gspmm  # noqa: E402
+from dgl_accel.functional import gspmm  # noqa: E402
 
 FEATS = (16, 64, 256)
 QUICK_FEATS = (16, 64)

@@ -40,8 +40,10 @@ import dgl_accel  # noqa: E402
 import dgl_accel.nn  # noqa: E402
 from bench.harness import print_table, record  # noqa: E402
 from dgl_accel import data  # noqa: E402
-from dgl_accel.exec_paths import Paths, prepare  # noqa: E402
-from dgl_accel.ops.gspmm import GSpMMFunction, prepare_path  # noqa: E402
+from dgl_accel.core.aggregation.function import GSpMMFunction  # noqa: E402
+from dgl_accel.policies.exec_paths.paths import Paths  # noqa: E402
+from dgl_accel.policies.exec_paths.plan import prepare_path  # noqa: E402
+from dgl_accel.policies.exec_paths.session import prepare  # noqa: E402
 
 GRAPHS = ("snap_soc-Slashdot0902", "graphdata_amazon_cs")
 

@@ -1,4 +1,4 @@
-"""Benchmark the toy op ``dgl_accel.ops.scale`` against plain ``x * alpha`` (float32, CPU).
+"""Benchmark the toy op ``dgl_accel.functional.scale`` against plain ``x * alpha`` (float32, CPU).
 
 Usage: python bench/bench_scale.py [--quick]
 """
@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench
 import torch  # noqa: E402
 
 from bench.harness import compare, print_table, record, time_fn  # noqa: E402
-from dgl_accel.ops import scale  # noqa: E402
+from dgl_accel.functional import scale  # noqa: E402
 
 
 def main(argv=None) -> None:

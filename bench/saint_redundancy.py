@@ -4,7 +4,7 @@ For each npz graph, a few node-induced subgraphs from GraphSAINT's random-walk s
 roots x ``hops`` hops; ``dgl_accel.sampling.SAINTSampler(mode="walk")`` when it exists, else
 ``dgl.sampling.random_walk`` + ``g.subgraph``).  Per subgraph: gamma_read, gamma_add, pair nodes,
 transform seconds, and the forward sum aggregation at F = 256 on the CPU, original graph
-(dgl_accel.ops.gspmm, DGL's native SpMM underneath) vs through the plan, interleaved repeat by
+(dgl_accel.functional.gspmm, DGL's native SpMM underneath) vs through the plan, interleaved repeat by
 repeat.  ``amortised`` = (3L aggregations on the original) / (transform + 3L through the plan)
 for L = 2: > 1 means the rewrite pays within one training iteration on that subgraph.
 
@@ -50,8 +50,8 @@ def bench_redundancy(graph_names=None, quick: bool = False, roots: int = 3000, h
     """Rows (one per subgraph) for :func:`bench.harness.record`; ``median``/``min``/``max`` are the
     aggregation through the plan, ``original_ms`` the original aggregation's median."""
     from dgl_accel import data
-    from dgl_accel.ops import gspmm
-    from dgl_accel.redundancy import predicts_gain, reduce_redundancy
+    from dgl_accel.functional import gspmm
+    from dgl_accel.policies.redundancy import predicts_gain, reduce_redundancy
 
     if graph_names is None:
         graph_names = [n for n in data.available() if n not in data.registry.SYNTHETIC_NAMES

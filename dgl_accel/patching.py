@@ -3,24 +3,29 @@
 Every built-in message passing in DGL (``g.update_all(fn.copy_u, fn.sum)``, ``dgl.ops.copy_u_sum``,
 ``dgl.ops.gspmm``, and so every ``dgl.nn`` module built on them) reaches one Python function,
 ``dgl.ops.spmm.gspmm``.  While enabled, that name (and its re-export ``dgl.ops.gspmm``) points to
-:func:`routed_gspmm`, which runs :func:`dgl_accel.ops.gspmm` for what we support and calls the
+:func:`routed_gspmm`, which runs :func:`dgl_accel.functional.gspmm` for what we support and calls the
 original, unchanged, for everything else, counting the reason in ``dgl_accel.stats()``.
 Patching is reversible and idempotent; ``disable()`` puts back the exact original objects.
+
+:func:`execution_paths` lives here too: it opens an execution-path session (a policy) and switches
+DGL's message passing over for the block, so that unmodified ``dgl.nn`` layers take part.
 """
 from __future__ import annotations
 
 import contextlib
 import math
 import threading
+from typing import Optional
 
 import dgl.ops
 import dgl.ops.spmm
 import torch
 
 from .core import backend
+from .functional import gspmm
+from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
+from .policies.exec_paths.session import open_session
 
-# Captured at import, before any patching: fallthrough calls and restores use these objects.
-ORIGINAL_GSPMM = dgl.ops.spmm.gspmm
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
 _OPS = {"copy_lhs": "copy_u", "mul": "u_mul_e", "div": "u_mul_e"}  # DGL op -> ours (div: 1/w)
 _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "u_div_e",
@@ -56,8 +61,6 @@ def _unsupported(g, op, reduce_op, lhs, rhs):
 
 def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
     """Drop-in for ``dgl.ops.spmm.gspmm(g, op, reduce_op, lhs_data, rhs_data)``."""
-    from .ops.gspmm import gspmm
-
     reason = _unsupported(g, op, reduce_op, lhs_data, rhs_data)
     if reason is not None:
         backend.record_fallthrough(f"{_NAMES.get(op, op)}_{reduce_op}", reason)
@@ -111,3 +114,24 @@ def enabled():
             _depth = max(0, _depth - 1)
             if _depth == 0 and not _persistent:
                 _apply(False)
+
+
+@contextlib.contextmanager
+def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_layers: Optional[int] = None,
+                    model: Optional[torch.nn.Module] = None):
+    """Run aggregations over ``graph`` on their execution paths inside the block (full-graph
+    training on a fixed training set; see ``dgl_accel.policies.exec_paths`` for the method).
+
+        with dgl_accel.execution_paths(g, train_idx):
+            loss = F.cross_entropy(model(g, x)[train_idx], y[train_idx])
+            loss.backward()
+
+    ``restrict_forward=True`` also computes each aggregation's output only on the rows the loss can
+    reach (``num_layers=`` or learned from the first step); ``model=`` rejects row-mixing layers
+    up front.  DGL's own message passing is routed through dgl-accel for the block
+    (``dgl_accel.enabled()``), so unmodified ``dgl.nn`` layers take part too.
+    """
+    with open_session(graph, train_idx, restrict_forward=restrict_forward, num_layers=num_layers,
+                      model=model) as session:
+        with enabled():
+            yield session

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import dgl_accel
 import dgl_accel.nn
-from dgl_accel.exec_paths import prepare
+from dgl_accel.policies.exec_paths.session import prepare
 from dgl_accel.testing.tolerances import assert_close
 
 
@@ -256,7 +256,7 @@ def test_aggregate_first_layers_stay_on_active_rows(norm, monkeypatch):
     """Receptive-field forward of aggregation-first GraphConv layers (in_feats <= out_feats) runs
     on N^d's rows from aggregation to activation (RowsSpMMFunction): loss, weight and input
     gradients still equal native DGL; the input gradient is zero exactly outside N^L."""
-    from dgl_accel.ops.gspmm import RowsSpMMFunction
+    from dgl_accel.policies.exec_paths.plan import RowsSpMMFunction
 
     calls = []
     original = RowsSpMMFunction.apply
@@ -302,16 +302,16 @@ def test_every_path_structure_gives_native_gradients(kind, dense_rows, monkeypat
     """Each structure an aggregation can run on (the full graph, a compact block, the all-rows CSR
     that the compiled pass reads, or DGL's subgraph without numba), with the dense backward on the
     frontier's rows or on all rows, gives native DGL's loss and gradients."""
-    from dgl_accel import exec_paths
     from dgl_accel.core import cpu_jit
-    from dgl_accel.ops.gspmm import prepare_path
+    from dgl_accel.policies.exec_paths import paths as paths_mod
+    from dgl_accel.policies.exec_paths import plan as plan_mod
 
     if kind == "subgraph_without_numba":
         monkeypatch.setattr(cpu_jit, "enabled", lambda: False)
         kind = "subgraph"
-    monkeypatch.setattr(exec_paths, "MAX_EDGE_FRACTION", 0.0 if kind == "full" else 1.0)
-    monkeypatch.setattr(exec_paths, "COMPACT_MAX_NODES", 1.0 if kind == "compact" else 0.0)
-    monkeypatch.setattr(exec_paths, "MAX_ROW_FRACTION", 1.0 if dense_rows == "restricted" else 0.0)
+    monkeypatch.setattr(paths_mod, "MAX_EDGE_FRACTION", 0.0 if kind == "full" else 1.0)
+    monkeypatch.setattr(paths_mod, "COMPACT_MAX_NODES", 1.0 if kind == "compact" else 0.0)
+    monkeypatch.setattr(plan_mod, "MAX_ROW_FRACTION", 1.0 if dense_rows == "restricted" else 0.0)
     rng = np.random.default_rng(5)
     n = 400
     g = dgl.add_self_loop(dgl.graph((rng.integers(0, n, 1500), rng.integers(0, n, 1500)), num_nodes=n))
@@ -323,7 +323,7 @@ def test_every_path_structure_gives_native_gradients(kind, dense_rows, monkeypat
     dgl_accel.nn.swap(ours)
     x, y = torch.randn(n, dims[0]), torch.randint(0, dims[-1], (n,))
     loss0, grads0, xgrad0 = _step(native, g, x, y, idx, contextlib.nullcontext())
-    assert prepare_path(exec_paths.Paths(g, idx), 0, "out") == kind
+    assert plan_mod.prepare_path(paths_mod.Paths(g, idx), 0, "out") == kind
     for step in range(2):
         loss, grads, xgrad = _step(ours, g, x, y, idx, dgl_accel.execution_paths(g, idx))
         assert_close(loss, loss0)

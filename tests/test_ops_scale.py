@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel.ops import scale
+from dgl_accel.functional import scale
 from dgl_accel.testing.reference import ref_scale
 from dgl_accel.testing.strategies import features
 from dgl_accel.testing.tolerances import assert_matches_reference

@@ -116,5 +116,5 @@ def test_our_own_fallthrough_does_not_recurse_while_enabled():
     g = dgl.rand_graph(10, 30)
     x = torch.randn(10, 2)
     with dgl_accel.enabled():
-        out = dgl_accel.ops.gspmm(g, "copy_u", "max", x)
+        out = dgl_accel.functional.gspmm(g, "copy_u", "max", x)
     assert out.shape == (10, 2)

@@ -1,4 +1,4 @@
-"""GraphACT redundancy reduction (dgl_accel.redundancy): exactness, gamma counts, matching
+"""GraphACT redundancy reduction (dgl_accel.policies.redundancy): exactness, gamma counts, matching
 invariants, the gspmm hook, the cost model and input errors.
 
 References are built from first principles here: dense adjacency products for the aggregations,
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel import redundancy as R
-from dgl_accel.ops import gspmm
+from dgl_accel.policies import redundancy as R
+from dgl_accel.functional import gspmm
 from dgl_accel.testing.strategies import graphs
 from dgl_accel.testing.tolerances import assert_close
 

@@ -18,6 +18,8 @@ from typing import Iterator, Optional
 
 import torch
 
+from ..kernels.loader import prefer_interpreter  # imports no triton: safe before the mode is chosen
+
 BACKENDS = ("auto", "triton", "native")
 ENV_VAR = "DGL_ACCEL_BACKEND"
 
@@ -109,8 +111,6 @@ def prepare_for(name: str) -> None:
     """Forcing ``triton`` on a machine without CUDA means interpreted kernels: switch the
     interpreter on now, before anything imports triton (see kernels/loader.py for why)."""
     if name == "triton" and not torch.cuda.is_available():
-        from ..kernels.loader import prefer_interpreter
-
         prefer_interpreter()
 
 

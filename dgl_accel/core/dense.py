@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from ..core import scratch
+from . import scratch
 
 _onednn_ok: Optional[bool] = None
 
@@ -105,8 +105,8 @@ class DenseFunction(torch.autograd.Function):
     """``act(x @ weight + bias)`` (act: ReLU or none) whose backward, inside an execution-path
     session, keeps to the rows where the output gradient can be nonzero.
 
-    ``plan`` (a LayerPlan or None) and ``offset`` locate the product in the step: the gradient
-    reaching it is exactly zero outside N^d with d = (aggregations after this layer's) + ``offset``
+    ``plan`` (None, or an execution-path plan with ``backward_rows(offset)``) and ``offset`` locate
+    the product in the step: the gradient reaching it is exactly zero outside N^d with d = (aggregations after this layer's) + ``offset``
     (1 when the product feeds the layer's aggregation, weight first; 0 when it follows it).  So
     ``grad_weight = x[N^d]^T g[N^d]``, ``grad_bias = sum g[N^d]`` and ``grad_x`` is ``g @ weight^T``
     on N^d's rows, 0 elsewhere.  The masked and gathered gradients live in scratch buffers.
@@ -125,8 +125,7 @@ class DenseFunction(torch.autograd.Function):
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         rows = None
         if ctx.plan is not None:
-            session = ctx.plan.session
-            rows = ctx.plan.rows(max(0, session.calls - ctx.plan.layer) + ctx.offset)
+            rows = ctx.plan.backward_rows(ctx.offset)
         threshold = torch.ops.aten.threshold_backward.grad_input
         if rows is None:
             g = threshold(grad, out, 0, grad_input=_scratch_or_new("dense.g", grad.shape, grad)) if ctx.relu else grad

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from ..core import backend
-from ..core.launch import triton_kernel
+from . import backend
+from .launch import triton_kernel
 
 _BLOCK = 1024
 _SUPPORTED = (torch.float32, torch.float16, torch.bfloat16, torch.float64)

@@ -1,8 +1,8 @@
 """Drop-in ``GraphConv``: same constructor, parameters and state_dict keys as ``dgl.nn.GraphConv``.
 
 The aggregation ``update_all(copy_u | u_mul_e, sum)`` and both degree normalisations become one
-:func:`dgl_accel.ops.gspmm` call (norm fused into the kernel); the weight product, bias and ReLU
-one :class:`dgl_accel.ops.dense.DenseFunction` (oneDNN on CPU float32).  Inside
+:func:`dgl_accel.functional.gspmm` call (norm fused into the kernel); the weight product, bias and ReLU
+one :func:`dgl_accel.functional.dense` (oneDNN on CPU float32).  Inside
 ``dgl_accel.execution_paths`` the dense backward keeps to the frontier's rows.  Inside
 ``dgl_accel.execution_paths(..., restrict_forward=True)`` the dense work is restricted too: the
 weight product runs only on the rows the loss can reach (receptive-field training).  Anything else
@@ -15,20 +15,18 @@ import torch
 import torch.nn.functional as F
 from dgl.utils import expand_as_pair
 
-from ..exec_paths import begin_layer
+from ..functional import dense, gspmm, gspmm_rows
 from ..graph.structure import cached
-from ..ops import gspmm
-from ..ops.dense import DenseFunction
-from ..ops.gspmm import gspmm_rows
+from ..policies.exec_paths.session import begin_layer
 
 
 def _rows_matmul(x: torch.Tensor, weight: torch.Tensor, rows) -> torch.Tensor:
     """``x @ weight`` on ``rows`` only (all rows if None); other rows 0: nothing on the way to the
     loss reads them."""
     if rows is None:
-        return DenseFunction.apply(x, weight, None, False, None, 0)
+        return dense(x, weight, None, False, None, 0)
     out = x.new_zeros((x.shape[0], weight.shape[1]))  # fresh, so filling it in place is safe
-    return out.index_copy_(0, rows, DenseFunction.apply(x.index_select(0, rows), weight, None, False, None, 0))
+    return out.index_copy_(0, rows, dense(x.index_select(0, rows), weight, None, False, None, 0))
 
 
 def _has_zero_in_degree(graph) -> bool:
@@ -75,9 +73,9 @@ class GraphConv(dgl.nn.GraphConv):
 
     def _dense(self, x, weight, plan, offset):
         """``activation(x @ weight + bias)`` with bias and ReLU fused into the product
-        (:class:`DenseFunction`; its backward keeps to the path's rows when ``plan`` is given)."""
+        (:func:`dense`; its backward keeps to the path's rows when ``plan`` is given)."""
         relu = self._is_relu()
-        out = DenseFunction.apply(x, weight, self.bias, relu, plan, offset)
+        out = dense(x, weight, self.bias, relu, plan, offset)
         return out if relu else self._activate(out)
 
     def _is_relu(self) -> bool:
@@ -102,4 +100,4 @@ class GraphConv(dgl.nn.GraphConv):
             return torch.matmul(x, weight)
         if plan is not None and depth is not None:
             return _rows_matmul(x, weight, plan.rows(depth + offset))
-        return DenseFunction.apply(x, weight, None, False, plan, offset)
+        return dense(x, weight, None, False, plan, offset)

@@ -15,8 +15,6 @@ from typing import Callable, Hashable, Iterable
 
 import numpy as np
 
-from ..graph import in_csr
-from ..graph.structure import cached, check_graph
 
 __all__ = ["autotune_group_size", "graph_signature", "clear_autotune_cache", "autotune_cache"]
 
@@ -24,21 +22,20 @@ _CACHE: dict[Hashable, int] = {}
 _LOCK = threading.Lock()
 
 
-def _signature(g) -> tuple:
-    indptr = in_csr(g).indptr
+def _signature(views) -> tuple:
+    indptr = views.csr("in").indptr
     deg = indptr[1:] - indptr[:-1]
     # The degree histogram is what grouping sees (row lengths, not which row has which), so
     # relabelled copies of a graph share a winner.  bincount runs on the graph's device; only
     # the histogram (max_degree + 1 counts) comes to the host.
     hist = deg.bincount().cpu().numpy().astype(np.int64) if deg.numel() else np.zeros(0, np.int64)
     digest = hashlib.blake2b(hist.tobytes(), digest_size=8).hexdigest()
-    return (g.num_src_nodes(), g.num_dst_nodes(), g.num_edges(), g.idtype, digest)
+    return (views.num_src, views.num_dst, views.num_edges, views.idtype, digest)
 
 
-def graph_signature(g) -> tuple:
+def graph_signature(views) -> tuple:
     """``(num_src, num_dst, num_edges, idtype, hash of the in-degree histogram)``, cached per graph."""
-    check_graph(g)
-    return cached(g, "grouping.signature", _signature)
+    return views.cached("grouping.signature", lambda: _signature(views))
 
 
 def autotune_group_size(key: Hashable, candidates: Iterable[int], time_fn: Callable[[int], float],

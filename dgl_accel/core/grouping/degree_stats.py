@@ -1,4 +1,4 @@
-"""In-degree statistics of a graph, computed from the cached in-CSR.
+"""In-degree statistics of a graph, computed from its in-CSR view.
 
 Kernel heuristics (e.g. group size
 ``gs = round(0.65538 + 1.67431e-5*num_nodes - 2.24342e-6*num_edges + 0.63641*avg_degree)``)
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .structure import cached, check_graph, in_csr
+from ..csr import Structure
 
-__all__ = ["DegreeStats", "degree_stats", "HUB_DEGREE"]
+__all__ = ["DegreeStats", "degree_stats_of", "HUB_DEGREE"]
 
 HUB_DEGREE = 1024  # rows longer than this need a split / multi-block path in the kernels
 
@@ -36,8 +36,8 @@ class DegreeStats:
     num_hubs_over_1024: int  # nodes with in-degree > 1024
 
 
-def _compute(g) -> DegreeStats:
-    s = in_csr(g)
+def degree_stats_of(s: Structure) -> DegreeStats:
+    """In-degree statistics of the graph whose in-CSR view (one row per destination) is ``s``."""
     # float64 on the host: one-off, and exact for any realistic degree (no 2**24 cut-off).
     deg = np.diff(s.indptr.cpu().numpy()).astype(np.float64)
     n = deg.size
@@ -64,8 +64,3 @@ def _compute(g) -> DegreeStats:
         num_hubs_over_1024=int((deg > HUB_DEGREE).sum()),
     )
 
-
-def degree_stats(g) -> DegreeStats:
-    """In-degree statistics of ``g`` (homogeneous graph or block), cached like in_csr."""
-    check_graph(g)
-    return cached(g, "degree_stats", _compute)

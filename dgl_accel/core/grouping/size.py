@@ -46,9 +46,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..graph import DegreeStats, degree_stats
-from ..graph.degree_stats import HUB_DEGREE
-from ..graph.structure import cached, check_graph
+from ..aggregation.launchers import time_grouped_forward
+from .autotune import autotune_group_size, graph_signature
+from .degree_stats import HUB_DEGREE, DegreeStats
 
 __all__ = ["linear_group_size", "linear_formula", "linear_inputs", "is_symmetric",
            "cost_model_group_size", "choose_group_size", "explain", "GroupSizeChoice",
@@ -120,10 +120,10 @@ def linear_formula(num_vertices: int, num_edges: int, avg_degree: float | None =
             f"= round({raw:.3f}) -> {linear_group_size(v, e, avg)}")
 
 
-def _symmetry(g) -> tuple[bool, int]:
+def _symmetry(views) -> tuple[bool, int]:
     """(every edge u->v has a matching v->u as a multiset, undirected edge count)."""
-    src, dst = g.edges()
-    src, dst, n = src.long(), dst.long(), g.num_nodes()
+    src, dst = views.edges_by_id()
+    src, dst, n = src.long(), dst.long(), views.num_src
     # Sort-based multiset test: the sorted keys of (u, v) and of (v, u) agree iff symmetric.
     # n*n < 2**63 for any n < 3e9 nodes, so the int64 key cannot overflow.
     fwd, _ = torch.sort(src * n + dst)
@@ -133,36 +133,35 @@ def _symmetry(g) -> tuple[bool, int]:
     return bool(torch.equal(fwd, bwd)), (e - loops) // 2 + loops
 
 
-def is_symmetric(g) -> bool:
-    """Whether the (non-block) graph ``g`` has v->u for every u->v (cached per graph)."""
-    check_graph(g)
-    return False if g.is_block else cached(g, "grouping.symmetry", _symmetry)[0]
+def is_symmetric(views) -> bool:
+    """Whether the (non-bipartite) graph has v->u for every u->v (cached per graph)."""
+    return False if views.bipartite else views.cached("grouping.symmetry", lambda: _symmetry(views))[0]
 
 
-def _linear_inputs(g) -> tuple[int, int, float, str]:
-    check_graph(g)
-    if g.is_block:  # src and dst are different node sets: no notion of an undirected edge
-        v, e = g.num_dst_nodes(), g.num_edges()
+def _linear_inputs(views) -> tuple[int, int, float, str]:
+    if views.bipartite:  # src and dst are different node sets: no notion of an undirected edge
+        v, e = views.num_dst, views.num_edges
         note = "block: V = dst nodes, E = directed edges"
     else:
-        v = g.num_nodes()
-        sym, undirected = cached(g, "grouping.symmetry", _symmetry)
+        v = views.num_src
+        sym, undirected = views.cached("grouping.symmetry", lambda: _symmetry(views))
         if sym:
             e = undirected
-            note = f"symmetric graph: E = {undirected} undirected edges ({g.num_edges()} directed)"
+            note = f"symmetric graph: E = {undirected} undirected edges ({views.num_edges} directed)"
         else:
-            e = g.num_edges()
+            e = views.num_edges
             note = "not symmetric: E = directed edges"
     return v, e, (e / v if v else 0.0), note
 
 
-def linear_inputs(g) -> tuple[int, int, float]:
-    """``(V, E, avg_degree)`` of a DGL graph or block in the paper's convention.
+def linear_inputs(views) -> tuple[int, int, float]:
+    """``(V, E, avg_degree)`` of a graph (:class:`~dgl_accel.core.aggregation.views.GraphViews`)
+    in the paper's convention.
 
     Symmetric graphs count undirected edges (self-loops once) and ``avg = E / V``; other graphs
-    count directed edges; blocks use their dst nodes and directed edges.
+    count directed edges; bipartite graphs (blocks) use their dst nodes and directed edges.
     """
-    return _linear_inputs(g)[:3]
+    return _linear_inputs(views)[:3]
 
 
 # ------------------------------------------------------------------------------ cost model
@@ -247,20 +246,19 @@ def cost_model_group_size(stats: DegreeStats, feat_dim: int, dtype: torch.dtype 
 
 # ------------------------------------------------------------------------------ choice
 POLICIES = ("auto", "linear", "cost")
-_TIMER = None  # fn(g, feat_dim, dtype, gs) -> seconds, used by policy "auto" on CUDA
+_TIMER = [time_grouped_forward]  # fn(views, feat_dim, dtype, gs) -> seconds, for policy "auto" on CUDA
 
 
 def set_autotune_timer(fn) -> None:
-    """Register ``fn(g, feat_dim, dtype, gs) -> seconds`` for policy "auto" on CUDA; None unsets.
-
-    The kernel layer registers a function that times one grouped aggregation; keeping it a
-    callback means this module never imports the kernels.
-    """
-    global _TIMER
+    """Replace the timer of policy "auto" on CUDA by ``fn(views, feat_dim, dtype, gs) -> seconds``
+    (tests, custom kernels); None switches autotuning off, :data:`DEFAULT_TIMER` restores it."""
     if fn is not None and not callable(fn):
         raise TypeError(f"expected a callable or None (got {fn!r}). "
-                        f"Fix: pass fn(g, feat_dim, dtype, gs) -> seconds.")
-    _TIMER = fn
+                        f"Fix: pass fn(views, feat_dim, dtype, gs) -> seconds.")
+    _TIMER[0] = fn
+
+
+DEFAULT_TIMER = time_grouped_forward
 
 
 @dataclass(frozen=True)
@@ -316,34 +314,32 @@ def _tune_candidates(cost_gs: int, linear_gs: int) -> list[int]:
     return sorted({min(max(c, GS_MIN), GS_MAX) for c in around})
 
 
-def choose_group_size(g, feat_dim: int, dtype: torch.dtype = torch.float32, device=None,
+def choose_group_size(views, feat_dim: int, dtype: torch.dtype = torch.float32, device=None,
                       policy="auto") -> GroupSizeChoice:
-    """Choose ``gs`` for aggregating ``feat_dim``-wide ``dtype`` features over ``g``.
+    """Choose ``gs`` for aggregating ``feat_dim``-wide ``dtype`` features over a graph
+    (:class:`~dgl_accel.core.aggregation.views.GraphViews`).
 
-    policy: "linear" (Xu et al.), "cost" (cost model), "auto" (cost model; on CUDA the autotuner
-    when a timer was registered with :func:`set_autotune_timer`), or an int (forced gs).
-    ``device`` defaults to ``g.device``.
+    policy: "linear" (Xu et al.), "cost" (cost model), "auto" (cost model; on CUDA the autotuner,
+    which times the grouped kernel, see :func:`set_autotune_timer`), or an int (forced gs).
+    ``device`` defaults to the graph's device.
     """
-    from . import autotune  # local: keeps the import graph one-way at module load
-
     _check_policy(policy)
-    stats = degree_stats(g)
-    v, e, avg, note = _linear_inputs(g)
+    stats = views.degree_stats()
+    v, e, avg, note = _linear_inputs(views)
     lin = linear_group_size(v, e, avg)
     cost, reasons = cost_model_group_size(stats, feat_dim, dtype, linear_gs=lin)
-    device = torch.device(device) if device is not None else g.device
+    device = torch.device(device) if device is not None else views.device
     tuned = None
     if isinstance(policy, int):
         gs, src, policy = policy, f"forced gs = {policy}", "forced"
     elif policy == "linear":
         gs, src = lin, "linear model"
-    elif policy == "cost" or device.type != "cuda" or _TIMER is None:
+    elif policy == "cost" or device.type != "cuda" or _TIMER[0] is None:
         gs, src = cost, "cost model"
     else:
-        timer = _TIMER
-        key = (autotune.graph_signature(g), int(feat_dim), dtype, str(device))
-        tuned = autotune.autotune_group_size(key, _tune_candidates(cost, lin),
-                                             lambda k: timer(g, feat_dim, dtype, k))
+        timer = _TIMER[0]
+        key = (graph_signature(views), int(feat_dim), dtype, str(device))
+        tuned = autotune_group_size(key, _tune_candidates(cost, lin), lambda k: timer(views, feat_dim, dtype, k))
         gs, src = tuned, "autotuned on the device"
     return GroupSizeChoice(gs=gs, policy=policy, linear_gs=lin, cost_gs=cost, tuned_gs=tuned,
                            stats=stats, reasons=tuple(reasons), feat_dim=int(feat_dim),
@@ -351,6 +347,6 @@ def choose_group_size(g, feat_dim: int, dtype: torch.dtype = torch.float32, devi
                            linear_note=note, source=src)
 
 
-def explain(g, feat_dim: int, dtype: torch.dtype = torch.float32) -> GroupSizeChoice:
-    """What ``choose_group_size(g, feat_dim, dtype)`` picks and why; print it for the story."""
-    return choose_group_size(g, feat_dim, dtype)
+def explain(views, feat_dim: int, dtype: torch.dtype = torch.float32) -> GroupSizeChoice:
+    """What ``choose_group_size(views, feat_dim, dtype)`` picks and why; print it for the story."""
+    return choose_group_size(views, feat_dim, dtype)

@@ -1,13 +1,13 @@
 """Aggregation through a :class:`RedundancyPlan`: pre-adds, then the rewritten graph's sum.
 
     ext = [x ; pair nodes of round 1 ; round 2 ; ...]      (:class:`PreAdd`, rows appended in order)
-    out = dst_scale * gspmm(rewritten, copy_u, sum, ext)   (dgl_accel.ops.gspmm: native CPU / Triton)
+    out = dst_scale * sum over the rewritten graph of ext  (the core's aggregation: native CPU / Triton)
 
 Since every step is linear, GCN source scaling (``left``/``both``) is applied to x before the
 pre-adds and target scaling (``right``/``both``, and 1/in_deg for ``mean``) after, always with the
-ORIGINAL graph's degrees (clamped to >= 1, as dgl.nn.GraphConv and dgl_accel.ops.gspmm do).
+ORIGINAL graph's degrees (clamped to >= 1, as dgl.nn.GraphConv and dgl_accel.functional.gspmm do).
 
-Backward is the transpose schedule: gspmm's own backward scatters the output gradient over the
+Backward is the transpose schedule: the aggregation's own backward scatters the output gradient over the
 rewritten graph's transpose into ext's rows, then :class:`PreAdd` walks the rounds in reverse,
 adding each pair node's gradient into its two inputs.  The per-round pairs are disjoint and only
 read earlier rows, so each round is one vectorised gather (forward) / scatter-add (backward).
@@ -17,6 +17,10 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+
+from ...core.aggregation.function import aggregate as aggregate_core
+from ...core.aggregation.scales import degree_scales
+from ...graph.views import DGLGraphViews
 
 __all__ = ["PreAdd", "aggregate", "REDUCES", "NORMS"]
 
@@ -72,16 +76,12 @@ def _check(plan, feat, reduce, norm):
 
 
 def _scales(plan, norm, reduce, device, acc):
-    from ..ops.gspmm import degree_scales  # the op's own rule, on the ORIGINAL graph's degrees
-
+    # the op's own rule, on the ORIGINAL graph's degrees
     return degree_scales(lambda: plan.out_degrees.to(device), lambda: plan.in_degrees.to(device), norm, reduce, acc)
 
 
 def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: Optional[str] = None) -> torch.Tensor:
-    """Equals ``dgl_accel.ops.gspmm(g, "copy_u", reduce, feat, norm=norm)`` on the planned graph g."""
-    from ..ops.gspmm import gspmm
-    from .hook import inside_plan
-
+    """Equals ``dgl_accel.functional.gspmm(g, "copy_u", reduce, feat, norm=norm)`` on the planned graph g."""
     _check(plan, feat, reduce, norm)
     norm = "none" if norm is None else norm
     trailing = tuple(feat.shape[1:])
@@ -96,8 +96,7 @@ def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: Optional[str]
     if src_scale is not None:
         x = x * src_scale[:, None]
     ext = PreAdd.apply(x, pair_a, pair_b, plan.round_bounds) if plan.num_pair_nodes else x
-    with inside_plan():
-        out = gspmm(block, "copy_u", "sum", ext)
+    out = aggregate_core(DGLGraphViews(block), "copy_u", "sum", ext)
     if dst_scale is not None:
         out = out * dst_scale[:, None]
     return out.to(feat.dtype).reshape((plan.num_dst,) + trailing)

@@ -1,6 +1,6 @@
 """Using plans automatically: ``attach(g, plan)``, ``use_redundancy(mode)``, and the gspmm hook.
 
-``dgl_accel.ops.gspmm`` asks :func:`plan_for` on every copy_u sum/mean call; it costs one global
+The front door (``dgl_accel.functional.gspmm``) asks :func:`plan_for` on every copy_u sum/mean call; it costs one global
 check unless plans are attached or auto-building is on.  Modes (``use_redundancy`` / ``set_mode``):
 
 * ``False``   never route through a plan (the forced-off switch);
@@ -25,8 +25,11 @@ import threading
 import weakref
 from typing import Iterator, Union
 
-from ..core import backend
-from ..graph.structure import cached, structure_id
+from ...core import backend
+from ...graph.structure import cached, structure_id
+from .cost import predicts_gain
+from .plan import RedundancyPlan
+from .transform import reduce_redundancy
 
 __all__ = ["attach", "detach", "attached_plan", "use_redundancy", "set_mode", "get_mode", "plan_for",
            "route_count", "MODES"]
@@ -35,7 +38,6 @@ MODES = ("auto", True, False)
 _lock = threading.Lock()
 _by_graph: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # g -> (index ref, plan)
 _by_structure: dict = {}  # structure_id -> (graph ref, index ref, plan)
-_local = threading.local()
 _state = {"mode": "auto", "auto_build": False, "num_layers": 2, "aggregations_per_layer": 3,
           "theta": 2, "rounds": 3, "routed": 0}
 
@@ -53,8 +55,6 @@ def _sizes(g):
 
 def attach(g, plan) -> None:
     """Let aggregations on ``g`` run through ``plan`` (built by reduce_redundancy for this graph)."""
-    from .plan import RedundancyPlan
-
     if not isinstance(plan, RedundancyPlan):
         raise ValueError(f"expected a RedundancyPlan (got {type(plan).__name__}). Fix: attach(g, reduce_redundancy(g)).")
     if _sizes(g) != (plan.num_src, plan.num_dst, plan.num_edges):
@@ -131,9 +131,6 @@ def use_redundancy(mode: Union[str, bool] = "auto", *, auto_build: bool = True, 
 
 def _auto_plan(g, feat_dim: int):
     """Build once per graph; keep the plan if it pays (mode "auto") or always (mode True)."""
-    from .cost import predicts_gain
-    from .transform import reduce_redundancy
-
     def build(graph):
         plan = reduce_redundancy(graph if graph.device.type == "cpu" else graph.cpu(),
                                  theta=_state["theta"], rounds=_state["rounds"])
@@ -151,8 +148,6 @@ def plan_for(graph, ufeat):
     mode = _state["mode"]
     if mode is False or not (_by_structure or _state["auto_build"]):
         return None  # the common case: one dict truth test
-    if getattr(_local, "inside", False):
-        return None  # the plan's own aggregation over its rewritten graph
     width = ufeat[0].numel() if ufeat.shape[0] else 1
     plan = attached_plan(graph)
     if plan is None and _state["auto_build"]:
@@ -160,8 +155,6 @@ def plan_for(graph, ufeat):
     if plan is None:
         return None
     if mode == "auto":
-        from .cost import predicts_gain
-
         if not predicts_gain(plan, max(1, int(width)), 1, aggregations_per_layer=1, device=ufeat.device.type,
                              include_transform=False):
             return None
@@ -169,17 +162,6 @@ def plan_for(graph, ufeat):
         _state["routed"] += 1
     backend.record("redundancy_plan", backend.choose_path(ufeat), ufeat.device)
     return plan
-
-
-@contextlib.contextmanager
-def inside_plan() -> Iterator[None]:
-    """While a plan aggregates over its rewritten graph: no hook (and no plan for that graph)."""
-    previous = getattr(_local, "inside", False)
-    _local.inside = True
-    try:
-        yield
-    finally:
-        _local.inside = previous
 
 
 def route_count() -> int:

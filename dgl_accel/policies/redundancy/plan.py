@@ -24,6 +24,8 @@ from typing import Optional
 
 import torch
 
+from .aggregate import aggregate
+
 __all__ = ["RedundancyPlan", "RoundStats"]
 
 
@@ -117,6 +119,4 @@ class RedundancyPlan:
 
     def aggregate(self, feat: torch.Tensor, reduce: str = "sum", norm: Optional[str] = None) -> torch.Tensor:
         """sum / mean / GCN-normalised aggregation of ``feat`` through the plan (differentiable)."""
-        from .aggregate import aggregate
-
         return aggregate(self, feat, reduce=reduce, norm=norm)

@@ -28,7 +28,7 @@ import dgl
 import numpy as np
 import torch
 
-from ..graph.structure import check_graph
+from ...graph.structure import check_graph
 from .pairs import DEFAULT_WORK_BUDGET, count_shared_pairs
 from .plan import RedundancyPlan, RoundStats
 

@@ -1,0 +1,41 @@
+"""The native path of the aggregation op: the graph's own CPU kernels (the host library's, when
+its views carry one, else compiled loops or torch), plus what we fuse around them: cached degree
+scales, fp32 accumulation for half types, the scaled input in a reused per-thread buffer."""
+from __future__ import annotations
+
+import torch
+
+from .. import scratch
+from .scales import acc_dtype
+
+
+def scaled_rows(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``x * scale[:, None]`` written into a buffer reused across calls of this thread: the scaled
+    input lives only until the kernel has read it, and a fresh N x F allocation per aggregation
+    (forward and backward, every layer) showed up in epoch times.  Never returned to callers."""
+    if x.device.type != "cpu" or (torch.is_grad_enabled() and (x.requires_grad or scale.requires_grad)):
+        return x * scale[:, None]  # (double backward records this product)
+    return torch.mul(x, scale[:, None], out=scratch.tensor("gspmm.scaled", x.shape, x.dtype))
+
+
+def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:
+    """out = dst_scale * (A (src_scale * x)) with A the in-adjacency (``"in"``) or its transpose
+    (``"out"``), weighted by ``efeat`` ([E, 1] or [E, F], edge-id order) when given."""
+    acc = acc_dtype(ufeat.dtype)
+    x = ufeat.to(acc)
+    x = scaled_rows(x, src_scale) if src_scale is not None else x.contiguous()
+    w = None if efeat is None else efeat.to(acc).contiguous()
+    out = views.native_spmm(direction, x, w)
+    if dst_scale is not None:
+        out.mul_(dst_scale[:, None])
+    return out.to(ufeat.dtype)
+
+
+def native_edge_grad(views, ufeat, grad_out, src_scale, dst_scale, per_feat: bool, out_dtype) -> torch.Tensor:
+    """SDDMM: s_u s_v <x[u], grad[v]> per edge (or the elementwise product), edge-id order."""
+    acc = acc_dtype(ufeat.dtype)
+    x, g = ufeat.to(acc), grad_out.to(acc)
+    x = x * src_scale[:, None] if src_scale is not None else x.contiguous()
+    g = g * dst_scale[:, None] if dst_scale is not None else g.contiguous()
+    out = views.native_sddmm(x, g, per_feat)
+    return out.reshape(out.shape[0], x.shape[1] if per_feat else 1).to(out_dtype)

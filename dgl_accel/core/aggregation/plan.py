@@ -1,0 +1,70 @@
+"""Aggregation plans: which edges and rows one aggregation runs on.
+
+The op core runs whatever plan it is handed and never asks who is active.  :data:`FULL_GRAPH`
+aggregates over the whole graph; policies above the core (``dgl_accel.policies.exec_paths``)
+subclass :class:`AggregationPlan` to restrict the forward or backward pass to an execution path.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .launchers import edge_grad_forward, gspmm_forward
+from .native import native_edge_grad, native_spmm
+
+
+class Aggregation:
+    """One call of the op, as the plan sees it: the graph, the path (``"triton"`` or ``"native"``),
+    group size, determinism and the degree scales, with the two primitives every plan builds on."""
+
+    __slots__ = ("views", "path", "gs", "deterministic", "src_scale", "dst_scale", "scale_key")
+
+    def __init__(self, views, path: str, gs: Optional[int], deterministic: bool, src_scale, dst_scale,
+                 scale_key: str):
+        self.views, self.path, self.gs, self.deterministic = views, path, gs, deterministic
+        self.src_scale, self.dst_scale, self.scale_key = src_scale, dst_scale, scale_key
+
+    def spmm(self, direction: str, x, w, col_scale, row_scale, views=None) -> torch.Tensor:
+        """One aggregation over ``views`` (default: the call's graph) in ``direction`` (``"in"``:
+        rows are destinations; ``"out"``: its transpose) on the call's path."""
+        views = self.views if views is None else views
+        if self.path == "triton":
+            gs = self.gs if self.gs is not None else views.group_size(x.shape[1], x.dtype)
+            return gspmm_forward(views.csr(direction), views.groups(direction, gs), x, w, col_scale, row_scale,
+                                 self.deterministic)
+        return native_spmm(views, direction, x, w, col_scale, row_scale)
+
+    def edge_grad(self, views, ufeat, grad_out, per_feat: bool, dtype) -> torch.Tensor:
+        """Gradient of ``u_mul_e`` w.r.t. the edge weights of ``views``' edges (edge-id order)."""
+        if self.path == "triton":
+            src, dst = views.edges_by_id()
+            return edge_grad_forward(src, dst, ufeat, grad_out, self.src_scale, self.dst_scale, per_feat, dtype)
+        return native_edge_grad(views, ufeat, grad_out, self.src_scale, self.dst_scale, per_feat, dtype)
+
+
+class AggregationPlan:
+    """The full-graph plan; subclasses override any step.
+
+    ``backward_state`` runs once per backward, before the other two backward steps, and its result
+    is handed to them.  ``backward_input`` returns the input gradient and the views whose edges it
+    used (None: the call's graph); ``edge_grad_edges`` returns the views to differentiate the edge
+    weights on and, when they are a subgraph, the full-graph ids of their edges.
+    """
+
+    def forward(self, agg: Aggregation, x, w) -> torch.Tensor:
+        return agg.spmm("in", x, w, agg.src_scale, agg.dst_scale)
+
+    def backward_state(self, agg: Aggregation):
+        return None
+
+    def backward_input(self, agg: Aggregation, state, grad, w):
+        # d out[v] / d x[u] = dst_scale[v] * w[e] * src_scale[u]: the transposed product, with the
+        # two scale vectors swapping roles.
+        return agg.spmm("out", grad, w, agg.dst_scale, agg.src_scale), None
+
+    def edge_grad_edges(self, agg: Aggregation, state, used):
+        return (agg.views if used is None else used), None
+
+
+FULL_GRAPH = AggregationPlan()

@@ -1,0 +1,150 @@
+"""What the aggregation core needs of a graph, and its plain-tensor implementation.
+
+:class:`GraphViews` is the contract between the core and whoever owns the graph: sizes, CSR views
+in both directions, edge endpoints in edge-id order, a per-graph cache, and (optionally) the host
+library's own CPU kernels.  The DGL adapter implements it over a ``DGLGraph``
+(``dgl_accel.graph.views.DGLGraphViews``, DGL's compiled SpMM/SDDMM as the native kernels);
+:class:`TensorGraph` implements it over plain tensors with no dependency beyond torch, so the core
+runs where DGL cannot be installed.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+
+from .. import cpu_jit
+from ..csr import Structure
+from ..groups import Groups, build_groups
+from ..grouping.degree_stats import DegreeStats, degree_stats_of
+from ..grouping.size import choose_group_size
+from .checks import check_edge_list
+from .scales import acc_dtype, degree_scales
+
+DIRECTIONS = ("in", "out")
+
+
+class GraphViews:
+    """A graph as the aggregation core sees it; subclasses provide :meth:`cached`, :meth:`csr` and
+    :meth:`edges_by_id`, and may override the native kernels with faster ones of their own.
+
+    ``"in"`` views have one row per destination (forward aggregation), ``"out"`` views one row per
+    source (the backward pass w.r.t. source features).
+    """
+
+    num_src: int
+    num_dst: int
+    num_edges: int
+    device: torch.device
+    idtype: torch.dtype
+    bipartite: bool  # sources and destinations are different node sets (a sampled block)
+
+    def cached(self, name: str, build: Callable[[], Any]) -> Any:
+        raise NotImplementedError
+
+    def csr(self, direction: str) -> Structure:
+        raise NotImplementedError
+
+    def edges_by_id(self):
+        """(src, dst) of every edge in edge-id order."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ derived, cached
+    def groups(self, direction: str, gs: int) -> Groups:
+        return self.cached(f"groups_{direction}_{gs}", lambda: build_groups(self.csr(direction), gs))
+
+    def in_degrees(self) -> torch.Tensor:
+        indptr = self.csr("in").indptr
+        return indptr[1:] - indptr[:-1]
+
+    def out_degrees(self) -> torch.Tensor:
+        indptr = self.csr("out").indptr
+        return indptr[1:] - indptr[:-1]
+
+    def scales(self, norm: str, reduce: str, dtype: torch.dtype):
+        """(per-source, per-destination) factors in the accumulation dtype, cached per graph."""
+        if norm == "none" and reduce == "sum":
+            return None, None  # the common case: no lookup at all
+        acc = acc_dtype(dtype)
+        return self.cached(f"gspmm.scales.{norm}.{reduce}.{acc}",
+                           lambda: degree_scales(self.out_degrees, self.in_degrees, norm, reduce, acc))
+
+    def degree_stats(self) -> DegreeStats:
+        return self.cached("degree_stats", lambda: degree_stats_of(self.csr("in")))
+
+    def group_size(self, feat_dim: int, dtype: torch.dtype) -> int:
+        """The neighbour-group size chosen from this graph's degree statistics (see
+        ``dgl_accel.explain``)."""
+        return choose_group_size(self, feat_dim, dtype).gs
+
+    # ------------------------------------------------------------------ native kernels
+    def native_spmm(self, direction: str, x: torch.Tensor, w: Optional[torch.Tensor]) -> torch.Tensor:
+        """sum over the ``direction`` view's entries of x[col] (* w[eid]); x, w contiguous, one dtype
+        (float32/64), w of shape [E, 1] or [E, F].  Subclasses may run their own library's kernel."""
+        s = self.csr(direction)
+        out_rows = s.num_rows
+        if (w is None and x.device.type == "cpu" and cpu_jit.enabled()
+                and s.num_edges >= cpu_jit.MIN_WORK and x.dtype in (torch.float32, torch.float64)):
+            out = torch.empty((out_rows, x.shape[1]), dtype=x.dtype)
+            cpu_jit.rows_spmm(s.indptr.numpy(), s.indices.numpy(), x.numpy(), None, None, out.numpy())
+            return out
+        values = x.index_select(0, s.indices.long())
+        if w is not None:
+            values = values * w.index_select(0, s.eids.long())
+        out = torch.zeros((out_rows, x.shape[1]), dtype=x.dtype, device=x.device)
+        return out.index_add_(0, self.cached(f"views.entry_rows.{direction}", lambda: _entry_rows(s)), values)
+
+    def native_sddmm(self, x: torch.Tensor, g: torch.Tensor, per_feat: bool) -> torch.Tensor:
+        """Per edge (edge-id order): x[src] * g[dst] (``per_feat``) or its row sum: [E, F] or [E, 1]."""
+        src, dst = self.edges_by_id()
+        prod = x.index_select(0, src.long()) * g.index_select(0, dst.long())
+        return prod if per_feat else prod.sum(1, keepdim=True)
+
+
+def _entry_rows(s: Structure) -> torch.Tensor:
+    """The row of every CSR entry (int64), for scatter-adds."""
+    return torch.repeat_interleave(torch.arange(s.num_rows, device=s.indptr.device), s.indptr[1:] - s.indptr[:-1])
+
+
+def _csr_from(rows: torch.Tensor, cols: torch.Tensor, eids: torch.Tensor, num_rows: int, num_cols: int,
+              idtype: torch.dtype) -> Structure:
+    order = torch.argsort(rows.long(), stable=True)
+    indptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows.long(), minlength=num_rows), 0, out=indptr[1:])
+    return Structure(indptr=indptr, indices=cols[order].to(idtype), eids=eids[order].to(idtype),
+                     num_rows=num_rows, num_cols=num_cols, device=rows.device)
+
+
+class TensorGraph(GraphViews):
+    """A graph held as plain tensors: edges ``src[e] -> dst[e]`` with edge id ``e``.
+
+    >>> import torch
+    >>> g = TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
+    >>> g.csr("in").indptr.tolist(), g.csr("in").indices.tolist()
+    ([0, 0, 2, 3], [0, 2, 1])
+    """
+
+    def __init__(self, src: torch.Tensor, dst: torch.Tensor, num_nodes: Optional[int] = None, *,
+                 num_src: Optional[int] = None, num_dst: Optional[int] = None):
+        self.num_src, self.num_dst = check_edge_list(src, dst, num_nodes, num_src, num_dst)
+        self._src, self._dst = src, dst
+        self.num_edges = int(src.numel())
+        self.device, self.idtype = src.device, src.dtype
+        self.bipartite = num_nodes is None and (num_src is not None or num_dst is not None)
+        self._cache: dict = {}
+
+    def cached(self, name: str, build: Callable[[], Any]) -> Any:
+        if name not in self._cache:
+            self._cache[name] = build()
+        return self._cache[name]
+
+    def csr(self, direction: str) -> Structure:
+        eids = torch.arange(self.num_edges, device=self.device)
+        if direction == "in":
+            return self.cached("in_csr", lambda: _csr_from(self._dst, self._src, eids, self.num_dst, self.num_src,
+                                                            self.idtype))
+        return self.cached("out_csr", lambda: _csr_from(self._src, self._dst, eids, self.num_src, self.num_dst,
+                                                         self.idtype))
+
+    def edges_by_id(self):
+        return self._src, self._dst

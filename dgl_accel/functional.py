@@ -1,0 +1,111 @@
+"""The front door: one public entry per op, on DGL graphs and blocks.
+
+Each entry checks its arguments (a clear ``ValueError`` before any kernel runs), picks the plan
+(GraphACT redundancy plan, execution-path layer plan or the full graph) and calls the DGL-free
+core.  ``gspmm`` is the op every DGL message passing reaches once ``dgl_accel.enable()`` is on.
+
+* ``op``: ``copy_u`` (message x[u]) or ``u_mul_e`` (x[u] * w[e]; w of shape [E], [E,1] or [E,F]).
+* ``reduce``: ``sum`` or ``mean`` run on our paths; ``max``/``min`` fall through to DGL's gspmm
+  (the grouped design combines partial sums linearly; an arg-max backward needs a different one).
+* ``norm``: GCN normalisation fused into the aggregation, with ``dgl.nn.GraphConv``'s conventions:
+  ``left``/``both`` scale each message by out_deg(u)^-1 / ^-1/2, ``right``/``both`` scale each row
+  by in_deg(v)^-1 / ^-1/2, degrees clamped to at least 1.  ``mean`` is ``sum`` with 1/in_deg(v).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import dgl
+import torch
+
+from .core import backend
+from .core.aggregation.checks import check_features, check_options
+from .core.aggregation.function import run_aggregation
+from .core.dense import DenseFunction
+from .core.vector_scale import scale
+from .graph.dgl_kernels import ORIGINAL_GSPMM
+from .graph.views import DGLGraphViews
+from .policies.exec_paths.plan import LayerPlan, rows_aggregate, rows_path_applies
+from .policies.exec_paths.session import begin_layer
+from .policies.redundancy.hook import plan_for as redundancy_plan_for
+
+__all__ = ["gspmm", "copy_u_sum", "gspmm_rows", "dense", "scale"]
+
+
+def _dgl_fallthrough(graph, op, reduce, ufeat, efeat):
+    """max/min: DGL's gspmm, with zero rows for zero in-degree as ``update_all`` gives."""
+    if efeat is not None and efeat.dim() == 1:
+        efeat = efeat.reshape(-1, *([1] * (ufeat.dim() - 1)))
+    out = ORIGINAL_GSPMM(graph, "copy_lhs" if op == "copy_u" else "mul", reduce, ufeat, efeat)
+    empty = graph.in_degrees() == 0
+    if bool(empty.any()):
+        out = torch.where(empty.reshape((-1,) + (1,) * (out.dim() - 1)), torch.zeros_like(out), out)
+    return out
+
+
+def _views(graph) -> DGLGraphViews:
+    if not isinstance(graph, dgl.DGLGraph):
+        raise ValueError(f"expected a dgl.DGLGraph or block (got {type(graph).__name__}).")
+    return DGLGraphViews(graph)  # checks a homogeneous graph / one-relation block
+
+
+def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torch.Tensor] = None, *,
+          norm: str = "none", group_size: Optional[int] = None,
+          deterministic: Optional[bool] = None, layer_plan: Optional[LayerPlan] = None) -> torch.Tensor:
+    """Aggregate messages into destination nodes; differentiable in ``ufeat`` and ``efeat``.
+
+    ``ufeat``: [num_src_nodes, *]; ``efeat`` (``u_mul_e`` only): [E], [E, 1] or [E, *ufeat.shape[1:]].
+    Returns [num_dst_nodes, *ufeat.shape[1:]].  ``group_size`` forces gs (default: chosen from the
+    graph's degree statistics, see ``dgl_accel.explain``).  ``deterministic``: bit-identical
+    results across runs on the Triton path (default: ``torch.are_deterministic_algorithms_enabled()``).
+    ``layer_plan`` is for layers that registered with ``begin_layer`` themselves.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1])))
+    >>> gspmm(g, "copy_u", "sum", torch.tensor([[1.0], [2.0], [4.0]])).flatten().tolist()
+    [0.0, 5.0, 2.0]
+    """
+    check_options(op, reduce, norm, group_size)
+    views = _views(graph)
+    check_features(op, ufeat, efeat, views.num_src, views.num_edges, views.device)
+    if op == "copy_u" and reduce != "max" and reduce != "min":
+        # GraphACT redundancy reduction: a plan attached to this graph (or auto-built under
+        # use_redundancy) and allowed by the mode computes the same sum/mean via its pair nodes.
+        # Costs one dict check when no plans are in use.
+        rplan = redundancy_plan_for(graph, ufeat)
+        if rplan is not None:
+            return rplan.aggregate(ufeat, reduce=reduce, norm=norm)
+    if reduce in ("max", "min"):
+        backend.record_fallthrough(f"{op}_{reduce}", "max/min reduce runs DGL's gspmm")
+        return _dgl_fallthrough(graph, op, reduce, ufeat, efeat)
+    # Inside dgl_accel.execution_paths(...): this aggregation's place in the training step.  A layer
+    # that already registered itself (to restrict its own dense work) passes its plan.
+    plan = layer_plan if layer_plan is not None else begin_layer(graph)
+    return run_aggregation(views, op, reduce, ufeat, efeat, norm, group_size, deterministic, plan)
+
+
+def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
+    """``dgl.ops.copy_u_sum`` on dgl-accel's paths."""
+    return gspmm(graph, "copy_u", "sum", feat)
+
+
+def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int):
+    """Receptive-field aggregation for layers that keep working on the active rows only:
+    ``(rows, out)`` with ``out[i]`` = the normalised ``copy_u``/sum aggregation of node ``rows[i]``
+    (``rows`` = N^depth), or None where this path does not apply (GPU tensors, half precision,
+    feature shapes other than [N, F], a redundancy plan in use): then call :func:`gspmm`."""
+    if not rows_path_applies(feat) or redundancy_plan_for(graph, feat) is not None:
+        return None
+    return rows_aggregate(_views(graph), feat, norm, plan, depth)
+
+
+def dense(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, relu: bool = False,
+          plan: Optional[LayerPlan] = None, offset: int = 0) -> torch.Tensor:
+    """``relu?(x @ weight + bias)`` as one op (oneDNN on CPU float32); inside execution paths its
+    backward keeps to the rows the loss can reach (see ``dgl_accel.core.dense.DenseFunction``).
+
+    >>> import torch
+    >>> dense(torch.ones(2, 3), torch.ones(3, 4), torch.zeros(4)).tolist()[0]
+    [3.0, 3.0, 3.0, 3.0]
+    """
+    return DenseFunction.apply(x, weight, bias, relu, plan, offset)
