@@ -23,14 +23,14 @@ _LAZY = {
     "execution_paths": "patching", "swap": "nn.swap", "unswap": "nn.swap",
 }
 _SUBPACKAGES = ("core", "kernels", "graph", "policies", "functional", "patching", "nn", "sampling", "grouping",
-                "data", "distributed", "testing", "redundancy")
+                "data", "distributed", "testing")
 
 
 def __getattr__(name):
     if name in _LAZY:
         return getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
     if name in _SUBPACKAGES:
-        return _importlib.import_module(f".policies.redundancy" if name == "redundancy" else f".{name}", __name__)
+        return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'dgl_accel' has no attribute {name!r}")
 
 

@@ -141,8 +141,15 @@ def test_swap_report_unswap_and_user_subclasses():
     assert type(model["a"]) is dgl_accel.nn.GraphConv and type(model["b"]) is MyConv
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert "a: dgl.nn.pytorch.conv.graphconv.GraphConv -> dgl_accel.nn.graphconv.GraphConv" in str(report)
-    assert dgl_accel.nn.swap(model).swapped == []  # idempotent
-    dgl_accel.nn.unswap(model)
+    assert dgl_accel.swap(model).swapped == []  # idempotent; the top-level name is the same function
+    dgl_accel.unswap(model)
     assert type(model["a"]) is dgl.nn.GraphConv
     with pytest.raises(ValueError, match=r"expected a torch.nn.Module \(got str\)"):
         dgl_accel.nn.swap("model")
+
+
+def test_top_level_names_load_on_first_use_and_unknown_names_fail():
+    assert dgl_accel.swap is dgl_accel.nn.swap and dgl_accel.unswap is dgl_accel.nn.unswap
+    assert dgl_accel.execution_paths is dgl_accel.patching.execution_paths
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        dgl_accel.no_such_name  # noqa: B018

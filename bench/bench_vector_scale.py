@@ -1,6 +1,6 @@
 """Benchmark the toy op ``dgl_accel.functional.scale`` against plain ``x * alpha`` (float32, CPU).
 
-Usage: python bench/bench_scale.py [--quick]
+Usage: python bench/bench_vector_scale.py [--quick]
 """
 from __future__ import annotations
 
