@@ -16,9 +16,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Iterable
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"

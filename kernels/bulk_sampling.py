@@ -140,7 +140,8 @@ _ITS_SIG = {"prefix_ptr": "*fp64", "start_ptr": "*i64", "deg_ptr": "*i64", "key_
 
 SPECIALISATIONS = [
     Specialisation("bulk_sampling", "_its_rows_kernel", _ITS_SIG,
-                   {"UNIFORM": uni, "REPLACE": rep, "BLOCK_R": ITS_TILE // sp, "S_PAD": sp}, num_warps=its_num_warps(uni))
+                   {"UNIFORM": uni, "REPLACE": rep, "BLOCK_R": ITS_TILE // sp, "S_PAD": sp},
+                   num_warps=its_num_warps(uni))
     for uni in (True, False) for rep in (True, False) for sp in (16, 64, 256)
 ] + [
     Specialisation("bulk_sampling", "_compact_kernel",

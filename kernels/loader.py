@@ -34,6 +34,7 @@ def _round_bf16_like_gpus() -> None:
     """The Triton 3.x interpreter converts fp32/fp64 -> bf16 by truncating the mantissa, while
     GPUs (LLVM fptrunc) round to nearest even; bf16 results would then be up to 1 ulp worse on
     CPU than on the GPU they stand in for.  Route those casts through torch's RTNE conversion."""
+    # lazy: this module must not import triton before the mode is chosen (see prefer_interpreter)
     import numpy as np
     import torch
     import triton.language as tl
@@ -56,7 +57,7 @@ def _round_bf16_like_gpus() -> None:
 
 def process_interprets() -> bool:
     """Whether this process's ``@triton.jit`` functions are interpreted (decided at first import)."""
-    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.interpreter import InterpretedFunction  # lazy: see _round_bf16_like_gpus
 
     from . import vector_scale  # any of our kernel modules shows the mode they were built in
 

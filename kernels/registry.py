@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Dict, List, Mapping
+from collections.abc import Mapping
 
 # Kernel modules of this package, in the order the table prints them.
 KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks")
@@ -32,16 +32,16 @@ class Specialisation:
         return f"{ptr_types}[{consts}]w{self.num_warps}"
 
 
-def specialisations() -> List[Specialisation]:
-    out: List[Specialisation] = []
+def specialisations() -> list[Specialisation]:
+    out: list[Specialisation] = []
     for name in KERNEL_MODULES:
         module = importlib.import_module(f"{__package__}.{name}")
         out.extend(module.SPECIALISATIONS)
     return out
 
 
-def by_kernel() -> Dict[str, List[Specialisation]]:
-    grouped: Dict[str, List[Specialisation]] = {}
+def by_kernel() -> dict[str, list[Specialisation]]:
+    grouped: dict[str, list[Specialisation]] = {}
     for spec in specialisations():
         grouped.setdefault(spec.kernel, []).append(spec)
     return grouped

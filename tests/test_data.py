@@ -9,8 +9,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import dgl_accel.data as data
-from dgl_accel.data import (available, datasets_root, load, load_dgl_dataset, load_npz,
-                            load_npz_arrays, load_snap_edgelist, synthetic_graph)
+from dgl_accel.data import (
+    available,
+    datasets_root,
+    load,
+    load_dgl_dataset,
+    load_npz,
+    load_npz_arrays,
+    load_snap_edgelist,
+    synthetic_graph,
+)
 
 ROOT = datasets_root()
 HAVE_DATASETS = ROOT is not None and (ROOT / "npz").is_dir() and (ROOT / "dgl").is_dir()

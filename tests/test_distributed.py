@@ -43,7 +43,7 @@ def _records(steps):
     """What a rank sampled: {global index: (output ids, per-block (src ids, dst ids, edge ids))}."""
     out = {}
     for step in steps:
-        for j, inp, outp, blocks in step.minibatches:
+        for j, _inp, outp, blocks in step.minibatches:
             out[j] = (outp.numpy().copy(), [(b.srcdata["_ID"].numpy().copy(), b.dstdata["_ID"].numpy().copy(),
                                              b.edata["_ID"].numpy().copy()) for b in blocks])
     return out
@@ -52,6 +52,7 @@ def _records(steps):
 def _train(g, group_world):
     """Train SAGE with the replicated loader (DDP when distributed); return params, acc, records."""
     import torch.distributed as dist
+
     from dgl_accel.distributed import SAGE, evaluate, train_epoch
     from dgl_accel.sampling import NeighborSampler
     torch.manual_seed(0)
@@ -89,6 +90,7 @@ def _worker(rank, world, port, outdir):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     torch.set_num_threads(1)
     import torch.distributed as dist
+
     from dgl_accel import distributed as D
     from dgl_accel.sampling import NeighborSampler
     D.init("gloo", timeout=TIMEOUT)

@@ -2,7 +2,6 @@
 import subprocess
 import sys
 
-
 import dgl_accel
 from dgl_accel import data
 from dgl_accel.train_gcn import main, train
@@ -45,8 +44,8 @@ def test_cli_rejects_unlabelled_dataset(tmp_path):
 
 
 def test_one_line_switch_example_runs(tmp_path):
-    proc = subprocess.run([sys.executable, "examples/gcn_one_line_switch.py", "--dataset", "synthetic", "--epochs", "3"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "examples/gcn_one_line_switch.py", "--dataset", "synthetic",
+                           "--epochs", "3"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("dgl.nn.GraphConv") and lines[1].startswith("dgl_accel.nn.GraphConv")

@@ -9,10 +9,8 @@ from hypothesis import strategies as st
 
 from dgl_accel.testing import strategies as S
 from dgl_accel.testing.profiles import load_profile
-from dgl_accel.testing.reference import (GCN_NORMS, GSPMM_REDUCES, ref_gcn_norm_aggregate,
-                                         ref_gspmm, ref_scale)
-from dgl_accel.testing.tolerances import (TOLERANCES, assert_close, assert_matches_reference,
-                                          tolerance)
+from dgl_accel.testing.reference import GCN_NORMS, GSPMM_REDUCES, ref_gcn_norm_aggregate, ref_gspmm, ref_scale
+from dgl_accel.testing.tolerances import TOLERANCES, assert_close, assert_matches_reference, tolerance
 
 load_profile()  # idempotent; conftest normally does this already
 

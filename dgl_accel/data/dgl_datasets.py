@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dgl
 
-from ._errors import data_error
+from .errors import data_error
 from .paths import datasets_root
 
 # name -> (DGL class, prefix of DGL's raw folder; the suffix is DGL's URL hash)

@@ -8,7 +8,7 @@ import dgl
 import numpy as np
 import torch
 
-from ._errors import data_error
+from .errors import data_error
 
 _REQUIRED = ("num_nodes", "adj_indptr", "adj_indices")
 _SPLITS = ("train", "val", "test")
@@ -42,6 +42,15 @@ def load_npz_arrays(path) -> dict[str, np.ndarray]:
 
     Use this for CSR features (``x_indptr``/``x_indices``/``x_shape``/``x_data``), which
     a DGLGraph cannot hold as node data.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = pathlib.Path(d) / "toy.npz"
+    ...     np.savez(path, num_nodes=np.int64(2), adj_indptr=np.array([0, 1]), adj_indices=np.array([1]))
+    ...     load_npz_arrays(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: .../toy.npz: expected len(adj_indptr) == num rows + 1 == 3 (got 2). Re-export the file ...
     """
     path = Path(path)
     if not path.is_file():
@@ -116,7 +125,12 @@ def load_npz_arrays(path) -> dict[str, np.ndarray]:
 
 
 def dense_features(a: dict) -> np.ndarray | None:
-    """Features of a validated array dict as dense float32 [N, F], or None if absent."""
+    """Features of a validated array dict as dense float32 [N, F], or None if absent.
+
+    >>> dense_features({"x_indptr": np.array([0, 1, 1]), "x_indices": np.array([2]), "x_shape": np.array([2, 3])})
+    array([[0., 0., 1.],
+           [0., 0., 0.]], dtype=float32)
+    """
     if "x" in a:
         return np.ascontiguousarray(a["x"], dtype=np.float32)
     if "x_indptr" not in a:
@@ -160,6 +174,15 @@ def load_npz(path, directed: bool = False, split: int = 0,
     features: "dense" -> ndata["feat"] float32 when the file has features; "none" skips
     them (use ``load_npz_arrays`` to get CSR features without densifying).
     Labels go to ndata["label"] (-1 = unknown); splits to train/val/test_mask.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:  # a path 0 - 1 - 2, both directions stored
+    ...     path = pathlib.Path(d) / "toy.npz"
+    ...     np.savez(path, num_nodes=np.int64(3), adj_indptr=np.array([0, 1, 3, 4]),
+    ...              adj_indices=np.array([1, 0, 2, 1]), y=np.array([0, 1, 0]), train_idx=np.array([0]))
+    ...     g = load_npz(path)
+    >>> g.num_edges(), g.ndata["label"].tolist(), g.ndata["train_mask"].tolist()
+    (4, [0, 1, 0], [True, False, False])
     """
     if features not in ("dense", "none"):
         raise ValueError(f"expected features in ('dense', 'none') (got {features!r}).")

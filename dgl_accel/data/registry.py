@@ -33,7 +33,11 @@ def _dgl_available() -> list[str]:
 
 
 def available() -> list[str]:
-    """Names `load` accepts on this machine (synthetic always; the rest need the datasets)."""
+    """Names `load` accepts on this machine (synthetic always; the rest need the datasets).
+
+    >>> available()[:2]
+    ['synthetic', 'default']
+    """
     return [*SYNTHETIC_NAMES, *_dgl_available(), *_npz_files()]
 
 
@@ -50,6 +54,13 @@ def load(name_or_path, **kw) -> dgl.DGLGraph:
     "synthetic"/"default" -> synthetic_graph; "cora"/"citeseer" -> DGL's classes offline;
     an npz stem ("planetoid_cora") or unambiguous short form ("amazon_cs") -> the shared
     npz; a path ending in .npz -> load_npz; any other existing file -> load_snap_edgelist.
+
+    >>> load("synthetic", num_nodes=100, seed=0).num_nodes()
+    100
+    >>> load("no-such-graph")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a dataset name or an existing file (got 'no-such-graph'). Valid names here...
     """
     s = str(name_or_path)
     key = s.lower()

@@ -8,7 +8,7 @@ import dgl
 import numpy as np
 import torch
 
-from ._errors import data_error
+from .errors import data_error
 
 
 def _read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -46,6 +46,14 @@ def load_snap_edgelist(path, directed: bool = True, relabel: bool = True) -> dgl
     ndata["orig_id"]; relabel=False uses the ids as node ids (n = max id + 1).
     directed=False returns the symmetrised simple graph (both directions, each pair once;
     self loops kept once); directed=True keeps the arcs exactly as listed.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = pathlib.Path(d) / "edges.txt"
+    ...     _ = path.write_text("# a toy graph\\n10 20\\n20 30\\n")
+    ...     g, both = load_snap_edgelist(path), load_snap_edgelist(path, directed=False)
+    >>> g.num_nodes(), g.num_edges(), g.ndata["orig_id"].tolist(), both.num_edges()
+    (3, 2, [10, 20, 30], 4)
     """
     path = Path(path)
     if not path.is_file():

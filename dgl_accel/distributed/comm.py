@@ -26,7 +26,16 @@ class CollectiveError(RuntimeError):
     """A collective timed out or lost a peer: the ranks did not make the same calls."""
 
 
-def _timedelta(timeout) -> datetime.timedelta:
+def as_timedelta(timeout) -> datetime.timedelta:
+    """A collective timeout in seconds (or a timedelta) as the timedelta torch.distributed takes.
+
+    >>> as_timedelta(90)
+    datetime.timedelta(seconds=90)
+    >>> as_timedelta(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected timeout to be a positive number of seconds (got 0). Fix: pass e.g. timeout=60.
+    """
     if isinstance(timeout, datetime.timedelta):
         return timeout
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
@@ -51,11 +60,15 @@ def init(backend: str | None = None, timeout=120.0, **kwargs) -> None:
                          f"to pick nccl with CUDA and gloo otherwise.")
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    dist.init_process_group(backend, timeout=_timedelta(timeout), **kwargs)
+    dist.init_process_group(backend, timeout=as_timedelta(timeout), **kwargs)
 
 
 def world(group=None) -> tuple[int, int]:
-    """(rank, world size) in ``group``; (0, 1) without an initialised process group."""
+    """(rank, world size) in ``group``; (0, 1) without an initialised process group.
+
+    >>> world()
+    (0, 1)
+    """
     if not dist.is_available() or not dist.is_initialized():
         if group is not None:
             raise ValueError("expected an initialised torch.distributed process group (got group= without "
@@ -135,7 +148,15 @@ def to_scipy(t) -> sp.csr_matrix:
 
 def to_torch_csr(m: sp.spmatrix) -> torch.Tensor:
     """A scipy matrix as a canonical ``torch.sparse_csr_tensor`` (sorted, no duplicates; int64
-    indices, float32 values)."""
+    indices, float32 values); :func:`to_scipy` goes back.
+
+    >>> t = to_torch_csr(sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]])))
+    >>> t.crow_indices().tolist(), t.col_indices().tolist(), t.values().tolist()
+    ([0, 1, 2], [1, 0], [2.0, 1.0])
+    >>> to_scipy(t).toarray()
+    array([[0., 2.],
+           [1., 0.]], dtype=float32)
+    """
     m = sp.csr_matrix(m)
     m.sum_duplicates()  # also sorts indices: the canonical form the local product has too
     with warnings.catch_warnings():  # torch's one-time "sparse CSR support is in beta" notice

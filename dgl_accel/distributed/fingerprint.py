@@ -14,7 +14,13 @@ __all__ = ["graph_fingerprint", "check_same_graph"]
 
 
 def graph_fingerprint(g) -> tuple[int, int, int]:
-    """(num_nodes, num_edges, 63-bit blake2b of the in-CSR indptr and indices)."""
+    """(num_nodes, num_edges, 63-bit blake2b of the in-CSR indptr and indices).
+
+    >>> import dgl
+    >>> n, m, h = graph_fingerprint(dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2]))))
+    >>> n, m, h == graph_fingerprint(dgl.graph((torch.tensor([1, 0]), torch.tensor([2, 1]))))[2]  # edge order
+    (3, 2, True)
+    """
     csr = in_csr(g)
     h = hashlib.blake2b(digest_size=8)
     h.update(np.ascontiguousarray(csr.indptr.cpu().numpy(), dtype=np.int64).tobytes())

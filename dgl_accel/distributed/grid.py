@@ -19,13 +19,26 @@ def _check_int(x, name: str, fix: str) -> int:
 
 
 def block_bounds(n: int, parts: int) -> np.ndarray:
-    """Boundaries of ``parts`` contiguous, nearly equal blocks of ``range(n)`` (length parts + 1)."""
+    """Boundaries of ``parts`` contiguous, nearly equal blocks of ``range(n)`` (length parts + 1).
+
+    >>> block_bounds(10, 3)
+    array([ 0,  3,  6, 10])
+    """
     return (np.arange(parts + 1, dtype=np.int64) * int(n)) // int(parts)
 
 
 @dataclass(frozen=True)
 class Grid:
-    """A validated (world_size / c) x c process grid."""
+    """A validated (world_size / c) x c process grid.
+
+    >>> grid = Grid(world_size=4, c=2)
+    >>> grid.rows, grid.coords(3), grid.row_ranks(1)
+    (2, (1, 1), [2, 3])
+    >>> Grid(6, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected the world size to be a multiple of c ... Fix: use c in [1, 2, 3, 6] or start ...
+    """
 
     world_size: int
     c: int

@@ -6,13 +6,14 @@ Global batch semantics (the same for any world size W)
 An epoch shuffles ``train_ids`` with a permutation that depends only on (seed, epoch), cuts it into
 *steps* of ``batch_size * minibatches_per_step`` seeds (the global batch) and each step into
 ``minibatches_per_step`` (S) minibatches of ``batch_size`` seeds (``np.array_split``; a remainder
-of fewer than S seeds joins the last step, so no minibatch is empty).  Minibatch u of step s has the global index j = s * S + u (counted
-across epochs) and is sampled with the sampler's call index j, so its blocks depend only on
-(sampler seed, j).  Rank r trains on the minibatches u = r, r + W, ... of each step (S % W == 0:
-every rank gets S / W of them) and accumulates gradients; the loss is the *sum* of per-node losses
-times ``step.scale = W / (seeds in the global step)``, so after DistributedDataParallel averages the
-gradients over W ranks the update is the gradient of the mean loss over the whole global step —
-the same update for W = 1, 2, 4 (S fixed, e.g. 4), up to float summation order.  The union of the
+of fewer than S seeds joins the last step, so no minibatch is empty).  Minibatch u of step s has the
+global index j = s * S + u (counted across epochs) and is sampled with the sampler's call index j,
+so its blocks depend only on (sampler seed, j).  Rank r trains on the minibatches u = r, r + W, ...
+of each step (S % W == 0: every rank gets S / W of them) and accumulates gradients; the loss is the
+*sum* of per-node losses times ``step.scale = W / (seeds in the global step)``, so after
+DistributedDataParallel averages the gradients over W ranks the update is the gradient of the mean
+loss over the whole global step — the same update for W = 1, 2, 4 (S fixed, e.g. 4), up to float
+summation order.  The union of the
 minibatches over ranks is exactly the 1-process sequence.
 
 Samplers: keying by j needs a counter-based sampler: one with a ``calls`` counter (dgl_accel's
@@ -34,9 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..sampling.rng import call_seed
+from ..core.sampling.rng import call_seed
 from .comm import world
 from .fingerprint import check_same_graph
+from .spgemm import PartitionedSpGEMM
 
 __all__ = ["ReplicatedLoader", "Step", "replicated_loader", "per_rank_seed"]
 
@@ -67,12 +69,14 @@ class ReplicatedLoader:
         self.sampler = sampler
         self.group = group
         self.rank, self.world_size = world(group)
-        self.batch_size = _positive_int(batch_size, "batch_size", "pass the number of seed nodes per minibatch, e.g. 1024.")
+        self.batch_size = _positive_int(batch_size, "batch_size",
+                                        "pass the number of seed nodes per minibatch, e.g. 1024.")
         S = self.world_size if minibatches_per_step is None else minibatches_per_step
         self.S = _positive_int(S, "minibatches_per_step", "pass a multiple of the world size, e.g. 4.")
         if self.S % self.world_size:
+            fix = self.world_size * max(1, self.S // self.world_size)
             raise ValueError(f"expected minibatches_per_step to be a multiple of the world size {self.world_size} "
-                             f"(got {self.S}). Fix: pass minibatches_per_step={self.world_size * max(1, self.S // self.world_size)} "
+                             f"(got {self.S}). Fix: pass minibatches_per_step={fix} "
                              f"(keep it fixed across world sizes for identical training).")
         ids = torch.as_tensor(train_ids)
         if ids.dtype == torch.bool:
@@ -96,7 +100,6 @@ class ReplicatedLoader:
         self.epoch = 0
         self.bulk = getattr(sampler, "bulk", None)
         spgemm = getattr(sampler, "spgemm", None)
-        from .spgemm import PartitionedSpGEMM
         self.collective = isinstance(spgemm, PartitionedSpGEMM)
         if check_graph:
             check_same_graph(g, group)
@@ -174,7 +177,7 @@ class ReplicatedLoader:
             chunk = mbs[q:q + k]
             todo = chunk if self.collective else [b for b in chunk if self._mine(b[0])]
             done = self._sample(todo) if todo else []
-            for rec, (j, seeds) in zip(done, todo):
+            for rec, (j, _seeds) in zip(done, todo):
                 if self._mine(j):
                     by_step.setdefault(j // self.S, []).append(rec)
             # Yield every step whose minibatches are all sampled (bulks may straddle steps).
@@ -208,6 +211,10 @@ def per_rank_seed(seed: int, group=None) -> int:
     For samplers driven by ``dgl.dataloading.DataLoader(..., use_ddp=True)`` that draw from their
     own call counter rather than the loader's indices (e.g. SAINTSampler): with one shared seed
     every rank would sample the same subgraphs.  (The replicated loader does not need this: it keys
-    sampling by the global minibatch index.)"""
+    sampling by the global minibatch index.)
+
+    >>> per_rank_seed(7) == per_rank_seed(7) != per_rank_seed(8)  # rank 0 without a process group
+    True
+    """
     rank, _ = world(group)
     return call_seed(int(seed), rank, 2**32 + 1) >> 1

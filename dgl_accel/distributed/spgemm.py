@@ -19,20 +19,22 @@ its own timeout), so no sub-groups need creating.
 """
 from __future__ import annotations
 
+import hashlib
+
+import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
 from ..sampling.bulk_matrix import adjacency_tensor
-from .comm import _timedelta, all_gather_1d, all_gather_csr, all_to_all_1d, to_scipy, to_torch_csr, world
+from .comm import all_gather_1d, all_gather_csr, all_to_all_1d, as_timedelta, to_scipy, to_torch_csr, world
 from .grid import Grid, block_bounds
 
 __all__ = ["PartitionedSpGEMM"]
 
 
 def _as_matrix(A_or_graph) -> sp.csr_matrix:
-    import dgl
     if isinstance(A_or_graph, dgl.DGLGraph):  # the bulk sampler's A: canonical, multiplicities as values
         return to_scipy(adjacency_tensor(A_or_graph))
     m = to_scipy(A_or_graph)
@@ -43,7 +45,6 @@ def _as_matrix(A_or_graph) -> sp.csr_matrix:
 
 
 def _fingerprint(m: sp.csr_matrix) -> tuple[int, int, int]:
-    import hashlib
     h = hashlib.blake2b(digest_size=8)
     for a in (m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data.astype(np.float32)):
         h.update(np.ascontiguousarray(a).tobytes())
@@ -83,7 +84,7 @@ class PartitionedSpGEMM:
         Grid(dist.get_world_size(group), c)  # validate the grid before any collective
         if group is None:
             # A private group: our exchanges never interleave with the caller's (e.g. DDP) traffic.
-            group = dist.new_group(timeout=None if timeout is None else _timedelta(timeout))
+            group = dist.new_group(timeout=None if timeout is None else as_timedelta(timeout))
         self.group = group
         self.rank, size = world(group)
         self.grid = Grid(size, c)
@@ -177,7 +178,8 @@ class PartitionedSpGEMM:
         send_i, send_v = [torch.zeros(0, dtype=torch.int64)] * size, [torch.zeros(0, dtype=torch.float32)] * size
         for j, r in enumerate(grid.row_ranks(self.row)):
             piece = partial[pb[j]:pb[j + 1]]
-            send_i[r] = torch.from_numpy(np.concatenate([piece.indptr.astype(np.int64), piece.indices.astype(np.int64)]))
+            send_i[r] = torch.from_numpy(np.concatenate([piece.indptr.astype(np.int64),
+                                                         piece.indices.astype(np.int64)]))
             send_v[r] = torch.from_numpy(piece.data.astype(np.float32))
         got_i = all_to_all_1d(send_i, self.group, "spgemm: partial products (structure)")
         got_v = all_to_all_1d(send_v, self.group, "spgemm: partial products (values)")
@@ -192,7 +194,6 @@ class PartitionedSpGEMM:
         return to_torch_csr(sp.vstack(pieces, format="csr") if pieces else mine_sum)
 
     def _check_same_q(self, Qs: sp.csr_matrix) -> None:
-        import hashlib
         h = hashlib.blake2b(digest_size=8)
         h.update(Qs.indptr.astype(np.int64).tobytes())
         h.update(Qs.indices.astype(np.int64).tobytes())

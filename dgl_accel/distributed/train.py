@@ -8,7 +8,8 @@ import dgl
 import torch
 import torch.nn.functional as F
 
-from ..sampling.rng import call_seed
+from ..nn import SAGEConv
+from ..core.sampling.rng import call_seed
 
 __all__ = ["SAGE", "train_epoch", "evaluate"]
 
@@ -18,7 +19,6 @@ class SAGE(torch.nn.Module):
 
     def __init__(self, in_feats: int, hidden: int, num_classes: int, num_layers: int = 2, dropout: float = 0.0):
         super().__init__()
-        from ..nn import SAGEConv
         dims = [in_feats] + [hidden] * (num_layers - 1) + [num_classes]
         self.layers = torch.nn.ModuleList(SAGEConv(a, b, "mean") for a, b in zip(dims[:-1], dims[1:]))
         self.dropout = torch.nn.Dropout(dropout)

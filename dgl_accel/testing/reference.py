@@ -47,6 +47,13 @@ def ref_gspmm(g, op, reduce, ufeat, efeat=None):
     ("u_mul_e"). Rows of zero-in-degree destinations are 0 for every reduce, as in
     `g.update_all` (note: raw `dgl.ops.gspmm` leaves +-inf there for max/min). For a block,
     ufeat has num_src_nodes rows and the output num_dst_nodes rows.
+
+    >>> src, dst = torch.tensor([0, 1, 1]), torch.tensor([1, 0, 1])  # or a DGLGraph / block
+    >>> x, w = torch.tensor([[1.0], [2.0]]), torch.tensor([1.0, 1.0, -1.0])
+    >>> ref_gspmm((src, dst, 2), "copy_u", "sum", x).tolist()
+    [[2.0], [3.0]]
+    >>> ref_gspmm((src, dst, 2), "u_mul_e", "max", x, w).tolist()
+    [[2.0], [1.0]]
     """
     if op not in GSPMM_OPS:
         raise ValueError(f"op must be one of {GSPMM_OPS}, got {op!r}")
@@ -83,6 +90,10 @@ def ref_gcn_norm_aggregate(g, feat, norm="both"):
       "left":  out = A^T D_out^-1 feat     (random-walk: scale messages by sender)
       "right": out = D_in^-1 A^T feat      (mean over received messages)
       "none":  out = A^T feat
+
+    >>> src, dst = torch.tensor([0, 0]), torch.tensor([1, 2])  # node 0 sends to 1 and 2
+    >>> ref_gcn_norm_aggregate((src, dst, 3), torch.tensor([[4.0], [0.0], [0.0]]), "left").tolist()
+    [[0.0], [2.0], [2.0]]
     """
     if norm not in GCN_NORMS:
         raise ValueError(f"norm must be one of {GCN_NORMS}, got {norm!r}")
@@ -109,7 +120,7 @@ def ref_neighbor_choice(indptr, transits, fanout, seed, step, num_nodes, replace
     uses word j % 4 of Philox4x32 at counter (step * num_nodes + v) * ceil(fanout / 4) + j // 4;
     with replacement start + r_j % deg; without, all neighbours if deg <= fanout, else Floyd.
     ``counter_ids[i]`` replaces v in the counter when given."""
-    from dgl_accel.sampling.rng import philox4x32
+    from dgl_accel.core.sampling.rng import philox4x32  # lazy: the other references need no sampling (nor DGL)
 
     out = torch.full((len(transits), fanout), -1, dtype=torch.int64)
     for i, v in enumerate(transits.tolist()):

@@ -36,7 +36,13 @@ TOLERANCES = {
 
 
 def tolerance(dtype):
-    """(rtol, atol) for a floating dtype; integer/bool dtypes get (0, 0), i.e. exact."""
+    """(rtol, atol) for a floating dtype; integer/bool dtypes get (0, 0), i.e. exact.
+
+    >>> tolerance(torch.float16)
+    Tolerance(rtol=0.002, atol=0.001)
+    >>> tolerance(torch.int64)
+    Tolerance(rtol=0.0, atol=0.0)
+    """
     if dtype in TOLERANCES:
         return TOLERANCES[dtype]
     if dtype.is_floating_point:
@@ -69,6 +75,12 @@ def assert_close(actual, expected, dtype=None, msg=""):
 
     dtype defaults to actual.dtype (the precision the kernel claims). Comparison happens in
     float64, so `expected` may be an fp64 reference. Integer tensors must match exactly.
+
+    >>> assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-6], dtype=torch.float64))
+    >>> assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.1]), msg="out")
+    Traceback (most recent call last):
+    ...
+    AssertionError: out: 1/2 entries outside rtol=1e-05, atol=0.0001 for torch.float32; max abs err 1.000e-01, ...
     """
     msg = f"{msg}: " if msg else ""
     _check_shape(actual, expected, msg)
@@ -111,6 +123,10 @@ def assert_matches_reference(actual, reference_fn, *inputs, atol=None, msg=""):
     with atol defaulting to `tolerance(actual.dtype).atol`. Only floating tensors (also inside
     tuples/lists) are cast; integer tensors, graphs and other arguments pass through.
     reference_fn may return a tensor or a tuple/list of tensors (`actual` then matches it).
+
+    >>> from dgl_accel.testing.reference import ref_scale
+    >>> x = torch.tensor([0.1, 0.2, 0.3], dtype=torch.float16)
+    >>> assert_matches_reference(x * 3, ref_scale, x, 3.0)  # as wrong as fp16 torch itself: passes
     """
     ref64, ref_same = reference_fn(*_cast(inputs, torch.float64)), reference_fn(*inputs)
     if isinstance(actual, (tuple, list)):
