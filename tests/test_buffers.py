@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from dgl_accel.sampling import BulkNeighborSampler, bulk_jit
-from dgl_accel.sampling.buffers import BufferPool, default_pool
+from dgl_accel.core.jit import runtime
+from dgl_accel.core.sampling.buffers import BufferPool, default_pool
+from dgl_accel.sampling import BulkNeighborSampler
 
 MB = 1 << 20
 
@@ -54,7 +55,7 @@ def test_trim_keeps_at_most_keep_bytes_free():
     assert len(free) == 1 and keep.base.nbytes == 40 * MB
 
 
-@pytest.mark.skipif(not bulk_jit.enabled(), reason="numba not installed: the bulk path allocates plainly")
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed: the bulk path allocates plainly")
 def test_earlier_bulk_blocks_survive_later_passes():
     g = dgl.rand_graph(4000, 80000, idtype=torch.int64)
     g = dgl.to_simple(g)  # unit entries: the compiled gather path that draws from the pool

@@ -18,9 +18,12 @@ from scipy import stats
 
 import dgl_accel
 from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
-from dgl_accel.sampling import bulk_its, bulk_jit
-from dgl_accel.sampling.bulk_matrix import estimate_p_bytes, local_spgemm
-from dgl_accel.sampling.bulk_triton import its_sample_triton
+from dgl_accel.core.jit import bulk_sampling as bulk_jit
+from dgl_accel.core.jit import runtime
+from dgl_accel.core.sampling import bulk_sampling as bulk_its
+from dgl_accel.core.sampling.bulk_matrix import local_spgemm
+from dgl_accel.core.sampling.bulk_sampling import its_sample_triton
+from dgl_accel.sampling.bulk_matrix import estimate_p_bytes
 from dgl_accel.sampling.layer import edge_norm, ladies_probabilities
 from dgl_accel.testing.strategies import graphs
 
@@ -75,8 +78,8 @@ def test_its_numpy_jit_and_triton_interpreter_identical(weighted):
         ref = bulk_its.its_sample_np(rs, s, rep)
         tri = its_sample_triton(rs, s, rep, "cpu")
         assert np.array_equal(ref[0], tri[0]) and np.array_equal(ref[1], tri[1])
-        if bulk_jit.enabled():
-            jit = bulk_jit.its_sample(rs, s, rep)
+        if runtime.enabled():
+            jit = bulk_jit.its_sample(rs, s, rep, bulk_its.MAX_DRAWS)
             assert np.array_equal(ref[0], jit[0]) and np.array_equal(ref[1], jit[1])
         # spec rules: counts, picks inside the row, positive weight, distinct & ascending w/o replacement
         offs = np.concatenate([[0], np.cumsum(ref[1])])
@@ -205,12 +208,12 @@ def test_blocks_follow_sampling_and_dgl_rules(g, fanouts, replace, seed):
                 assert extra == int((used >= b.num_dst_nodes()).sum())
 
 
-@pytest.mark.skipif(not bulk_jit.enabled(), reason="numba not installed")
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
 def test_compiled_extraction_matches_numpy_blocks(monkeypatch):
     g = dgl.rand_graph(3000, 60000)
     batches = [torch.randperm(3000, generator=torch.Generator().manual_seed(i))[:300] for i in range(3)]
     fast = BulkNeighborSampler([6, 4], bulk=3, seed=8).bulk_sample(g, batches)  # compiled ITS + extraction
-    monkeypatch.setattr(bulk_jit, "MIN_WORK", 10**12)  # numpy ITS + neighbor._make_block per minibatch
+    monkeypatch.setattr(runtime, "MIN_WORK", 10**12)  # numpy ITS + relabel_block per minibatch
     ref = BulkNeighborSampler([6, 4], bulk=3, seed=8).bulk_sample(g, batches)
     for r, f in zip(ref, fast):
         _same_blocks(r[2], f[2])
@@ -428,13 +431,13 @@ def test_bad_inputs():
         wrong.bulk_sample(g, [torch.tensor([1, 2])])
 
 
-@pytest.mark.skipif(not bulk_jit.enabled(), reason="numba not installed")
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
 def test_serial_twins_match_parallel_kernels(monkeypatch):
     g = dgl.to_simple(dgl.rand_graph(3000, 60000))
     batches = [torch.randperm(3000, generator=torch.Generator().manual_seed(i))[:300] for i in range(4)]
     par = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
     monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
-    assert not dgl_accel.core.cpu_jit.parallel_allowed()
+    assert not runtime.parallel_allowed()
     ser = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
     for a, b in zip(par, ser):
         _same_blocks(a[2], b[2])

@@ -1,6 +1,7 @@
-"""The compiled CPU loops (numba) reproduce the numpy path bit for bit: neighbour choice (uniform,
-with and without replacement, all neighbours) and block relabelling, and NeighborSampler blocks
-are identical with and without them."""
+"""The compiled CPU loops (numba, ``dgl_accel.core.jit``) reproduce the numpy path bit for bit:
+neighbour choice (uniform, with and without replacement, all neighbours) and block relabelling,
+induced subgraphs, node2vec walks and the aggregation's ``rows_spmm``; NeighborSampler blocks are
+identical with and without them."""
 import contextlib
 from unittest import mock
 
@@ -11,22 +12,24 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_accel.core import cpu_jit
-from dgl_accel.sampling import NeighborSampler, choice
+from dgl_accel.core.jit import aggregation, runtime
+from dgl_accel.core.jit import neighbor as jit_neighbor
+from dgl_accel.core.sampling import choice, walks_node2vec
+from dgl_accel.sampling import NeighborSampler
 from dgl_accel.testing.strategies import graphs
 
-pytestmark = pytest.mark.skipif(not cpu_jit.enabled(), reason="numba not installed (the numpy path runs)")
+pytestmark = pytest.mark.skipif(not runtime.enabled(), reason="numba not installed (the numpy path runs)")
 
 
 @contextlib.contextmanager
 def jit(on: bool):
     """Force the compiled loops on (every size) or off (the numpy path) inside the block."""
-    saved = cpu_jit.MIN_WORK
-    cpu_jit.MIN_WORK = 0 if on else 2**62
+    saved = runtime.MIN_WORK
+    runtime.MIN_WORK = 0 if on else 2**62
     try:
         yield
     finally:
-        cpu_jit.MIN_WORK = saved
+        runtime.MIN_WORK = saved
 
 
 @st.composite
@@ -64,7 +67,7 @@ def test_choice_matches_numpy(case, fanout, replace, seed, step):
 def test_relabel_matches_numpy(n, data):
     dst = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=50, unique=True)), dtype=np.int64)
     src = np.asarray(data.draw(st.lists(st.integers(0, n - 1), max_size=300)), dtype=np.int64)
-    new, local = cpu_jit.relabel(src, dst, n)
+    new, local = jit_neighbor.relabel(src, dst, n)
     expect_new = np.setdiff1d(np.unique(src), dst)
     np.testing.assert_array_equal(new, expect_new)
     ids = np.concatenate([dst, new])
@@ -91,7 +94,7 @@ def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
 def test_disabled_by_environment(tmp_path):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-c", "from dgl_accel.core import cpu_jit; print(cpu_jit.enabled())"],
+    out = subprocess.run([sys.executable, "-c", "from dgl_accel.core.jit import runtime; print(runtime.enabled())"],
                          env={**__import__("os").environ, "DGL_ACCEL_NUMBA": "0"}, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -102,8 +105,7 @@ def test_disabled_by_environment(tmp_path):
 def test_induced_subgraphs_match_numpy(n, m, frac, loops, seed):
     """Node-induced subgraphs (general CSC filter and the symmetric half-CSR path) are identical
     with and without the compiled loops: same edges in the same order, same parent ids."""
-    from dgl_accel.sampling.induced import induced_subgraph
-    from dgl_accel.sampling.induced_sym import half_csr, induced_subgraph_symmetric
+    from dgl_accel.sampling.induced import half_csr, induced_subgraph, induced_subgraph_symmetric
 
     rng = np.random.default_rng(seed)
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
@@ -137,18 +139,18 @@ def test_node2vec_matches_numpy(g, pq, length, seed, trials):
     """Unweighted node2vec: the compiled step-major loop gives the numpy path's traces and edge
     ids (power-of-two p, q: the exact fallback's sums are exact, so even it agrees bit for bit;
     ``trials=1`` sends every rejected proposal to the fallback)."""
-    from dgl_accel.sampling import node2vec_random_walk, walks
+    from dgl_accel.sampling import node2vec_random_walk
 
     nodes = torch.arange(g.num_nodes(), dtype=g.idtype).repeat(3)
-    saved = walks._MAX_TRIALS
-    walks._MAX_TRIALS = trials
+    saved = walks_node2vec.MAX_TRIALS
+    walks_node2vec.MAX_TRIALS = trials
     try:
         with jit(True):
             got = node2vec_random_walk(g, nodes, *pq, length, seed=seed, return_eids=True)
         with jit(False):
             ref = node2vec_random_walk(g, nodes, *pq, length, seed=seed, return_eids=True)
     finally:
-        walks._MAX_TRIALS = saved
+        walks_node2vec.MAX_TRIALS = saved
     assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
     assert got[0].is_contiguous() and got[0].dtype == g.idtype
 
@@ -170,8 +172,8 @@ def test_rows_spmm_matches_dense_reference(n, m, feats, scaled, dtype, seed):
     outs = []
     for parallel in (True, False):
         out = np.full((n, feats), np.nan, dtype=dtype)  # garbage: every row must be overwritten
-        with mock.patch.object(cpu_jit, "parallel_allowed", lambda: parallel):
-            cpu_jit.rows_spmm(indptr, indices, x, cs, rs, out)
+        with mock.patch.object(runtime, "parallel_allowed", lambda: parallel):
+            aggregation.rows_spmm(indptr, indices, x, cs, rs, out)
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])
     a = np.zeros((n, n))

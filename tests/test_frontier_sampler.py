@@ -1,4 +1,5 @@
-"""GraphSAINT frontier sampler (dgl_accel/sampling/frontier.py, kernels/saint_frontier.py):
+"""GraphSAINT frontier sampler (family saint_frontier: dgl_accel/core/sampling/saint_frontier*.py,
+kernels/saint_frontier.py, adapter dgl_accel/sampling/frontier.py):
 distribution vs the sequential algorithm, the dashboard's pop law, validity of samples, degree
 clip, determinism, the interpreted Triton kernel against the CPU path, and bad input.
 
@@ -12,8 +13,11 @@ from scipy import stats
 
 import dgl_accel
 from dgl_accel.kernels import saint_frontier as kfrontier
-from dgl_accel.sampling import frontier as fr
-from dgl_accel.sampling.frontier import frontier_sample, frontier_sample_sequential, probe_dashboard
+from dgl_accel.core.sampling import saint_frontier as fr
+from dgl_accel.core.sampling import saint_frontier_cpu as fr_cpu
+from dgl_accel.core.sampling import saint_frontier_triton as fr_triton
+from dgl_accel.core.sampling.saint_frontier_cpu import probe_dashboard
+from dgl_accel.sampling.frontier import frontier_sample, frontier_sample_sequential
 
 ALPHA = 1e-3
 
@@ -232,15 +236,15 @@ def test_cpu_loops_agree_on_larger_graph(monkeypatch):
 def test_triton_exact_fallback_and_scratch_rerun_match_cpu(monkeypatch):
     # 8 probes (one round of 8 lanes) before the exact fallback and eta 4: fallbacks happen;
     # scratch of cap0 only forces the kernel's overflow-and-rerun path.
-    monkeypatch.setattr(fr, "_PROBES_MAX", 8)
-    monkeypatch.setattr(fr, "_PROBE_CHUNK", 8)
+    monkeypatch.setattr(fr_cpu, "_PROBES_MAX", 8)
+    monkeypatch.setattr(fr_cpu, "_PROBE_CHUNK", 8)
     monkeypatch.setattr(kfrontier, "PROBES_MAX", 8)
     monkeypatch.setattr(kfrontier, "block_for", lambda cuda: 8)
-    monkeypatch.setattr(fr, "_phys_cap", lambda cap0, *a: cap0)
+    monkeypatch.setattr(fr_triton, "_phys_cap", lambda cap0, *a: cap0)
     misses, grows = [], []
-    probe, grow = fr._probe, fr._grow
-    monkeypatch.setattr(fr, "_probe", lambda *a: misses.append(int((probe(*a) < 0).sum())) or probe(*a))
-    monkeypatch.setattr(fr, "_grow", lambda *a: grows.append(1) or grow(*a))
+    probe, grow = fr_cpu._probe, fr_cpu._grow
+    monkeypatch.setattr(fr_cpu, "_probe", lambda *a: misses.append(int((probe(*a) < 0).sum())) or probe(*a))
+    monkeypatch.setattr(fr_cpu, "_grow", lambda *a: grows.append(1) or grow(*a))
     g = _random_graph(40, 60, seed=6)
     cpu = _both_cpu_loops(monkeypatch, g, 2, 30, num_instances=2, seed=8, eta=4.0)
     assert sum(misses) > 0 and len(grows) > 2  # fallback and cleanups exercised

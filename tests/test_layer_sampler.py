@@ -7,15 +7,9 @@ import pytest
 import torch
 from scipy import stats
 
-from dgl_accel.sampling.layer import (
-    NORMS,
-    FastGCNSampler,
-    LADIESSampler,
-    call_seed,
-    fastgcn_probabilities,
-    ladies_probabilities,
-    sample_layer_nodes,
-)
+from dgl_accel.core.sampling.layer import NORMS, sample_layer_nodes
+from dgl_accel.core.sampling.rng import call_seed
+from dgl_accel.sampling.layer import FastGCNSampler, LADIESSampler, fastgcn_probabilities, ladies_probabilities
 
 ALPHA = 1e-3  # chi-square significance: fixed seeds, so a failure is a real mismatch, reproducibly
 

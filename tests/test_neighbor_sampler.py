@@ -15,8 +15,7 @@ from scipy import stats
 
 from dgl_accel.graph.structure import in_csr
 from dgl_accel.sampling import NeighborSampler, neighbor_choice, weighted_neighbor_choice
-from dgl_accel.sampling.rng import philox_randint_np, philox_uniform_np
-from dgl_accel.sampling.rng import philox_randint, philox_uniform
+from dgl_accel.core.sampling.rng import philox_randint, philox_randint_np, philox_uniform, philox_uniform_np
 from dgl_accel.testing.reference import ref_neighbor_choice
 from dgl_accel.testing.strategies import graphs
 
@@ -70,7 +69,7 @@ def test_neighbor_choice_matches_spec(n, fanout, replace, step, seed, data):
        step=st.integers(0, 4), seed=st.integers(0, 2**64 - 1), data=st.randoms(use_true_random=False))
 def test_flat_choice_matches_padded_choice(n, fanout, replace, step, seed, data):
     """The sampler's unpadded (positions, counts) form holds exactly the padded choice's valid slots."""
-    from dgl_accel.sampling.choice import uniform_choice_flat, uniform_choice_np
+    from dgl_accel.core.sampling.choice import uniform_choice_flat, uniform_choice_np
 
     degrees = [data.choice([0, 1, fanout, fanout + 1, data.randint(0, 30), data.randint(0, 300)])
                for _ in range(n)]

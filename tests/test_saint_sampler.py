@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from dgl_accel.sampling import SAINTSampler
+from dgl_accel.core.sampling.saint_draw import edge_weights, node_weights
+from dgl_accel.core.sampling.saint_norm import aggregation_norm, exact_inclusion
 from dgl_accel.sampling.induced import induced_subgraph
-from dgl_accel.sampling.saint_draw import edge_weights, node_weights, tables
-from dgl_accel.sampling.saint_norm import aggregation_norm, exact_inclusion
+from dgl_accel.sampling.saint import tables
 
 Z = 5.0
 
@@ -211,7 +212,7 @@ def test_uncovered_nodes_count_once():
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("mode,budget", [("node", 30), ("edge", 40), ("walk", (10, 3))])
 def test_subgraph_is_node_induced(mode, budget, idtype, symmetric):
-    from dgl_accel.sampling.induced_sym import half_csr
+    from dgl_accel.sampling.induced import half_csr
 
     gen = torch.Generator().manual_seed(1)
     g = dgl.graph((torch.randint(60, (400,), generator=gen), torch.randint(60, (400,), generator=gen)),
@@ -323,7 +324,8 @@ def test_bad_graph_and_budget_vs_graph():
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
 def test_threaded_induction_matches_single_thread(threads):
-    from dgl_accel.sampling.induced import cpu_in_csr, induced_entries
+    from dgl_accel.core.sampling.induced import induced_entries
+    from dgl_accel.sampling.induced import cpu_in_csr
 
     g = _graph(n=300, m=6000, seed=4)
     csr = cpu_in_csr(g)

@@ -1,5 +1,5 @@
 """Random-walk Triton kernels (kernels/walks.py) under the interpreter: for the same seed they
-return exactly the traces and edge ids of the CPU path (dgl_accel/sampling/walks.py), for
+return exactly the traces and edge ids of the CPU path (dgl_accel/core/sampling/walks*.py), for
 DeepWalk, weighted walks, restarts, node2vec (rejection trials and the exact fallback), the
 frontier sampler (multi_dimensional_random_walk) and dead ends, and the backend stats show which
 path ran.  No statistics here: equality is exact.
@@ -84,12 +84,12 @@ def test_node2vec_exact_fallback_equals_cpu(prob, monkeypatch):
     # On a complete graph every candidate is a neighbour of the previous node, so with q = 1/64
     # (envelope 64) and p = 1/2 a trial accepts with probability <= 2/64 and many steps end in the
     # exact fallback; a spy on the CPU fallback checks that it really ran.
-    from dgl_accel.sampling import walks
+    from dgl_accel.core.sampling import walks_node2vec
 
     g = _dense()
     calls = []
-    original = walks._n2v_exact
-    monkeypatch.setattr(walks, "_n2v_exact", lambda *a, **k: calls.append(a[3].numel()) or original(*a, **k))
+    original = walks_node2vec._n2v_exact
+    monkeypatch.setattr(walks_node2vec, "_n2v_exact", lambda *a, **k: calls.append(a[3].numel()) or original(*a, **k))
     nodes = torch.arange(g.num_nodes()).repeat(2)
     a, b = _both(lambda: node2vec_random_walk(g, nodes, 0.5, 1 / 64, 5, prob=prob, seed=7, return_eids=True))
     assert sum(calls) >= 10

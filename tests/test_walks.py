@@ -12,8 +12,7 @@ import torch
 from scipy import stats
 
 from dgl_accel.sampling import multi_dimensional_random_walk, node2vec_random_walk, random_walk
-from dgl_accel.sampling.rng import philox_randint
-from dgl_accel.sampling.rng import philox4x32
+from dgl_accel.core.sampling.rng import philox4x32, philox_randint
 
 ALPHA = 1e-3
 
@@ -102,14 +101,14 @@ def test_reproducible_and_batch_independent():
     assert torch.equal(n1, n2) and not torch.equal(n1, n3)
     assert torch.equal(node2vec_random_walk(g, nodes[:10], 0.5, 2.0, 20, seed=7), n1[:10])
     # Chunking does not change results either.
-    import dgl_accel.sampling.walks as walks
-    old = walks._CHUNK
-    walks._CHUNK = 7
+    from dgl_accel.core.sampling import walks, walks_node2vec
+    old = walks._CHUNK, walks_node2vec._CHUNK
+    walks._CHUNK = walks_node2vec._CHUNK = 7
     try:
         assert torch.equal(random_walk(g, nodes, 20, seed=7)[0], a)
         assert torch.equal(node2vec_random_walk(g, nodes, 0.5, 2.0, 20, seed=7), n1)
     finally:
-        walks._CHUNK = old
+        walks._CHUNK, walks_node2vec._CHUNK = old
     torch.manual_seed(0)
     d1, _ = random_walk(g, nodes, 5)
     torch.manual_seed(0)
@@ -173,8 +172,8 @@ def _n2v_exact_probs(g, t, v, p, q, w=None):
                                           (1.0, 200.0, False)])
 @pytest.mark.parametrize("max_trials", [32, 1])  # 1: most walks go through the exact fallback
 def test_node2vec_second_order_distribution(p, q, weighted, max_trials, monkeypatch):
-    import dgl_accel.sampling.walks as walks
-    monkeypatch.setattr(walks, "_MAX_TRIALS", max_trials)
+    from dgl_accel.core.sampling import walks_node2vec
+    monkeypatch.setattr(walks_node2vec, "MAX_TRIALS", max_trials)
     # Undirected: t=0 -> v=1; v's neighbours: 0 (return), 2, 3 (common with t), 4, 5 (distance 2).
     und = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (1, 4), (1, 5), (4, 5), (5, 6)]
     s = [a for a, b in und] + [b for a, b in und]
@@ -294,7 +293,9 @@ def test_edge_membership_matches_edge_set():
     # forced by a tiny bucket width) must agree exactly with the edge set, including queries
     # (t, x) where x is larger than every out-neighbour of t and equals the first out-neighbour of
     # t + 1 (a false positive of the former binary search).
-    import dgl_accel.sampling.walks as walks
+    from dgl_accel.core.sampling import walks_node2vec
+    from dgl_accel.graph.structure import out_csr
+    from dgl_accel.sampling.walks import walk_csr
     g = _random_graph(n=60, m=900, seed=5, self_loops=True)
     g = dgl.add_edges(g, [3, 4], [10, 50])  # row 3 ends at 10 < 50 = the first entry of row 4
     edges = _edge_set(g)
@@ -302,12 +303,12 @@ def test_edge_membership_matches_edge_set():
     a, b = a.reshape(-1), b.reshape(-1)
     want = torch.tensor([(x, y) in edges for x, y in zip(a.tolist(), b.tolist())])
     for width in (4, 1):
-        old = walks._HASH_WIDTH
-        walks._HASH_WIDTH = width
+        old = walks_node2vec._HASH_WIDTH
+        walks_node2vec._HASH_WIDTH = width
         try:
-            eh = walks._EdgeHash(walks._CSR(g))
+            eh = walks_node2vec.EdgeHash(walk_csr(g))
         finally:
-            walks._HASH_WIDTH = old
+            walks_node2vec._HASH_WIDTH = old
         if width == 1:
             assert eh.overflow.numel() > 0
         assert torch.equal(eh.contains(a, b), want)

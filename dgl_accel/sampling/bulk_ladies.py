@@ -4,10 +4,10 @@
 Per layer, for ``k`` minibatches at once (``V_b`` = minibatch b's destinations, ``R = sum |V_b|``):
 
 1. row extraction ``P_R = Q_R Â`` (``Q_R``: R x n, one row per (b, v in V_b)), ``Â`` the normalised
-   adjacency of :mod:`dgl_accel.sampling.layer` (parallel edges summed);
+   adjacency of :mod:`dgl_accel.core.sampling.layer` (parallel edges summed);
 2. probabilities ``P = Q_B (P_R ∘ P_R)`` (``Q_B``: k x R, row b sums minibatch b's rows): row b
-   holds ``sum_{v in V_b} Â[v, u]^2``, normalised exactly :func:`layer.ladies_probabilities`;
-3. SAMPLE ``s`` columns per row of ``P`` by ITS (:mod:`dgl_accel.sampling.bulk_its`, without
+   holds ``sum_{v in V_b} Â[v, u]^2``, normalised exactly as :func:`dgl_accel.sampling.layer.ladies_probabilities`;
+3. SAMPLE ``s`` columns per row of ``P`` by ITS (:mod:`dgl_accel.core.sampling.bulk_sampling`, without
    replacement: until ``s`` distinct; a row with at most ``s`` candidates takes all);
 4. column extraction by the block-diagonal ``P_R diag(Q_C1, ..., Q_Ck)``: minibatch b keeps the
    edges ``u -> v`` (v in V_b) whose source u it drew.
@@ -22,18 +22,16 @@ computing probabilities, as the node-at-a-time sampler does).
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import torch
 
-from .bulk import BulkScheduler, _seed_tensor, check_bulk, check_spgemm
-from .bulk_its import RowSet, its_sample, quantise, row_label
-from .bulk_matrix import canonical_adjacency, canonical_csr, grouping_matrix, selection_matrix
-from .layer import (
-    _check_exclude, _check_graph, _check_seed_nodes, _gather_in_edges, _node_factors, layer_block,
-)
-from .rng import call_seed
+from ..core.sampling.bulk_matrix import canonical_csr, grouping_matrix, selection_matrix
+from ..core.sampling.bulk_sampling import RowSet, its_sample, quantise, row_label
+from ..core.sampling.checks import check_bulk, check_spgemm, expected, seed_batch
+from .blocks import layer_block
+from .bulk import BulkScheduler
+from .bulk_matrix import canonical_adjacency
+from .layer_graph import check_layer_graph, gather_in_edges, layer_exclude, layer_seed_nodes, node_factors
 
 __all__ = ["BulkLADIES"]
 
@@ -52,21 +50,21 @@ class BulkLADIES:
         self.scheduler.plan(seed_batches)
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
-        _check_graph(g)
-        seeds = _check_seed_nodes(g, seed_nodes)
-        exclude = _check_exclude(g, exclude_eids)
+        check_layer_graph(g)
+        seeds = layer_seed_nodes(g, seed_nodes)
+        exclude = layer_exclude(g, exclude_eids)
         idx = self.sampler.call_index
         self.sampler.call_index += 1
         return self.scheduler.serve(seeds, idx, self.k, exclude is not None,
                                     lambda batches, first: self.run(g, batches, first, exclude))
 
-    def bulk_sample(self, g, seed_batches, first_index: Optional[int] = None):
+    def bulk_sample(self, g, seed_batches, first_index: int | None = None):
         """``(input_nodes, output_nodes, blocks)`` per seed batch, ``k`` batches per pass."""
-        _check_graph(g)
-        batches = [_check_seed_nodes(g, _seed_tensor(b, g.num_nodes(), f"seed_batches[{i}]"))
+        check_layer_graph(g)
+        batches = [layer_seed_nodes(g, seed_batch(b, g.num_nodes(), f"seed_batches[{i}]"))
                    for i, b in enumerate(seed_batches)]
         if not batches:
-            raise ValueError("expected a non-empty list of seed batches (got []). Fix: pass at least one batch.")
+            raise expected("a non-empty list of seed batches", "[]", "pass at least one batch.")
         first = self.sampler.call_index if first_index is None else int(first_index)
         out = []
         for i in range(0, len(batches), self.k):
@@ -78,9 +76,7 @@ class BulkLADIES:
     # ------------------------------------------------------------------------------ one pass
     def run(self, g, batches, first: int, exclude):
         smp = self.sampler
-        info = torch.utils.data.get_worker_info()
-        worker = info.id if info is not None else 0  # the node-at-a-time sampler's convention
-        keys = [call_seed(smp.seed, first + j, worker) for j in range(len(batches))]
+        keys = smp.call_keys(first, len(batches))  # the node-at-a-time sampler's keys
         vs = [b.to(torch.int64) for b in batches]
         per_batch = [[] for _ in batches]
         for layer in reversed(range(len(smp.num_nodes_per_layer))):
@@ -106,8 +102,8 @@ class BulkLADIES:
         row_ptr = np.zeros(len(vs) + 1, dtype=np.int64)
         np.cumsum(sizes, out=row_ptr[1:])
         rows = torch.cat(vs)
-        row_pos, src, eid = _gather_in_edges(g, rows, exclude)
-        fd, fs = _node_factors(g, norm)
+        row_pos, src, eid = gather_in_edges(g, rows, exclude)
+        fd, fs = node_factors(g, norm)
         c = fd[rows[row_pos]] * fs[src]
         k = len(vs)
         if self.spgemm is None:

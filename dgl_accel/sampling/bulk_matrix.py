@@ -1,184 +1,43 @@
-"""The matrices of matrix-based bulk sampling: the canonical adjacency ``A``, selection matrices
-``Q``, the pluggable SpGEMM ``P = Q @ A`` and ``P``'s canonical (row-sorted) form.
-
-``A`` has rows = destinations (DGL's in-neighbour CSR: a block for destination v holds v's
-in-edges), columns ascending within each row, parallel edges merged into one entry whose value is
-their multiplicity (the edge id kept for it is the smallest).  Sampling reads only ``P``'s values
-per (row, column), so any SpGEMM that returns the same matrix (a distributed 1.5D product
-included) gives the same samples.
-
-SpGEMM contract: ``spgemm(Q, A) -> Q @ A`` with ``Q`` and ``A`` ``torch.sparse_csr_tensor`` (float32
-values, int64 indices) and a sparse CSR (or COO) result; entries may come in any order and
-duplicates are summed (:func:`canonical_csr`).
-"""
+"""The matrices of matrix-based bulk sampling for a DGL graph: its canonical adjacency ``A``
+(cached per graph), ``A`` as a sparse tensor and the memory estimate of ``P``.  The DGL adapter of
+:mod:`dgl_accel.core.sampling.bulk_matrix`, which documents ``A`` and the SpGEMM contract."""
 from __future__ import annotations
-
-import sys
-import warnings
-from typing import Callable, Optional
 
 import numpy as np
 import torch
 
+from ..core.sampling import bulk_matrix as core
+from ..core.sampling.bulk_matrix import canonical_csr, local_spgemm  # the bulk samplers' SpGEMM API, here too
 from ..graph.structure import cached, in_csr
+from .blocks import packed_pairs
 
-__all__ = ["Canonical", "canonical_adjacency", "selection_matrix", "local_spgemm", "canonical_csr",
-           "adjacency_tensor", "estimate_p_bytes", "BYTES_PER_P_ENTRY"]
-
-SpGEMM = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-# torch warns once per process that sparse CSR is "beta"; the contract uses only its stable core
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-BYTES_PER_P_ENTRY = 8 + 4 + 8 + 8  # column (int64), value (fp32), weight prefix (fp64), sampling scratch
+__all__ = ["canonical_adjacency", "adjacency_tensor", "estimate_p_bytes", "local_spgemm", "canonical_csr"]
 
 
-class Canonical:
-    """Canonical in-CSR of a graph (numpy): ``indptr``, ``indices`` (ascending per row), ``eids``,
-    ``mult`` (multiplicity per entry), ``unit`` (no parallel edges), ``pairs`` (packed (source,
-    edge id) per entry for :func:`dgl_accel.sampling.neighbor._make_block`)."""
-
-    __slots__ = ("indptr", "indices", "eids", "mult", "unit", "pairs", "n", "_keys")
-
-    def __init__(self, indptr, indices, eids, mult, pairs, n):
-        self.indptr, self.indices, self.eids, self.mult, self.pairs, self.n = indptr, indices, eids, mult, pairs, n
-        self.unit = bool(mult is None)
-        self._keys = None
-
-    def keys(self) -> np.ndarray:
-        """Sorted ``row * n + column`` of every entry (to find an entry's position)."""
-        if self._keys is None:
-            rows = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
-            self._keys = rows * np.int64(self.n) + self.indices
-        return self._keys
-
-
-def _pack(indices: np.ndarray, eids: np.ndarray) -> np.ndarray:
-    """Same packing as neighbor._pairs (two int32 in an int64 when both fit, else complex128)."""
-    narrow = sys.byteorder == "little" and (indices.size == 0 or max(int(indices.max()), int(eids.max())) < 2**31)
-    pairs = np.empty((indices.size, 2), dtype=np.int32 if narrow else np.int64)
-    pairs[:, 0] = indices
-    pairs[:, 1] = eids
-    return pairs.view(np.int64 if narrow else np.complex128).reshape(-1)
-
-
-def canonical_adjacency(g) -> Canonical:
-    """Cached :class:`Canonical` of ``g`` (rebuilt when the graph is mutated in place)."""
+def canonical_adjacency(g) -> core.Canonical:
+    """Cached :class:`~dgl_accel.core.sampling.bulk_matrix.Canonical` of ``g`` (rebuilt when the graph
+    is mutated in place)."""
     def build(h):
-        from .neighbor import _pairs
-
         csr = in_csr(h)
-        n = h.num_nodes()
-        indptr = csr.indptr.to(torch.int64).cpu().numpy()  # host arrays: the index math runs on CPU
-        idx = csr.indices.to(torch.int64).cpu().numpy()
-        eid = csr.eids.to(torch.int64).cpu().numpy()
-        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-        key = rows * np.int64(n) + idx
-        if csr.indptr.device.type == "cpu" and (key.size < 2 or bool((key[1:] > key[:-1]).all())):
-            # DGL's CSC is usually sorted already: reuse NeighborSampler's packed table
-            return Canonical(indptr, idx, eid, None, _pairs(h, csr), n)
-        order = np.lexsort((eid, key))  # by (row, column), smallest edge id first among parallels
-        key, eid = key[order], eid[order]
-        first = np.ones(key.size, dtype=bool)
-        first[1:] = key[1:] != key[:-1]
-        starts = np.flatnonzero(first)
-        mult = np.diff(np.append(starts, key.size)).astype(np.float32)
-        key, eid = key[starts], eid[starts]
-        cols = key % n
-        new_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(key // n, minlength=n), out=new_ptr[1:])
-        unit = bool((mult == 1).all())
-        return Canonical(new_ptr, cols, eid, None if unit else mult, _pack(cols, eid), n)
+        host = [t.to(torch.int64).cpu().numpy() for t in (csr.indptr, csr.indices, csr.eids)]  # index math on CPU
+        # a sorted CPU CSR reuses NeighborSampler's packed table
+        pairs = (lambda: packed_pairs(h, csr)) if csr.indptr.device.type == "cpu" else None
+        return core.canonical_adjacency(*host, h.num_nodes(), pairs)
 
     return cached(g, "bulk_canonical_adjacency", build)
 
 
-def adjacency_tensor(g, values: Optional[np.ndarray] = None) -> torch.Tensor:
-    """``A`` as a ``torch.sparse_csr_tensor`` (float32; multiplicities unless ``values`` given)."""
-    c = canonical_adjacency(g)
-    if values is None:
-        values = np.ones(c.indices.size, dtype=np.float32) if c.unit else c.mult
-    return torch.sparse_csr_tensor(torch.from_numpy(c.indptr), torch.from_numpy(c.indices),
-                                   torch.from_numpy(np.asarray(values, dtype=np.float32)), size=(c.n, c.n))
+def adjacency_tensor(g, values: np.ndarray | None = None) -> torch.Tensor:
+    """``A`` of ``g`` as a ``torch.sparse_csr_tensor`` (float32; multiplicities unless ``values`` given).
 
-
-def selection_matrix(cols: np.ndarray, num_cols: int) -> torch.Tensor:
-    """``Q`` with one 1 per row, at ``cols[i]`` in row i (selects rows of the right-hand side)."""
-    cols = np.ascontiguousarray(cols, dtype=np.int64)
-    R = cols.shape[0]
-    return torch.sparse_csr_tensor(torch.arange(R + 1, dtype=torch.int64), torch.from_numpy(cols),
-                                   torch.ones(R, dtype=torch.float32), size=(R, num_cols))
-
-
-def grouping_matrix(group_ptr: np.ndarray, num_cols: int) -> torch.Tensor:
-    """``Q`` whose row b has ones at columns ``group_ptr[b] .. group_ptr[b+1]-1`` (sums row groups)."""
-    ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
-    nnz = int(ptr[-1])
-    return torch.sparse_csr_tensor(torch.from_numpy(ptr), torch.arange(nnz, dtype=torch.int64),
-                                   torch.ones(nnz, dtype=torch.float32), size=(ptr.shape[0] - 1, num_cols))
-
-
-def _to_scipy(t: torch.Tensor):
-    import scipy.sparse as sp
-
-    return sp.csr_matrix((t.values().numpy(), t.col_indices().numpy(), t.crow_indices().numpy()),
-                         shape=tuple(t.shape))
-
-
-def local_spgemm(Q: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    """The default SpGEMM: scipy's CSR product (measured faster than torch.sparse's on CPU here)."""
-    if Q.device.type != "cpu" or A.device.type != "cpu":
-        return (Q @ A).to_sparse_csr()
-    P = _to_scipy(Q) @ _to_scipy(A)
-    return torch.sparse_csr_tensor(torch.from_numpy(P.indptr.astype(np.int64)),
-                                   torch.from_numpy(P.indices.astype(np.int64)),
-                                   torch.from_numpy(P.data.astype(np.float32, copy=False)), size=P.shape)
-
-
-def canonical_csr(P: torch.Tensor, shape) -> tuple:
-    """``(indptr, indices, values)`` numpy arrays of ``P`` with columns ascending per row and
-    duplicate entries summed, whatever order the SpGEMM produced."""
-    if not isinstance(P, torch.Tensor) or P.layout not in (torch.sparse_csr, torch.sparse_coo):
-        raise ValueError(f"expected the spgemm callable to return a sparse CSR tensor (got "
-                         f"{type(P).__name__ if not isinstance(P, torch.Tensor) else P.layout}). "
-                         f"Fix: return (Q @ A).to_sparse_csr().")
-    if tuple(P.shape) != tuple(shape):
-        raise ValueError(f"expected spgemm(Q, A) of shape {tuple(shape)} (got {tuple(P.shape)}). "
-                         f"Fix: return Q @ A.")
-    P = P.detach().cpu()
-    if P.layout == torch.sparse_coo:
-        P = P.coalesce().to_sparse_csr()
-    indptr = P.crow_indices().to(torch.int64).numpy()
-    idx = P.col_indices().to(torch.int64).numpy()
-    val = P.values().to(torch.float64).numpy()
-    R, n = shape
-    rows = np.repeat(np.arange(R, dtype=np.int64), np.diff(indptr))
-    key = rows * np.int64(n) + idx
-    if key.size > 1 and not bool((key[1:] > key[:-1]).all()):
-        order = np.argsort(key, kind="stable")
-        key, val = key[order], val[order]
-        first = np.ones(key.size, dtype=bool)
-        first[1:] = key[1:] != key[:-1]
-        starts = np.flatnonzero(first)
-        val = np.add.reduceat(val, starts)
-        key = key[starts]
-        idx = key % n
-        indptr = np.zeros(R + 1, dtype=np.int64)
-        np.cumsum(np.bincount(key // n, minlength=R), out=indptr[1:])
-    return indptr, np.ascontiguousarray(idx), np.ascontiguousarray(val)
+    >>> import dgl
+    >>> adjacency_tensor(dgl.graph(([0, 0], [1, 1]))).to_dense().tolist()   # two parallel edges 0 -> 1
+    [[0.0, 0.0], [2.0, 0.0]]
+    """
+    return core.adjacency_tensor(canonical_adjacency(g), values)
 
 
 def estimate_p_bytes(g, batch_size: int, fanouts) -> int:
-    """Estimated peak bytes of ``P`` (and its sampling scratch) for one minibatch of ``batch_size``
-    seeds: per layer, rows times the expected in-degree of a row (the first layer: the mean; deeper
-    layers reach nodes through edges, so the out-degree-weighted mean), capped by ``|E|``."""
-    c = canonical_adjacency(g)
-    n, E = c.n, int(c.indices.size)
-    indeg = np.diff(c.indptr).astype(np.float64)
-    outdeg = np.bincount(c.indices, minlength=n).astype(np.float64)
-    mean = E / max(n, 1)
-    reached = float((outdeg * indeg).sum() / max(E, 1))
-    rows, peak = float(batch_size), 0.0
-    for i, f in enumerate(reversed(list(fanouts))):
-        nnz = min(rows * (mean if i == 0 else reached), E)
-        peak = max(peak, nnz * BYTES_PER_P_ENTRY + rows * 32)
-        rows = min(float(n), rows * (1 + (f if f >= 0 else mean)))
-    return int(peak) + 1
+    """Estimated peak bytes of ``P`` for one minibatch of ``batch_size`` seeds of ``g``
+    (:func:`dgl_accel.core.sampling.bulk_matrix.estimate_p_bytes`)."""
+    return core.estimate_p_bytes(canonical_adjacency(g), batch_size, fanouts)

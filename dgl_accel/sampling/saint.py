@@ -9,9 +9,10 @@ Use it exactly like DGL's::
         h = GraphConv(..., norm="none")(sg, x[sg.ndata[dgl.NID]], edge_weight=sg.edata["w"])
         loss = (sg.ndata["loss_w"] * F.cross_entropy(out, y, reduction="none"))[train].sum()
 
-Distributions: :mod:`dgl_accel.sampling.saint_draw`; normalisation: :mod:`dgl_accel.sampling.saint_norm`;
-subgraph construction: :mod:`dgl_accel.sampling.induced` (and :mod:`dgl_accel.sampling.induced_sym`
-for symmetric graphs without parallel edges, detected once per graph).
+Distributions: :mod:`dgl_accel.core.sampling.saint_draw`; normalisation:
+:mod:`dgl_accel.core.sampling.saint_norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint_frontier`;
+subgraph construction: :mod:`dgl_accel.sampling.induced` (with the half-CSR path for symmetric
+graphs without parallel edges, detected once per graph).
 
 Randomness is counter-based: call ``c`` of a sampler built with ``seed=s`` (in data-loader worker
 ``w``, 0 outside workers) draws from numpy's Philox keyed by ``call_seed(s, c, w)``, so equal seeds
@@ -21,72 +22,79 @@ from __future__ import annotations
 
 import weakref
 
-import dgl
 import numpy as np
 import torch
 from dgl.dataloading import Sampler
 from dgl.dataloading.base import set_edge_lazy_features, set_node_lazy_features
 
-from .choice import resolve_seed
-from .induced import induced_subgraph
-from .induced_sym import half_csr, induced_subgraph_symmetric
-from .rng import call_seed
-from .saint_draw import NODE_PROBS, draw_edge, draw_node, draw_walk, edge_cdf, generator, node_cdf, tables
-from .saint_norm import AGGR_NORMS, Normalization, build_normalization
+from ..core.sampling.checks import (
+    check_choice,
+    check_has_edges,
+    check_int,
+    check_nodes,
+    check_positive,
+    expected,
+    resolve_seed,
+)
+from ..core.sampling.rng import call_seed
+from ..core.sampling.saint_draw import (
+    NODE_PROBS,
+    Tables,
+    build_tables,
+    draw_edge,
+    draw_node,
+    draw_walk,
+    edge_weights,
+    generator,
+    node_weights,
+)
+from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normalization
+from ..graph.structure import cached, out_csr
+from .base import CallSeeds
+from .blocks import check_homogeneous
+from .frontier import frontier_sample
+from .induced import cpu_in_csr, half_csr, induced_subgraph, induced_subgraph_symmetric
 
-__all__ = ["SAINTSampler"]
+__all__ = ["SAINTSampler", "tables", "node_cdf", "edge_cdf"]
 
 MODES = ("node", "edge", "walk", "frontier")
 _PRESAMPLE_WORKER = 2**32  # worker id of normalisation pre-sampling: never a data-loader worker's
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
 def _check_budget(mode: str, budget):
     """Budget as an int (node, edge) or a pair of ints (walk, frontier), all >= 1."""
     if mode in ("node", "edge"):
-        if not _is_int(budget) or budget < 1:
-            what = "nodes to draw" if mode == "node" else "edges to draw"
-            raise ValueError(f"expected budget for mode {mode!r} to be an int >= 1, the number of {what} "
-                             f"(got {budget!r}). Fix: pass e.g. budget=4000.")
-        return int(budget)
+        what = "nodes to draw" if mode == "node" else "edges to draw"
+        return check_int(budget, f"budget for mode {mode!r} (the number of {what})", 1, fix="pass e.g. budget=4000.")
     names = ("(num_roots, walk_length)" if mode == "walk" else "(frontier_size, num_subgraph_nodes)")
-    if not isinstance(budget, (tuple, list)) or len(budget) != 2 or not all(_is_int(b) for b in budget) \
-            or min(budget) < 1:
-        raise ValueError(f"expected budget for mode {mode!r} to be a pair of ints >= 1 {names} "
-                         f"(got {budget!r}). Fix: pass e.g. budget=(1000, 2).")
-    if mode == "frontier" and budget[0] > budget[1]:
-        raise ValueError(f"expected frontier_size <= num_subgraph_nodes in budget {names} (got {tuple(budget)}). "
-                         f"Fix: pass a subgraph size at least the frontier size.")
-    return (int(budget[0]), int(budget[1]))
+    if not isinstance(budget, (tuple, list)) or len(budget) != 2:
+        raise expected(f"budget for mode {mode!r} to be a pair of ints >= 1 {names}", repr(budget),
+                       "pass e.g. budget=(1000, 2).")
+    b = tuple(check_int(x, f"budget[{i}] for mode {mode!r}", 1, fix="pass e.g. budget=(1000, 2).")
+              for i, x in enumerate(budget))
+    if mode == "frontier" and b[0] > b[1]:
+        raise expected(f"frontier_size <= num_subgraph_nodes in budget {names}", b,
+                       "pass a subgraph size at least the frontier size.")
+    return b
 
 
 def _check_graph(g, mode: str, budget) -> None:
     """Graph-dependent checks: homogeneous, has edges, budget fits the graph."""
-    if not isinstance(g, dgl.DGLGraph) or g.is_block or len(g.ntypes) != 1 or len(g.canonical_etypes) != 1:
-        got = "a block" if isinstance(g, dgl.DGLGraph) and g.is_block else (
-            f"node types {list(g.ntypes)}, edge types {list(g.canonical_etypes)}"
-            if isinstance(g, dgl.DGLGraph) else type(g).__name__)
-        raise ValueError(f"expected a homogeneous DGLGraph (got {got}). "
-                         f"Fix: convert with dgl.to_homogeneous(g) first.")
+    check_homogeneous(g)
     n, E = g.num_nodes(), g.num_edges()
-    if E == 0:
-        raise ValueError(f"expected a graph with at least one edge (got {n} nodes and 0 edges). "
-                         f"Fix: GraphSAINT samples subgraphs by edges or walks; add edges (e.g. dgl.add_self_loop).")
-    if mode == "node" and budget > n:
-        raise ValueError(f"expected node budget <= number of nodes {n} (got {budget}). Fix: pass a smaller budget.")
-    if mode == "edge" and budget > E:
-        raise ValueError(f"expected edge budget <= number of edges {E} (got {budget}). Fix: pass a smaller budget.")
-    if mode in ("walk", "frontier") and budget[0] > n:
-        raise ValueError(f"expected budget[0] <= number of nodes {n} (got {budget[0]}). Fix: pass fewer roots.")
-    if mode == "frontier" and budget[1] > n:
-        raise ValueError(f"expected budget[1] <= number of nodes {n} (got {budget[1]}). "
-                         f"Fix: pass a smaller subgraph size.")
+    check_has_edges(n, E, "GraphSAINT samples subgraphs by edges or walks; add edges (e.g. dgl.add_self_loop).")
+    if mode == "node":
+        limits = [("node budget", budget, "nodes", n)]
+    elif mode == "edge":
+        limits = [("edge budget", budget, "edges", E)]
+    else:  # roots of the walks / the frontier, and the frontier's subgraph size
+        limits = [("budget[0]", budget[0], "nodes", n)] + ([("budget[1]", budget[1], "nodes", n)] * (mode == "frontier"))
+    for what, value, of, limit in limits:
+        if value > limit:
+            raise expected(f"{what} <= number of {of} {limit}", value, "pass a smaller budget.")
 
 
-class SAINTSampler(Sampler):
+class SAINTSampler(CallSeeds, Sampler):
     """GraphSAINT subgraph sampler (Zeng et al., ICLR'20); returns node-induced subgraphs.
 
     Parameters as ``dgl.dataloading.SAINTSampler``:
@@ -128,9 +136,7 @@ class SAINTSampler(Sampler):
                  *, seed=None, normalize=False, train_mask=None, coverage=50, aggr_norm="both", exact_norm=True,
                  frontier_options=None, node_prob="norm"):
         super().__init__()
-        if mode not in MODES:
-            raise ValueError(f"expected mode to be one of {MODES} (got {mode!r}). Fix: pass e.g. mode='walk'.")
-        self.mode = mode
+        self.mode = check_choice(mode, "mode", MODES)
         self.budget = _check_budget(mode, budget)
         self.cache = bool(cache)
         self.prefetch_ndata = list(prefetch_ndata or [])
@@ -140,25 +146,19 @@ class SAINTSampler(Sampler):
         self.calls = 0
         self.normalize = bool(normalize)
         if train_mask is not None and not isinstance(train_mask, (str, torch.Tensor)):
-            raise ValueError(f"expected train_mask to be None, an ndata field name or a tensor "
-                             f"(got {type(train_mask).__name__}). Fix: pass train_mask='train_mask'.")
+            raise expected("train_mask to be None, an ndata field name or a tensor", type(train_mask).__name__,
+                           "pass train_mask='train_mask'.")
         self.train_mask = train_mask
-        if isinstance(coverage, bool) or not isinstance(coverage, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(coverage) or coverage <= 0:
-            raise ValueError(f"expected coverage to be a positive number (got {coverage!r}). Fix: pass e.g. 50.")
-        self.coverage = float(coverage)
-        if aggr_norm not in AGGR_NORMS:
-            raise ValueError(f"expected aggr_norm in {AGGR_NORMS} (got {aggr_norm!r}). Fix: pass 'both'.")
-        self.aggr_norm = aggr_norm
+        if isinstance(coverage, bool) or not isinstance(coverage, (int, float, np.integer, np.floating)):
+            raise expected("coverage to be a positive number", repr(coverage), "pass e.g. coverage=50.")
+        self.coverage = check_positive("coverage", coverage)
+        self.aggr_norm = check_choice(aggr_norm, "aggr_norm", AGGR_NORMS)
         self.exact_norm = bool(exact_norm) and mode in ("node", "edge")
         self.frontier_options = dict(frontier_options or {})
-        if node_prob not in NODE_PROBS:
-            raise ValueError(f"expected node_prob in {NODE_PROBS} (got {node_prob!r}). Fix: pass 'norm' "
-                             f"(GraphSAINT's) or 'degree' (DGL's).")
-        self.node_prob = node_prob
+        self.node_prob = check_choice(node_prob, "node_prob", NODE_PROBS)  # 'norm' (GraphSAINT's), 'degree' (DGL's)
         if self.normalize and ("w" in self.prefetch_edata or "loss_w" in self.prefetch_ndata):
-            raise ValueError("expected prefetch fields other than 'w' / 'loss_w' with normalize=True (got a clash). "
-                             "Fix: rename the graph's field; the sampler writes sg.edata['w'] and sg.ndata['loss_w'].")
+            raise expected("prefetch fields other than 'w' / 'loss_w' with normalize=True", "a clash",
+                           "rename the graph's field; the sampler writes sg.edata['w'] and sg.ndata['loss_w'].")
         self._norm_ref = None  # (weakref to graph, weakref to its index, Normalization)
 
     def __getstate__(self):
@@ -169,17 +169,14 @@ class SAINTSampler(Sampler):
 
     # ----------------------------------------------------------------------------- node sets
     def _call_seed(self) -> int:
-        info = torch.utils.data.get_worker_info()
-        s = call_seed(self.seed, self.calls, 0 if info is None else info.id + 1)
+        key = self.call_keys(self.calls)[0]
         self.calls += 1
-        return s
+        return key
 
     def _draw(self, g, t, seed: int) -> np.ndarray:
         """Sorted distinct node ids (int64) of one draw with per-call seed ``seed``."""
         mode, b = self.mode, self.budget
         if mode == "frontier":
-            from .frontier import frontier_sample  # lazy: written separately, optional here
-
             nodes = frontier_sample(g, b[0], b[1], num_instances=1, seed=seed, **self.frontier_options)[0]
             return np.unique(nodes.detach().cpu().numpy().astype(np.int64, copy=False))
         gen = generator(seed)
@@ -202,27 +199,23 @@ class SAINTSampler(Sampler):
             return np.ones(n, dtype=bool)
         if isinstance(m, str):
             if m not in g.ndata:
-                raise ValueError(f"expected g.ndata to have the train_mask field {m!r} (got fields "
-                                 f"{list(g.ndata.keys())}). Fix: set g.ndata[{m!r}] or pass a mask tensor.")
+                raise expected(f"g.ndata to have the train_mask field {m!r}", f"fields {list(g.ndata.keys())}",
+                               f"set g.ndata[{m!r}] or pass a mask tensor.")
             m = g.ndata[m]
         m = m.detach().cpu()
         if m.dtype == torch.bool:
             if m.shape != (n,):
-                raise ValueError(f"expected a boolean train_mask of shape ({n},) (got {tuple(m.shape)}). "
-                                 f"Fix: pass one flag per node.")
+                raise expected(f"a boolean train_mask of shape ({n},)", tuple(m.shape), "pass one flag per node.")
             mask = m.numpy().copy()
         elif not m.is_floating_point() and m.dim() == 1:
-            if m.numel() and (int(m.min()) < 0 or int(m.max()) >= n):
-                raise ValueError(f"expected train node ids in [0, {n}) (got [{int(m.min())}, {int(m.max())}]). "
-                                 f"Fix: pass ids of this graph.")
+            check_nodes(m, n, "train node ids")
             mask = np.zeros(n, dtype=bool)
             mask[m.numpy()] = True
         else:
-            raise ValueError(f"expected train_mask to be a bool mask or an int index tensor (got {m.dtype} of "
-                             f"shape {tuple(m.shape)}). Fix: pass g.ndata['train_mask'].")
+            raise expected("train_mask to be a bool mask or an int index tensor",
+                           f"{m.dtype} of shape {tuple(m.shape)}", "pass g.ndata['train_mask'].")
         if not mask.any():
-            raise ValueError("expected train_mask to select at least one node (got none). "
-                             "Fix: pass the mask of your training nodes.")
+            raise expected("train_mask to select at least one node", "none", "pass the mask of your training nodes.")
         return mask
 
     def normalization(self, g) -> Normalization:
@@ -262,3 +255,25 @@ class SAINTSampler(Sampler):
         set_node_lazy_features(sg, self.prefetch_ndata)
         set_edge_lazy_features(sg, self.prefetch_edata)
         return sg
+
+
+# ---------------------------------------------------------------------------- per-graph tables
+def tables(g, cache: bool = True) -> Tables:
+    """The graph's :class:`~dgl_accel.core.sampling.saint_draw.Tables` (cached per graph unless
+    ``cache=False``)."""
+    build = lambda h: build_tables(cpu_in_csr(h), out_csr(h))  # noqa: E731
+    return cached(g, "saint.tables", build) if cache else build(g)
+
+
+def node_cdf(g, t: Tables, cache: bool = True, kind: str = "norm") -> np.ndarray:
+    """Cumulative node-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.node_weights`)."""
+    return _cdf(g, f"saint.node_cdf.{kind}", lambda: node_weights(t, kind), cache)
+
+
+def edge_cdf(g, t: Tables, cache: bool = True) -> np.ndarray:
+    """Cumulative edge-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.edge_weights`)."""
+    return _cdf(g, "saint.edge_cdf", lambda: edge_weights(t), cache)
+
+
+def _cdf(g, name: str, weights, cache: bool) -> np.ndarray:
+    return cached(g, name, lambda _: np.cumsum(weights())) if cache else np.cumsum(weights())

@@ -1,4 +1,5 @@
-"""Recycled large buffers for the bulk sampler's per-layer arrays.
+"""Recycled large buffers for the bulk sampler's per-layer arrays (family ``bulk_sampling``: the
+compiled loops of :mod:`dgl_accel.core.jit.bulk_sampling` write into them).
 
 Why: a bulk pass writes a few arrays of tens of MB per layer (sampled sources, edge ids; the
 blocks of all ``k`` minibatches are views into them).  Arrays that large are fresh ``mmap``s in

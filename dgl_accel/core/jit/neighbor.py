@@ -1,0 +1,95 @@
+"""Compiled twins of the neighbour family (``kernels/sampling.py``): the uniform neighbour choice
+of :mod:`dgl_accel.core.sampling.choice` and the block relabelling of
+:func:`dgl_accel.core.sampling.neighbor.relabel_block`, bit-identical to their numpy paths.
+
+Why: the numpy choice runs ~100 array passes per layer (Philox rounds, Floyd's slots, padding and
+gathers) over arrays of a few thousand transits, so it is bound by per-call overhead, and numpy
+cannot use the second core (threads measured slower: the GIL is taken between every array op).
+DGL's C++ sampler runs one loop per transit on all cores; these loops do the same: one pass per
+transit, Philox evaluated in registers, ``prange`` over transits.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .runtime import M32, S32, njit, philox, prange
+
+__all__ = ["uniform_choice_flat", "relabel"]
+
+
+@njit(cache=True)
+def _uniform_choice(indptr, v, offs, fanout, seed, step, num_nodes, replace, out):
+    """Fill ``out[offs[i]:offs[i+1]]`` with transit i's chosen CSR positions in slot order."""
+    k0 = np.uint64(seed) & M32
+    k1 = (np.uint64(seed) >> S32) & M32
+    W = (fanout + 3) // 4
+    for i in prange(v.shape[0]):
+        vi = v[i]
+        start = indptr[vi]
+        d = indptr[vi + 1] - start
+        o = offs[i]
+        if fanout == -1 or (not replace and d <= fanout):
+            for j in range(offs[i + 1] - o):
+                out[o + j] = start + j
+            continue
+        if d == 0:
+            continue
+        base = (step * num_nodes + vi) * W
+        if replace:
+            for w in range(W):
+                r = philox(k0, k1, base + w)
+                for q in range(min(4, fanout - 4 * w)):
+                    out[o + 4 * w + q] = start + np.int64(r[q] % np.uint64(d))
+        else:
+            # Floyd: slot j draws t in [0, m_j], m_j = d - fanout + j; a repeat of an earlier
+            # slot's value takes m_j instead (m_j exceeds every earlier value).
+            for w in range(W):
+                r = philox(k0, k1, base + w)
+                for q in range(min(4, fanout - 4 * w)):
+                    j = 4 * w + q
+                    m = d - fanout + j
+                    t = np.int64(r[q] % np.uint64(m + 1))
+                    for p in range(j):
+                        if out[o + p] == start + t:
+                            t = m
+                            break
+                    out[o + j] = start + t
+
+
+@njit(cache=True)
+def _relabel(src, dst, n, mark, mapping):
+    """Block relabelling (dst ids -> 0..T-1, other sources -> T.. in increasing id) with the
+    scratch arrays ``mark`` (bool [n], all False on entry and on exit) and ``mapping``.
+    The marking loop races only on writing the same value, which is benign."""
+    T = dst.shape[0]
+    for i in prange(src.shape[0]):
+        mark[src[i]] = True
+    for i in range(T):
+        mark[dst[i]] = False
+        mapping[dst[i]] = i
+    new = np.nonzero(mark)[0]
+    for k in prange(new.shape[0]):
+        mapping[new[k]] = T + k
+        mark[new[k]] = False
+    local = np.empty(src.shape[0], dtype=np.int64)
+    for i in prange(src.shape[0]):
+        local[i] = mapping[src[i]]
+    return new.astype(np.int64), local
+
+
+def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
+                        num_nodes: int, replace: bool, counts: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """Compiled twin of :func:`dgl_accel.core.sampling.choice.uniform_choice_flat` (counts and their
+    exclusive scan ``offs`` computed by the caller): the positions, int64 [offs[-1]]."""
+    out = np.empty(int(offs[-1]), dtype=np.int64)
+    _uniform_choice(indptr, v, offs, np.int64(fanout), np.uint64(seed), np.int64(step), np.int64(num_nodes),
+                    bool(replace), out)
+    return out
+
+
+def relabel(src: np.ndarray, dst: np.ndarray, n: int):
+    """(new source ids in increasing order, local ids of ``src``), as the numpy path of
+    :func:`dgl_accel.core.sampling.neighbor.relabel_block`."""
+    mark = np.zeros(n, dtype=np.bool_)
+    mapping = np.empty(n, dtype=np.int64)
+    return _relabel(src, dst, n, mark, mapping)

@@ -1,0 +1,118 @@
+"""numba availability, the work threshold, parallel-region policy and the in-register Philox
+shared by every compiled loop (see :mod:`dgl_accel.core.jit`).
+
+The only module of ``dgl_accel`` that imports numba, behind this optional-import guard.  Without
+numba, ``njit`` and ``prange`` below are plain-Python stand-ins (the loops stay importable and
+callable, just slow) and :func:`enabled` is False, so callers take their numpy paths.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import types
+
+import numpy as np
+
+try:  # pragma: no branch
+    if os.environ.get("DGL_ACCEL_NUMBA", "1") == "0":
+        raise ImportError("disabled by DGL_ACCEL_NUMBA=0")
+    from numba import njit, prange
+    AVAILABLE = True
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    AVAILABLE = False
+    prange = range
+
+    def njit(*args, **kwargs):
+        """Stand-in for ``numba.njit`` (bare or with options): the plain function."""
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return lambda fn: fn
+
+__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "twins", "pick", "njit", "prange", "philox",
+           "M32", "S32"]
+
+# Work (sampled slots, gathered entries) below which the numpy path is used: a compiled call has
+# ~10 us of dispatch overhead, a thread fork-join more; tiny batches gain nothing.
+MIN_WORK = 2048
+
+M32 = np.uint64(0xFFFFFFFF)  # low 32 bits
+S32 = np.uint64(32)          # shift of the high word
+_KA, _KB = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
+_RA, _RB = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+
+
+def enabled() -> bool:
+    """Whether the compiled loops run (numba importable and not disabled by DGL_ACCEL_NUMBA=0)."""
+    return AVAILABLE
+
+
+def worth(work: int) -> bool:
+    """Whether a call of ``work`` slots / entries should take a compiled loop: enabled and at
+    least :data:`MIN_WORK` (read at call time, so tests can move the threshold)."""
+    return work >= MIN_WORK and enabled()
+
+
+_PARALLEL_PID = None
+
+
+def parallel_allowed() -> bool:
+    """Whether this process may run numba's parallel regions (``twins``' first version).
+
+    Why not always: without TBB numba runs them on GNU OpenMP, which kills a forked child that
+    enters a parallel region after its parent did ("fork() called from a process already using
+    GNU OpenMP"): exactly a DGL DataLoader with ``num_workers > 0`` after any sampling in the main
+    process, and a child of a parent that used GNU OpenMP in any library can hang instead.  So
+    parallel regions run only in a process that is not a multiprocessing child, and only in the
+    one that ran the first; children (and everyone under ``DGL_ACCEL_NUMBA_PARALLEL=0``) run the
+    serial twins, with identical results."""
+    global _PARALLEL_PID
+    if os.environ.get("DGL_ACCEL_NUMBA_PARALLEL", "1") == "0":
+        return False
+    if multiprocessing.parent_process() is not None:
+        # a DataLoader worker or other multiprocessing child: its parent may have used GNU OpenMP
+        # (DGL's and numba's kernels share the system libgomp), and a forked child entering a
+        # parallel region then hangs
+        return False
+    pid = os.getpid()
+    if _PARALLEL_PID is None:
+        _PARALLEL_PID = pid
+    return _PARALLEL_PID == pid
+
+
+def twins(fn):
+    """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
+    serially in the second).  Each gets its own name so numba's disk cache, which keys entries by
+    function name and signature but not by the parallel flag, keeps them apart."""
+    out = []
+    for suffix, parallel in (("_parallel", True), ("_serial", False)):
+        f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
+        f.__qualname__ = fn.__qualname__ + suffix
+        f.__doc__ = fn.__doc__
+        out.append(njit(cache=True, parallel=parallel)(f))
+    return tuple(out)
+
+
+def pick(parallel, serial):
+    """``parallel`` where :func:`parallel_allowed`, else ``serial`` (one of a pair of :func:`twins`)."""
+    return parallel if parallel_allowed() else serial
+
+
+@njit(cache=True, inline="always")
+def philox(k0, k1, counter):
+    """Philox4x32-10 of a non-negative int64 counter (words 2, 3 zero) under the key (k0, k1):
+    the four words of ``rng.philox4x32_np`` / Triton's ``tl.randint4x``, as uint64 values."""
+    c = np.uint64(counter)
+    c0 = c & M32
+    c1 = c >> S32
+    c2 = np.uint64(0)
+    c3 = np.uint64(0)
+    for _ in range(10):
+        b = c2 * _RB
+        a = c0 * _RA
+        c0 = (b >> S32) ^ c1 ^ k0
+        c2 = (a >> S32) ^ c3 ^ k1
+        c1 = b & M32
+        c3 = a & M32
+        k0 = (k0 + _KA) & M32
+        k1 = (k1 + _KB) & M32
+    return c0, c1, c2, c3
