@@ -80,8 +80,8 @@ def _upcoming_from_dgl_loader(seeds: torch.Tensor, count: int) -> list[torch.Ten
     found or the current batch does not match its iterator (never guess)."""
     if count <= 0:
         return []
-    try:  # a private class of DGL's loader: absent from some DGL versions, so imported only here
-        from dgl.dataloading.dataloader import _TensorizedDatasetIter
+    try:
+        from dgl.dataloading.dataloader import _TensorizedDatasetIter  # private DGL class: absent in some versions
     except ImportError:  # pragma: no cover - other DGL versions
         return []
     f = sys._getframe(1)

@@ -15,7 +15,7 @@ from .runtime import AVAILABLE, M32, S32, njit, philox, pick, prange, twins
 
 __all__ = ["its_sample", "extract_supported", "extract", "relabel_layer", "its_uniform_rows"]
 
-_TWOM32 = 2.0 ** -32
+_TWO_M32 = 2.0 ** -32
 _CHUNK = 256            # rows per parallel task (one bitmap each)
 _BITMAP_BITS = 4096     # rows up to this degree test repeats in a bitmap
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
@@ -29,7 +29,7 @@ def _pick(r, start, deg, uniform, prefix, before, total):
     """Position chosen by the uint32 draw r (the SAMPLE rule of core/sampling/bulk_sampling.py)."""
     if uniform:
         return start + np.int64((r * np.uint64(deg)) >> S32)
-    x = before + np.floor((np.float64(r) * _TWOM32) * total)
+    x = before + np.floor((np.float64(r) * _TWO_M32) * total)
     lo = start
     hi = start + deg - 1
     while lo < hi:  # first position whose inclusive prefix exceeds x
@@ -40,29 +40,72 @@ def _pick(r, start, deg, uniform, prefix, before, total):
             lo = mid + 1
     return lo
 
+
 @njit(cache=True, inline="always")
 def _ctz(x):
     """Index of the lowest set bit of a non-zero uint64 (de Bruijn multiply)."""
     return _DEBRUIJN_IDX[((x & (~x + np.uint64(1))) * _DEBRUIJN) >> np.uint64(58)]
 
+
 @njit(cache=True, inline="always")
-def _row_distinct_bitmap(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, bits, out, o):
-    """Without replacement, deg <= BITMAP_BITS: picks marked in a bitmap (O(1) repeat test, no
-    branchy search), emitted in ascending order by scanning the set bits."""
+def _lane(w0, w1, w2, w3, q):
+    """Word ``q`` (0..3) of one Philox evaluation."""
+    return w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
+
+
+@njit(cache=True, inline="always")
+def _row_replace(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, out, o):
+    """With replacement: the picks of draws 0 .. s-1 in draw order."""
+    for t in range(0, s, 4):
+        w0, w1, w2, w3 = philox(k0, k1, base + (t >> 2))
+        for q in range(min(4, s - t)):
+            out[o + t + q] = _pick(_lane(w0, w1, w2, w3, q), st, d, uniform, prefix, b_i, t_i)
+
+
+@njit(cache=True, inline="always")
+def _insert_sorted(out, o, cnt, p):
+    """Insert ``p`` into the sorted ``out[o:o+cnt]`` unless present; 1 if inserted, else 0."""
+    lo = 0
+    hi = cnt
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if out[o + mid] < p:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < cnt and out[o + lo] == p:
+        return 0
+    for m in range(cnt, lo, -1):
+        out[o + m] = out[o + m - 1]
+    out[o + lo] = p
+    return 1
+
+
+@njit(cache=True, inline="always")
+def _row_distinct(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, bits, out, o):
+    """Without replacement: draws until ``s`` distinct picks, kept in ascending order.  Rows of at
+    most ``_BITMAP_BITS`` entries mark picks in ``bits`` (O(1) repeat test, no branchy search) and
+    emit them by scanning the set bits (leaving ``bits`` all zero); larger rows keep their picks
+    sorted in ``out[o:o+cnt]`` (repeats are rare there)."""
+    use_bits = d <= _BITMAP_BITS
     cnt = 0
     t = 0
     while cnt < s and t < max_draws:
         w0, w1, w2, w3 = philox(k0, k1, base + (t >> 2))
         for q in range(4):
             if cnt < s:
-                r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
-                p = _pick(r, st, d, uniform, prefix, b_i, t_i) - st
-                wi = p >> 6
-                m = np.uint64(1) << np.uint64(p & 63)
+                p = _pick(_lane(w0, w1, w2, w3, q), st, d, uniform, prefix, b_i, t_i)
+                if not use_bits:
+                    cnt += _insert_sorted(out, o, cnt, p)
+                    continue
+                wi = (p - st) >> 6
+                m = np.uint64(1) << np.uint64((p - st) & 63)
                 if (bits[wi] & m) == 0:
                     bits[wi] |= m
                     cnt += 1
         t += 4
+    if not use_bits:
+        return
     m_out = 0
     for wi in range((d + 63) >> 6):
         x = bits[wi]
@@ -73,31 +116,28 @@ def _row_distinct_bitmap(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_
                 m_out += 1
                 x &= x - np.uint64(1)
 
+
 @njit(cache=True, inline="always")
-def _row_distinct_sorted(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, out, o):
-    """Without replacement, large rows: picks kept sorted in out[o:o+cnt] (repeats are rare)."""
-    cnt = 0
-    t = 0
-    while cnt < s and t < max_draws:
-        w0, w1, w2, w3 = philox(k0, k1, base + (t >> 2))
-        for q in range(4):
-            if cnt < s:
-                r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
-                p = _pick(r, st, d, uniform, prefix, b_i, t_i)
-                lo = 0
-                hi = cnt
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if out[o + mid] < p:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if not (lo < cnt and out[o + lo] == p):
-                    for m in range(cnt, lo, -1):
-                        out[o + m] = out[o + m - 1]
-                    out[o + lo] = p
-                    cnt += 1
-        t += 4
+def _sample_row(k0, k1, base, st, d, npos, s, replace, uniform, prefix, b_i, t_i, max_draws, bits, out, o, c):
+    """One row's ``c`` picks into ``out[o:o+c]``: every positive entry when it has at most ``s``
+    (without replacement), else the draws (Philox key (k0, k1), counters from ``base``)."""
+    if not replace and npos <= s:  # take every positive entry
+        if uniform:
+            for j in range(c):
+                out[o + j] = st + j
+        else:
+            m = 0
+            prev = b_i
+            for p in range(st, st + d):
+                if prefix[p] > prev:
+                    out[o + m] = p
+                    m += 1
+                prev = prefix[p]
+    elif replace:
+        _row_replace(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, out, o)
+    else:
+        _row_distinct(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, bits, out, o)
+
 
 def _its_impl(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, prefix, before, total, max_draws,
               out):
@@ -106,40 +146,10 @@ def _its_impl(start, deg, npos, labels, k0s, k1s, offs, s, replace, uniform, pre
     for ch in prange(nchunks):
         bits = np.zeros(_BITMAP_BITS // 64, dtype=np.uint64)  # one per chunk, left all-zero per row
         for i in range(ch * _CHUNK, min(R, (ch + 1) * _CHUNK)):
-            o = offs[i]
-            c = offs[i + 1] - o
-            if c == 0:
-                continue
-            st = start[i]
-            d = deg[i]
-            if not replace and npos[i] <= s:  # take every positive entry
-                if uniform:
-                    for j in range(c):
-                        out[o + j] = st + j
-                else:
-                    m = 0
-                    prev = before[i]
-                    for p in range(st, st + d):
-                        if prefix[p] > prev:
-                            out[o + m] = p
-                            m += 1
-                        prev = prefix[p]
-                continue
-            k0 = k0s[i]
-            k1 = k1s[i]
-            base = labels[i] << 24
-            b_i = before[i] if not uniform else 0.0
-            t_i = total[i] if not uniform else 0.0
-            if replace:
-                for t in range(0, s, 4):
-                    w0, w1, w2, w3 = philox(k0, k1, base + (t >> 2))
-                    for q in range(min(4, s - t)):
-                        r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
-                        out[o + t + q] = _pick(r, st, d, uniform, prefix, b_i, t_i)
-            elif d <= _BITMAP_BITS:
-                _row_distinct_bitmap(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, bits, out, o)
-            else:
-                _row_distinct_sorted(k0, k1, base, st, d, s, uniform, prefix, b_i, t_i, max_draws, out, o)
+            if offs[i + 1] > offs[i]:
+                _sample_row(k0s[i], k1s[i], labels[i] << 24, start[i], deg[i], npos[i], s, replace, uniform, prefix,
+                            before[i] if not uniform else 0.0, total[i] if not uniform else 0.0, max_draws, bits, out,
+                            offs[i], offs[i + 1] - offs[i])
 
 
 _its_parallel, _its_serial = twins(_its_impl)
@@ -237,8 +247,9 @@ def relabel_layer(src, offs, batch_ptr, rows, n: int, alloc=np.empty):
     k = batch_ptr.shape[0] - 1
     new_out = alloc(src.shape[0])
     new_counts = np.zeros(k, dtype=np.int64)
-    pick(_extract_parallel, _extract_serial)(src, offs, np.asarray(batch_ptr, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64), int(n),
-             src, new_out, new_counts)
+    pick(_extract_parallel, _extract_serial)(src, offs, np.asarray(batch_ptr, dtype=np.int64),
+                                             np.ascontiguousarray(rows, dtype=np.int64), int(n), src, new_out,
+                                             new_counts)
     e0 = offs[batch_ptr[:-1]]
     return src, [new_out[e0[b]:e0[b] + new_counts[b]] for b in range(k)]
 
@@ -266,22 +277,8 @@ def _its_uniform_rows_impl(indptr, rows, batch_ptr, k0s, k1s, label_base, s, rep
             v = rows[i]
             st = indptr[v]
             d = indptr[v + 1] - st
-            k0 = k0s[b]
-            k1 = k1s[b]
-            base = (label_base + v) << 24
-            if not replace and d <= s:
-                for j in range(c):
-                    out[o + j] = st + j
-            elif replace:
-                for t in range(0, s, 4):
-                    w0, w1, w2, w3 = philox(k0, k1, base + (t >> 2))
-                    for q in range(min(4, s - t)):
-                        r = w0 if q == 0 else (w1 if q == 1 else (w2 if q == 2 else w3))
-                        out[o + t + q] = _pick(r, st, d, True, dummy, 0.0, 0.0)
-            elif d <= _BITMAP_BITS:
-                _row_distinct_bitmap(k0, k1, base, st, d, s, True, dummy, 0.0, 0.0, max_draws, bits, out, o)
-            else:
-                _row_distinct_sorted(k0, k1, base, st, d, s, True, dummy, 0.0, 0.0, max_draws, out, o)
+            _sample_row(k0s[b], k1s[b], (label_base + v) << 24, st, d, d, s, replace, True, dummy, 0.0, 0.0, max_draws,
+                        bits, out, o, c)
             if to_pairs:
                 for j in range(o, o + c):
                     se = pairs[out[j]]

@@ -59,7 +59,7 @@ def canonical_adjacency(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarra
     ``pairs()``: the caller's packed table of this CSR, used when it is sorted by (row, column)
     already (as DGL's CSC usually is).
 
-    >>> c = canonical_adjacency(np.array([0, 2]), np.array([3, 3]), np.array([5, 4]), 1)
+    >>> c = canonical_adjacency(np.array([0, 2, 2, 2, 2]), np.array([3, 3]), np.array([5, 4]), 4)
     >>> c.indices.tolist(), c.eids.tolist(), c.mult.tolist()    # two parallel edges: one entry
     ([3], [4], [2.0])
     """
