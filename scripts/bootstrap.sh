@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${DGL_ACCEL_VENV:-$root/.venv}"
-stamp="$venv/.dgl_accel_bootstrap_v2"
+stamp="$venv/.dgl_accel_bootstrap_v3"  # v3: ruff, import-linter, grimp
 py="${PYTHON:-python3.11}"
 command -v "$py" >/dev/null 2>&1 || py=python3
 
@@ -37,9 +37,16 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 #                    last release supporting numpy 1.26 + Python 3.11 with llvmlite wheels; optional
 #                    at run time (without it the numpy path runs, bit-identical).
 #  wheel             lets pip build our editable install without build isolation (offline-safe).
+#  ruff==0.17.6      the lint step of scripts/test.sh; pinned because each release adds rules and
+#                    changes fixes, so the same tree passes or fails the same way everywhere.
+#  import-linter==2.17   the architecture contracts in pyproject.toml; the newest release, whose
+#                    layers contract has `exhaustive` and the `a | b` sibling syntax the config uses.
+#  grimp==3.20       import-linter's import graph, also read by tests/test_architecture.py (cycles);
+#                    pinned with it so both see the same graph.
 "${pip[@]}" install -q \
   "torch==2.2.1" "dgl==2.1.0" wheel "numpy<2" "torchdata==0.7.1" "setuptools<70" \
-  pandas pydantic pyyaml scipy pytest hypothesis matplotlib "numba==0.60.0" >&2
+  pandas pydantic pyyaml scipy pytest hypothesis matplotlib "numba==0.60.0" \
+  "ruff==0.17.6" "import-linter==2.17" "grimp==3.20" >&2
 #  triton==3.5.1 --no-deps   torch 2.2.1 pins triton 2.2.0, whose interpreter (TRITON_INTERPRET=1)
 #                    is broken; 3.5.1 runs the interpreter on CPU and compiles for sm_80/sm_90
 #                    (its wheel ships ptxas and cuobjdump). --no-deps keeps pip from downgrading it.

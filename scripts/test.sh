@@ -1,10 +1,47 @@
 #!/usr/bin/env bash
-# Whole test suite: bootstrap the environment if needed, then pytest (extra arguments go to pytest).
-# Kernels run under the Triton interpreter (tests/conftest.py sets TRITON_INTERPRET=1) and are
-# compiled ahead of time for sm_80/sm_90 in a subprocess (tests/test_kernel_check.py).
+# Whole test suite: bootstrap the environment if needed, then three checks (extra arguments go to pytest):
+#   1. lint-imports  the architecture contracts in pyproject.toml ([tool.importlinter]: layers, DGL-free core)
+#   2. ruff check    the lint rules in pyproject.toml ([tool.ruff]; no `ruff format`, see the reason there)
+#   3. pytest        tests/ and the >>> examples in dgl_accel's docstrings (conftest.py at the root sets the
+#                    environment for both); tests/test_architecture.py holds the rules import-linter cannot say
+# Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
+# non-zero if any step failed.  Kernels run under the Triton interpreter (conftest.py sets
+# TRITON_INTERPRET=1) and are compiled ahead of time for sm_80/sm_90 in a subprocess
+# (tests/test_kernel_check.py).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="$(bash "$root/scripts/bootstrap.sh" | tail -n 1)"
+bin="$(dirname "$py")"
 cd "$root"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
-exec "$py" -m pytest -q "$@"
+failed=()
+
+step() {  # step NAME WHAT COMMAND...: one line saying what it checks, then the command and its time
+  local name="$1" what="$2" start=$SECONDS; shift 2
+  echo "== $name: $what"
+  if "$@"; then
+    echo "== $name: passed in $(( SECONDS - start ))s"
+  else
+    echo "== $name: FAILED in $(( SECONDS - start ))s"
+    failed+=("$name")
+  fi
+}
+
+lint_imports() {
+  # grimp reads files: it sees kernels/ as dgl_accel.kernels only in the installed layout (symlinks).
+  local view
+  view="$("$py" scripts/installed_layout.py "$root/build/installed-layout")" || return 1
+  (cd "$view" && "$bin/lint-imports" --no-logo --no-cache "$root/pyproject.toml")
+}
+
+step lint-imports "layers (kernels < core < graph < policies < functional < DGL adapter) and a DGL-free core" \
+  lint_imports
+step ruff "lint rules (pyflakes, import order, bugbear basics, pyupgrade, 120 columns) over every Python file" \
+  "$bin/ruff" check --output-format concise "$root"
+step pytest "tests/ and the doctests of dgl_accel (architecture rules in tests/test_architecture.py)" \
+  "$py" -m pytest -q "$@"
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test.sh: failed: ${failed[*]}"
+  exit 1
+fi

@@ -1,17 +1,9 @@
-"""Test-wide setup: Triton interpreter on (before anything imports triton), hypothesis profiles,
-and a ``path`` fixture that runs a test on both the native and the Triton path."""
-import os
+"""Fixtures for tests/: a ``path`` fixture that runs a test on both the native and the Triton path,
+and a fresh state per test.  The environment (Triton interpreter on, DGL backend, hypothesis
+profile) is set by ../conftest.py, which pytest loads first."""
+import pytest
 
-os.environ["TRITON_INTERPRET"] = "1"  # kernels run on CPU tensors through the interpreter
-os.environ.setdefault("DGLBACKEND", "pytorch")
-
-import pytest  # noqa: E402
-
-import dgl_accel  # noqa: E402
-from dgl_accel.testing.profiles import load_profile, register_profiles  # noqa: E402
-
-register_profiles()
-load_profile()
+import dgl_accel
 
 
 @pytest.fixture(params=["native", "triton"])
