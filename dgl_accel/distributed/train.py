@@ -8,8 +8,8 @@ import dgl
 import torch
 import torch.nn.functional as F
 
-from ..nn import SAGEConv
 from ..core.sampling.rng import call_seed
+from ..nn import SAGEConv
 
 __all__ = ["SAGE", "train_epoch", "evaluate"]
 
