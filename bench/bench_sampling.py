@@ -35,8 +35,8 @@ def _ratios(rows, metric):
 
 def gpu_mode(graph_names, quick):
     """Sampled edges per second of the Triton neighbour-choice kernel (fanout 15, all nodes)."""
+    from dgl_accel.core.sampling.neighbor_triton import neighbor_choice_triton
     from dgl_accel.graph.structure import in_csr
-    from dgl_accel.sampling.engine import neighbor_choice_triton
 
     rows = []
     for name in graph_names:

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dgl_accel
-from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
 from dgl_accel.core.jit import bulk_sampling as bulk_jit
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling import bulk_sampling as bulk_its
 from dgl_accel.core.sampling.bulk_matrix import local_spgemm
 from dgl_accel.core.sampling.bulk_sampling import its_sample_triton
+from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
 from dgl_accel.sampling.bulk_matrix import estimate_p_bytes
 from dgl_accel.sampling.layer import edge_norm, ladies_probabilities
 from dgl_accel.testing.strategies import graphs

@@ -5,18 +5,18 @@ clip, determinism, the interpreted Triton kernel against the CPU path, and bad i
 
 Statistical tests use fixed seeds and alpha = 1e-3 each: a correct sampler fails one of them
 for a random seed with probability 1e-3 (with these seeds the outcome is deterministic)."""
+import dgl
 import numpy as np
 import pytest
 import torch
-import dgl
 from scipy import stats
 
 import dgl_accel
-from dgl_accel.kernels import saint_frontier as kfrontier
 from dgl_accel.core.sampling import saint_frontier as fr
 from dgl_accel.core.sampling import saint_frontier_cpu as fr_cpu
 from dgl_accel.core.sampling import saint_frontier_triton as fr_triton
 from dgl_accel.core.sampling.saint_frontier_cpu import probe_dashboard
+from dgl_accel.kernels import saint_frontier as kfrontier
 from dgl_accel.sampling.frontier import frontier_sample, frontier_sample_sequential
 
 ALPHA = 1e-3

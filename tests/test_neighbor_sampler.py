@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
+from dgl_accel.core.sampling.rng import philox_randint, philox_randint_np, philox_uniform, philox_uniform_np
 from dgl_accel.graph.structure import in_csr
 from dgl_accel.sampling import NeighborSampler, neighbor_choice, weighted_neighbor_choice
-from dgl_accel.core.sampling.rng import philox_randint, philox_randint_np, philox_uniform, philox_uniform_np
 from dgl_accel.testing.reference import ref_neighbor_choice
 from dgl_accel.testing.strategies import graphs
 
@@ -269,6 +269,30 @@ def test_sampler_blocks_exact(g, fanouts, replace, seed, frac):
     assert torch.equal(inp, blocks[0].srcdata[dgl.NID])
     assert all(b.idtype == g.idtype for b in blocks)
     _check_blocks(g, seeds, blocks, fanouts, replace)
+
+
+@given(g=graphs(min_nodes=1, max_nodes=64, max_edges=300), fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]),
+       min_size=1, max_size=3), replace=st.booleans(), seed=st.integers(0, 2**64 - 1), weighted=st.booleans())
+def test_dgl_free_sample_neighbors_is_each_block(g, fanouts, replace, seed, weighted):
+    """Each block of NeighborSampler holds exactly the edges of the DGL-free entry
+    ``core.sampling.neighbor.sample_neighbors`` on ``in_csr(g)`` for its layer (key = the call seed,
+    step = the layer counted from the output), frontier = the next block's sources."""
+    from dgl_accel.core.sampling.neighbor import sample_neighbors
+    from dgl_accel.core.sampling.rng import call_seed
+
+    if weighted:
+        g.edata["p"] = torch.rand(g.num_edges(), generator=torch.Generator().manual_seed(seed % 97)).round()
+    seeds = torch.arange(0, g.num_nodes(), 3, dtype=g.idtype)
+    _, _, blocks = NeighborSampler(fanouts, replace=replace, seed=seed,
+                                   prob="p" if weighted else None).sample_blocks(g, seeds)
+    csr, key = in_csr(g), call_seed(seed, 0)
+    for step, b in enumerate(reversed(blocks)):
+        frontier = b.dstdata[dgl.NID]
+        src, dst, eids = sample_neighbors(csr, frontier, fanouts[-1 - step], seed=key, replace=replace, step=step,
+                                          prob=g.edata["p"] if weighted else None)
+        bs, bd = b.edges(order="eid")
+        assert torch.equal(b.srcdata[dgl.NID][bs.long()], src) and torch.equal(frontier[bd.long()], dst)
+        assert torch.equal(b.edata[dgl.EID], eids)
 
 
 def _hub_graph(n=3000, seed=0):

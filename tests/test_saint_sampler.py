@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from dgl_accel.sampling import SAINTSampler
 from dgl_accel.core.sampling.saint_draw import edge_weights, node_weights
 from dgl_accel.core.sampling.saint_norm import aggregation_norm, exact_inclusion
+from dgl_accel.sampling import SAINTSampler
 from dgl_accel.sampling.induced import induced_subgraph
 from dgl_accel.sampling.saint import tables
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from scipy import stats
 
-from dgl_accel.sampling import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 from dgl_accel.core.sampling.rng import philox4x32, philox_randint
+from dgl_accel.sampling import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 
 ALPHA = 1e-3
 
@@ -294,7 +294,6 @@ def test_edge_membership_matches_edge_set():
     # (t, x) where x is larger than every out-neighbour of t and equals the first out-neighbour of
     # t + 1 (a false positive of the former binary search).
     from dgl_accel.core.sampling import walks_node2vec
-    from dgl_accel.graph.structure import out_csr
     from dgl_accel.sampling.walks import walk_csr
     g = _random_graph(n=60, m=900, seed=5, self_loops=True)
     g = dgl.add_edges(g, [3, 4], [10, 50])  # row 3 ends at 10 < 50 = the first entry of row 4

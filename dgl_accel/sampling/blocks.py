@@ -65,9 +65,9 @@ def new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_dst
         try:
             gidx = heterograph_index.create_unitgraph_from_csr(
                 2, num_src, num_dst, indptr_t, indices_t, indices_t.new_empty(0), ["coo", "csr", "csc"], True)
-            return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"],
-                            [Frame({dgl.NID: src_nid_t}, num_rows=num_src), Frame({dgl.NID: dst_nid_t}, num_rows=num_dst)],
-                            [Frame({dgl.EID: eid_t}, num_rows=int(src_local.shape[0]))])
+            node_frames = [Frame({dgl.NID: src_nid_t}, num_rows=num_src), Frame({dgl.NID: dst_nid_t}, num_rows=num_dst)]
+            edge_frames = [Frame({dgl.EID: eid_t}, num_rows=int(src_local.shape[0]))]
+            return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], node_frames, edge_frames)
         except Exception:  # pragma: no cover - only on a DGL whose internals changed
             pass
     args = (indptr_t, indices_t, torch.arange(src_local.shape[0], dtype=indices_t.dtype))

@@ -88,7 +88,9 @@ def _check_graph(g, mode: str, budget) -> None:
     elif mode == "edge":
         limits = [("edge budget", budget, "edges", E)]
     else:  # roots of the walks / the frontier, and the frontier's subgraph size
-        limits = [("budget[0]", budget[0], "nodes", n)] + ([("budget[1]", budget[1], "nodes", n)] * (mode == "frontier"))
+        limits = [("budget[0]", budget[0], "nodes", n)]
+        if mode == "frontier":
+            limits.append(("budget[1]", budget[1], "nodes", n))
     for what, value, of, limit in limits:
         if value > limit:
             raise expected(f"{what} <= number of {of} {limit}", value, "pass a smaller budget.")

@@ -308,9 +308,10 @@ def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, 
     to_pairs = pairs is not None
     eid = alloc(out.shape[0] if to_pairs else 0)
     keys = np.array(keys, dtype=np.uint64)
-    pick(_its_uniform_rows_parallel, _its_uniform_rows_serial)(indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & M32, keys >> S32,
-             np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, max_draws, out,
-             pairs if to_pairs else np.zeros(1, dtype=np.int64), to_pairs, eid)
+    pick(_its_uniform_rows_parallel, _its_uniform_rows_serial)(
+        indptr, rows, np.asarray(batch_ptr, dtype=np.int64), keys & M32, keys >> S32,
+        np.int64(layer) * np.int64(num_nodes), np.int64(s), bool(replace), offs, max_draws, out,
+        pairs if to_pairs else np.zeros(1, dtype=np.int64), to_pairs, eid)
     if to_pairs:
         return out, eid, counts, offs
     return out, counts, offs

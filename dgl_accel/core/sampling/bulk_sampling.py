@@ -227,7 +227,8 @@ def _fill_positive(rs: RowSet, rows: np.ndarray, pad: np.ndarray) -> None:
     w = np.diff(rs.prefix, prepend=0.0)[pos] > 0
     row_of = np.repeat(np.arange(rows.shape[0]), deg)[w]
     pos = pos[w]
-    rank = np.arange(pos.shape[0]) - np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=rows.shape[0]))])[row_of]
+    row_start = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=rows.shape[0]))])
+    rank = np.arange(pos.shape[0]) - row_start[row_of]
     pad[rows[row_of], rank] = pos
 
 

@@ -103,11 +103,12 @@ def _check(csr: Structure, num_roots, budget, num_instances, eta, degree_clip, m
     check_has_edges(N, csr.num_edges, "the frontier walk moves along edges; sample from a graph that has some.")
     m = check_int(num_roots, "num_roots", 1, min(N, SLOT_MASK), "pass a frontier size m with 1 <= m <= num_nodes.")
     n = check_int(budget, "budget", m, N, f"pass a budget n with num_roots ({m}) <= n <= num_nodes ({N}).")
-    I = check_int(num_instances, "num_instances", 1, _MAX_INSTANCES - 1, "pass a positive number of subgraphs.")
+    n_inst = check_int(num_instances, "num_instances", 1, _MAX_INSTANCES - 1, "pass a positive number of subgraphs.")
     try:
         eta_f = float(eta)
     except (TypeError, ValueError):
-        raise expected("eta to be a number > 1", repr(eta), "pass e.g. eta=2.0 (dashboard enlargement factor).") from None
+        raise expected("eta to be a number > 1", repr(eta),
+                       "pass e.g. eta=2.0 (dashboard enlargement factor).") from None
     eta_q = round(eta_f * ETA_SCALE) if math.isfinite(eta_f) else 0
     if not (math.isfinite(eta_f) and eta_f > 1 and eta_q > ETA_SCALE and eta_f <= 64):
         raise expected("eta in (1, 64]", repr(eta), "pass e.g. eta=2.0: the dashboard must be larger than its "
@@ -117,7 +118,7 @@ def _check(csr: Structure, num_roots, budget, num_instances, eta, degree_clip, m
     if max_steps is None:
         max_steps = min(_MAX_STEPS, 16 * n)
     max_steps = check_int(max_steps, "max_steps", 0, _MAX_STEPS, "pass None or a non-negative number of steps.")
-    return m, n, I, eta_q, clip, max_steps
+    return m, n, n_inst, eta_q, clip, max_steps
 
 
 def _cap0(degc_sum: int, N: int, m: int, eta_q: int) -> int:
@@ -134,21 +135,21 @@ def _cap0(degc_sum: int, N: int, m: int, eta_q: int) -> int:
 def _roots(seed: int, inst: torch.Tensor, m: int, N: int) -> torch.Tensor:
     """[I, m] int64: per instance the first m distinct of an i.i.d. uniform candidate sequence
     (a uniform m-subset, in random order); torch ops, any device."""
-    I = inst.numel()
+    n_inst = inst.numel()
     if m == N:
-        return torch.arange(N, dtype=torch.int64, device=inst.device).expand(I, N).contiguous()
+        return torch.arange(N, dtype=torch.int64, device=inst.device).expand(n_inst, N).contiguous()
     L = 4 * -(-(m + m // 2 + 8) // 4)
     while True:
         blocks = torch.arange(L // 4, dtype=torch.int64, device=inst.device)
         off = (inst.to(torch.int64)[:, None] << 40) | _ROOT_FLAG | blocks[None, :]
-        cand = (torch.stack(philox4x32(seed, off), -1).reshape(I, L) * N) >> 32
+        cand = (torch.stack(philox4x32(seed, off), -1).reshape(n_inst, L) * N) >> 32
         sv, order = torch.sort(cand, dim=1, stable=True)
         first = torch.ones_like(sv, dtype=torch.bool)
         first[:, 1:] = sv[:, 1:] != sv[:, :-1]
         is_first = torch.zeros_like(first).scatter_(1, order, first)
         rank = torch.cumsum(is_first, 1)
         if bool((rank[:, -1] >= m).all()):
-            return cand[is_first & (rank <= m)].reshape(I, m)
+            return cand[is_first & (rank <= m)].reshape(n_inst, m)
         L *= 2
 
 
@@ -169,7 +170,7 @@ def frontier_sample(csr: Structure, num_roots: int, budget: int, *, num_instance
     ``csr``: the out-edges (``out_csr(g)``).  CPU tensors run the numpy dashboard; CUDA tensors (or
     backend "triton") the Triton kernel; both give the same samples for the same seed.
     """
-    m, n, I, eta_q, clip, max_steps = _check(csr, num_roots, budget, num_instances, eta, degree_clip, max_steps)
+    m, n, n_inst, eta_q, clip, max_steps = _check(csr, num_roots, budget, num_instances, eta, degree_clip, max_steps)
     seed = resolve_seed(seed)
     indptr = csr.indptr
     path = choose_path(indptr)
@@ -178,7 +179,7 @@ def frontier_sample(csr: Structure, num_roots: int, budget: int, *, num_instance
     if path == "triton":
         indices = csr.indices.to(torch.int64).contiguous()
         degc = torch.clamp(indptr[1:] - indptr[:-1], max=clip)
-        inst = torch.arange(I, dtype=torch.int64, device=indptr.device)
+        inst = torch.arange(n_inst, dtype=torch.int64, device=indptr.device)
         roots = _roots(seed, inst, m, N)
         cap0 = _cap0(int(degc.sum()), N, m, eta_q)
         out, cnt = frontier_triton(indptr.contiguous(), indices, degc, roots, inst, n, max_steps, seed, eta_q,
@@ -187,16 +188,16 @@ def frontier_sample(csr: Structure, num_roots: int, budget: int, *, num_instance
     ip = indptr.cpu().numpy()
     ind = csr.indices.cpu().numpy().astype(np.int64, copy=False)
     degc = np.minimum(np.diff(ip), clip)
-    inst = torch.arange(I, dtype=torch.int64)
+    inst = torch.arange(n_inst, dtype=torch.int64)
     with OneThread():  # small torch ops: intra-op threads only add fork/join cost here
         roots = _roots(seed, inst, m, N).numpy()
         cap0 = _cap0(int(degc.sum()), N, m, eta_q)
-        if I <= _SCALAR_MAX:
-            res = [frontier_one(ip, ind, degc, roots[i], i, n, max_steps, seed, eta_q, cap0) for i in range(I)]
+        if n_inst <= _SCALAR_MAX:
+            res = [frontier_one(ip, ind, degc, roots[i], i, n, max_steps, seed, eta_q, cap0) for i in range(n_inst)]
             out, cnt = np.stack([r[0] for r in res]), np.array([r[1] for r in res])
         else:  # chunks of instances: bounded scratch that stays closer to the caches
             parts = [frontier_cpu(ip, ind, degc, roots[lo:lo + _VEC_CHUNK], inst.numpy()[lo:lo + _VEC_CHUNK], n,
-                                   max_steps, seed, eta_q, cap0) for lo in range(0, I, _VEC_CHUNK)]
+                                   max_steps, seed, eta_q, cap0) for lo in range(0, n_inst, _VEC_CHUNK)]
             out, cnt = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         return _as_list(torch.from_numpy(out), cnt)
 
@@ -208,7 +209,7 @@ def frontier_sample_sequential(csr: Structure, num_roots: int, budget: int, *, n
     rule and output format as :func:`frontier_sample` (no ``eta``: there is no dashboard); same
     distribution, different random numbers.  The reference for tests and the benchmark; int64
     node ids on the CPU."""
-    m, n, I, _, clip, max_steps = _check(csr, num_roots, budget, num_instances, 2.0, degree_clip, max_steps)
+    m, n, n_inst, _, clip, max_steps = _check(csr, num_roots, budget, num_instances, 2.0, degree_clip, max_steps)
     rng = np.random.default_rng(None if seed is None else check_seed(seed))
     indptr = csr.indptr.cpu().numpy()
     indices = csr.indices.cpu().numpy()
@@ -216,7 +217,7 @@ def frontier_sample_sequential(csr: Structure, num_roots: int, budget: int, *, n
     deg = np.diff(indptr)
     degc = np.minimum(deg, clip).astype(np.float64)
     res = []
-    for _ in range(I):
+    for _ in range(n_inst):
         frontier = rng.choice(N, m, replace=False)
         fdeg = degc[frontier]
         sampled = set(frontier.tolist())

@@ -107,30 +107,30 @@ def _live_pins(db, W, tail, ftag, m, i):
 def frontier_cpu(indptr, indices, degc, roots, inst, n, max_steps, seed, eta_q, cap0):
     """The dashboard sampler vectorised over instances (numpy, flat row-major arrays so every
     gather is a 1-D ``take``).  Returns out [I, n] (discovery order, -1 padded) and counts [I]."""
-    I, m = roots.shape
+    n_inst, m = roots.shape
     N = indptr.size - 1
     deg = np.diff(indptr)
     start = indptr[:-1]
     fvert = roots.reshape(-1).copy()              # [I * m]
-    ftag = np.zeros(I * m, dtype=np.int64)        # [I * m]
+    ftag = np.zeros(n_inst * m, dtype=np.int64)        # [I * m]
     dr = degc[roots]
     live = dr.sum(1)
     tail = live.copy()
-    cap = _grow(np.full(I, cap0, dtype=np.int64), live, eta_q)
+    cap = _grow(np.full(n_inst, cap0, dtype=np.int64), live, eta_q)
     W = int(cap.max())
-    db = np.zeros(I * W, dtype=np.int64)          # [I * W]
-    first = np.arange(I, dtype=np.int64) * W
+    db = np.zeros(n_inst * W, dtype=np.int64)          # [I * W]
+    first = np.arange(n_inst, dtype=np.int64) * W
     db[np.repeat(first - (np.cumsum(live) - live), live) + np.arange(int(live.sum()))] = \
-        np.repeat(np.tile(np.arange(m, dtype=np.int64), I), dr.ravel())
-    visited = np.zeros(I * N, dtype=bool)         # [I * N]
-    visited[(np.arange(I, dtype=np.int64)[:, None] * N + roots).ravel()] = True
-    out = np.full((I, n), -1, dtype=np.int64)
+        np.repeat(np.tile(np.arange(m, dtype=np.int64), n_inst), dr.ravel())
+    visited = np.zeros(n_inst * N, dtype=bool)         # [I * N]
+    visited[(np.arange(n_inst, dtype=np.int64)[:, None] * N + roots).ravel()] = True
+    out = np.full((n_inst, n), -1, dtype=np.int64)
     out[:, :m] = roots
     outf = out.reshape(-1)
-    cnt = np.full(I, m, dtype=np.int64)
+    cnt = np.full(n_inst, m, dtype=np.int64)
     act = np.flatnonzero((cnt < n) & (live > 0)) if max_steps > 0 else np.empty(0, dtype=np.int64)
     s = 0
-    pos_of = np.zeros(I, dtype=np.int64)
+    pos_of = np.zeros(n_inst, dtype=np.int64)
     s_end = -1
     while act.size:
         if s >= s_end:  # Philox words of the next S steps for the active instances, in one call
@@ -171,14 +171,15 @@ def frontier_cpu(indptr, indices, degc, roots, inst, n, max_steps, seed, eta_q, 
             cap[i] = _grow(cap[i:i + 1], tail[i:i + 1] + dv[k], eta_q)[0]
             if cap[i] > W:  # widen the shared array (the logical cap is per instance)
                 W2 = int(cap[i])
-                db = np.concatenate([db.reshape(I, W), np.zeros((I, W2 - W), dtype=np.int64)], 1).reshape(-1)
+                db = np.concatenate([db.reshape(n_inst, W), np.zeros((n_inst, W2 - W), dtype=np.int64)], 1).reshape(-1)
                 W = W2
         if full.size:
             ta = tail[act]
         app = np.flatnonzero(dv)
         d = dv[app]
         starts = act[app] * W + ta[app] - (np.cumsum(d) - d)  # flat position of each run's start
-        db[np.repeat(starts, d) + np.arange(int(d.sum()))] = np.repeat(((s + 1) << SLOT_BITS) | (hit[app] & SLOT_MASK), d)
+        pins = ((s + 1) << SLOT_BITS) | (hit[app] & SLOT_MASK)  # tag = this step, slot = the popped one
+        db[np.repeat(starts, d) + np.arange(int(d.sum()))] = np.repeat(pins, d)
         tail[act] = ta + dv
         s += 1
         if s >= max_steps:

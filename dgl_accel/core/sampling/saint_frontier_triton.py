@@ -33,13 +33,13 @@ def frontier_triton(indptr, indices, degc, roots, inst, n, max_steps, seed, eta_
 
     dev = indptr.device
     kernel = triton_kernel("saint_frontier", "_frontier_kernel", dev)
-    I, m = roots.shape
+    n_inst, m = roots.shape
     N = indptr.numel() - 1
     deg = indptr[1:] - indptr[:-1]
     phys = _phys_cap(cap0, eta_q, m, deg, degc)
-    out = torch.full((I, n), -1, dtype=torch.int64, device=dev)
-    cnt = torch.zeros(I, dtype=torch.int64, device=dev)
-    todo = torch.arange(I, dtype=torch.int64, device=dev)
+    out = torch.full((n_inst, n), -1, dtype=torch.int64, device=dev)
+    cnt = torch.zeros(n_inst, dtype=torch.int64, device=dev)
+    todo = torch.arange(n_inst, dtype=torch.int64, device=dev)
     vis_words = (N + 31) // 32
     block = block_for(dev.type == "cuda")
     while todo.numel():

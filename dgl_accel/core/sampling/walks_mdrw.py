@@ -73,10 +73,10 @@ def multi_dimensional_random_walk(csr: WalkCSR, num_roots_or_roots, walk_budget,
             raise expected("a graph with nodes", "0 nodes", "sample from a non-empty graph.")
         if m >= 2 ** 20:
             raise expected("num_roots < 2^20", m, "use a smaller frontier.")
-        I = 1 if num_instances is None else int(num_instances)
-        if I < 1:
-            raise expected("num_instances >= 1", I, "pass a positive number of instances.")
-        inst = torch.arange(I, dtype=torch.int64)
+        n_inst = 1 if num_instances is None else int(num_instances)
+        if n_inst < 1:
+            raise expected("num_instances >= 1", n_inst, "pass a positive number of instances.")
+        inst = torch.arange(n_inst, dtype=torch.int64)
         cols = []
         for b in range((m + 3) // 4):
             cols.extend(walk_words(seed, inst, b))
@@ -90,30 +90,30 @@ def multi_dimensional_random_walk(csr: WalkCSR, num_roots_or_roots, walk_budget,
         flat = node_ids(roots.reshape(-1), n, "roots", max_count=2**31)
         roots = flat.reshape(roots.shape)
         if roots.dim() == 1:
-            I = 1 if num_instances is None else int(num_instances)
-            roots = roots.unsqueeze(0).expand(I, -1)
+            n_inst = 1 if num_instances is None else int(num_instances)
+            roots = roots.unsqueeze(0).expand(n_inst, -1)
         elif num_instances is not None and int(num_instances) != roots.shape[0]:
             raise expected(f"num_instances == roots.shape[0] ({roots.shape[0]})", num_instances,
                        "drop num_instances or make them agree.")
-        I, m = roots.shape
+        n_inst, m = roots.shape
     if isinstance(walk_budget, bool) or not isinstance(walk_budget, int) or walk_budget < m:
         raise expected(f"walk_budget to be an int >= the frontier size {m}", repr(walk_budget),
                    "pass the number of vertices to visit (roots included).")
     if path == "triton":
         return MDRWResult(*mdrw_triton(csr, roots, walk_budget, seed))
     with OneThread():
-        return _mdrw(csr, roots, walk_budget, m, I, seed)
+        return _mdrw(csr, roots, walk_budget, m, n_inst, seed)
 
 
-def _mdrw(csr, roots, walk_budget, m, I, seed):
+def _mdrw(csr, roots, walk_budget, m, n_inst, seed):
     steps = walk_budget - m
     frontier = roots.to(torch.int64).clone().contiguous()
-    nodes_out = torch.full((I, walk_budget), -1, dtype=torch.int64)
+    nodes_out = torch.full((n_inst, walk_budget), -1, dtype=torch.int64)
     nodes_out[:, :m] = frontier
-    src = torch.full((I, steps), -1, dtype=torch.int64)
+    src = torch.full((n_inst, steps), -1, dtype=torch.int64)
     dst = src.clone()
     eid = src.clone()
-    inst = torch.arange(I, dtype=torch.int64)
+    inst = torch.arange(n_inst, dtype=torch.int64)
     fdeg = csr.deg[frontier].to(torch.float64)          # [I, m]
     rows = inst
     for s in range(steps):

@@ -98,16 +98,16 @@ def mdrw_triton(csr, roots: torch.Tensor, walk_budget: int, seed: int):
 
     device = csr.indptr.device
     frontier = roots.to(device=device, dtype=torch.int64).contiguous().clone()  # scratch, updated in place
-    I, m = frontier.shape
+    n_inst, m = frontier.shape
     steps = walk_budget - m
-    nodes_out = torch.full((I, walk_budget), -1, dtype=torch.int64, device=device)
+    nodes_out = torch.full((n_inst, walk_budget), -1, dtype=torch.int64, device=device)
     nodes_out[:, :m] = frontier
-    src = torch.full((I, steps), -1, dtype=torch.int64, device=device)
+    src = torch.full((n_inst, steps), -1, dtype=torch.int64, device=device)
     dst, eid = src.clone(), src.clone()
-    if I == 0 or steps == 0:
+    if n_inst == 0 or steps == 0:
         return nodes_out, src, dst, eid
     fdeg = csr.deg[frontier].contiguous()  # scratch: out-degree per frontier slot
     kernel = triton_kernel("walks", "_mdrw_kernel", device)
-    kernel[(I,)](frontier, fdeg, csr.start, csr.deg, csr.indices, csr.eids, nodes_out, src, dst, eid,
+    kernel[(n_inst,)](frontier, fdeg, csr.start, csr.deg, csr.indices, csr.eids, nodes_out, src, dst, eid,
                  m, steps, walk_budget, signed64(seed), BLOCK_M=MDRW_BLOCK_M, num_warps=4)
     return nodes_out, src, dst, eid
