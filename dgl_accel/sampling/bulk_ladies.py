@@ -1,5 +1,6 @@
 """Matrix-based bulk LADIES (Tripathy, Yelick, Buluc, MLSys'24, layer-wise variant): the
-``bulk=k`` mode of :class:`dgl_accel.sampling.LADIESSampler`.
+``bulk=k`` mode of :class:`dgl_accel.sampling.LADIESSampler` (the DGL adapter of
+:mod:`dgl_accel.core.sampling.bulk_ladies`, which holds the maths).
 
 Per layer, for ``k`` minibatches at once (``V_b`` = minibatch b's destinations, ``R = sum |V_b|``):
 
@@ -25,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..core.sampling.bulk_matrix import canonical_csr, grouping_matrix, selection_matrix
-from ..core.sampling.bulk_sampling import RowSet, its_sample, quantise, row_label
+from ..core.sampling.arrays import offsets
+from ..core.sampling.bulk_ladies import ladies_matrix, ladies_matrix_spgemm, normalise_rows, sample_layer
 from ..core.sampling.checks import check_bulk, check_spgemm, expected, seed_batch
 from .blocks import layer_block
 from .bulk import BulkScheduler
@@ -94,75 +95,24 @@ class BulkLADIES:
         return out
 
     def probabilities(self, g, vs, exclude=None):
-        """``(ptr, cols, p)``: row b of the normalised ``P`` (CSR, columns ascending) for destination
-        sets ``vs``, plus the gathered in-edges ``(row_pos, src, eid, c, row_ptr)``."""
+        """``(ptr, cols, p, p_val)``: row b of the normalised ``P`` (CSR, columns ascending) for
+        destination sets ``vs`` (and its unnormalised values), plus the gathered in-edges
+        ``(row_pos, src, eid, c, row_ptr)``."""
         n = g.num_nodes()
-        norm = self.sampler.norm
-        sizes = [int(v.numel()) for v in vs]
-        row_ptr = np.zeros(len(vs) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=row_ptr[1:])
+        row_ptr = offsets(np.array([int(v.numel()) for v in vs], dtype=np.int64))
         rows = torch.cat(vs)
         row_pos, src, eid = gather_in_edges(g, rows, exclude)
-        fd, fs = node_factors(g, norm)
-        c = fd[rows[row_pos]] * fs[src]
-        k = len(vs)
+        factors = node_factors(g, self.sampler.norm)
+        c = factors[0][rows[row_pos]] * factors[1][src]
         if self.spgemm is None:
-            # P_R entries: (row, u) with parallel edges summed; then P = Q_B (P_R ∘ P_R)
-            rp, sr, cc = row_pos.numpy(), src.numpy(), c.numpy()
-            key, inv = np.unique(rp * np.int64(n) + sr, return_inverse=True)
-            entry = np.bincount(inv, weights=cc, minlength=key.size)
-            batch = np.searchsorted(row_ptr, key // n, side="right") - 1
-            key2, inv2 = np.unique(batch * np.int64(n) + key % n, return_inverse=True)
-            p_val = np.bincount(inv2, weights=entry * entry, minlength=key2.size)
-            p_cols = key2 % n
-            p_ptr = np.zeros(k + 1, dtype=np.int64)
-            np.cumsum(np.bincount(key2 // n, minlength=k), out=p_ptr[1:])
+            p_ptr, p_cols, p_val = ladies_matrix(row_pos, src, c, row_ptr, n, len(vs))
         else:
-            canon = canonical_adjacency(g)
-            crow = np.repeat(np.arange(n, dtype=np.int64), np.diff(canon.indptr))
-            vals = fd.numpy()[crow] * fs.numpy()[canon.indices] * (1.0 if canon.unit else canon.mult)
-            A_hat = torch.sparse_csr_tensor(torch.from_numpy(canon.indptr), torch.from_numpy(canon.indices),
-                                            torch.from_numpy(vals.astype(np.float32)), size=(n, n))
-            R = int(rows.numel())
-            r_ptr, r_cols, r_val = canonical_csr(self.spgemm(selection_matrix(rows.numpy(), n), A_hat), (R, n))
-            sq = torch.sparse_csr_tensor(torch.from_numpy(r_ptr), torch.from_numpy(r_cols),
-                                         torch.from_numpy((r_val * r_val).astype(np.float32)), size=(R, n))
-            p_ptr, p_cols, p_val = canonical_csr(self.spgemm(grouping_matrix(row_ptr, R), sq), (k, n))
-        tot = np.add.reduceat(p_val, p_ptr[:-1]) if p_val.size else np.zeros(k)
-        tot = np.where(np.diff(p_ptr) > 0, tot, 1.0)
-        p = p_val / np.repeat(tot, np.diff(p_ptr))
-        return (p_ptr, p_cols, p, p_val), (row_pos, src, eid, c, row_ptr)
+            p_ptr, p_cols, p_val = ladies_matrix_spgemm(rows.numpy(), canonical_adjacency(g), factors, row_ptr,
+                                                        self.spgemm)
+        return (p_ptr, p_cols, normalise_rows(p_ptr, p_val), p_val), (row_pos, src, eid, c, row_ptr)
 
     def _layer(self, g, vs, layer, s, keys, exclude):
         smp = self.sampler
-        n = g.num_nodes()
-        k = len(vs)
-        (p_ptr, p_cols, p, p_val), (row_pos, src, eid, c, row_ptr) = self.probabilities(g, vs, exclude)
-        rs = RowSet(p_ptr[:-1], np.diff(p_ptr), row_label(layer, n, np.zeros(k, dtype=np.int64)), keys,
-                    np.arange(k + 1, dtype=np.int64), np.cumsum(quantise(p_ptr, p_val)))
-        flat, counts = its_sample(rs, s, smp.replace)
-        full = np.zeros(k, dtype=bool) if smp.replace else rs.positives() <= s
-        # block-diagonal column extraction: keep edge (v in V_b, u) iff minibatch b drew u
-        pick_key = np.repeat(np.arange(k, dtype=np.int64), counts) * np.int64(n) + p_cols[flat]
-        drawn, times = np.unique(pick_key, return_counts=True)
-        rp = row_pos.numpy()
-        e_batch = np.searchsorted(row_ptr, rp, side="right") - 1
-        e_key = e_batch * np.int64(n) + src.numpy()
-        at = np.searchsorted(drawn, e_key).clip(max=max(drawn.size - 1, 0))
-        keep = drawn[at] == e_key if drawn.size else np.zeros(e_key.shape, dtype=bool)
-        # p(u) of each kept edge: its entry in P (row b, column u)
-        p_key = np.repeat(np.arange(k, dtype=np.int64), np.diff(p_ptr)) * np.int64(n) + p_cols
-        pu = p[np.searchsorted(p_key, e_key[keep])]
-        cc = c.numpy()[keep]
-        if smp.replace:
-            w = cc * times[at[keep]] / (s * pu)
-        else:
-            w = np.where(full[e_batch[keep]], cc, cc / np.minimum(1.0, s * pu))
-        rp, sr, ei, eb = rp[keep], src[torch.from_numpy(keep)], eid[torch.from_numpy(keep)], e_batch[keep]
-        cuts = np.searchsorted(eb, np.arange(k + 1))
-        out = []
-        for b in range(k):
-            lo, hi = int(cuts[b]), int(cuts[b + 1])
-            out.append(layer_block(g, vs[b], torch.from_numpy(rp[lo:hi] - row_ptr[b]), sr[lo:hi], ei[lo:hi],
-                                   torch.from_numpy(w[lo:hi]), smp.weight))
-        return out
+        matrix, (row_pos, src, eid, c, row_ptr) = self.probabilities(g, vs, exclude)
+        parts = sample_layer(matrix, (row_pos, src, eid, c), row_ptr, layer, s, keys, smp.replace, g.num_nodes())
+        return [layer_block(g, v, *part, smp.weight) for v, part in zip(vs, parts)]
