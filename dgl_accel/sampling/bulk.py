@@ -182,6 +182,11 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
 
     ``last_timing`` holds the seconds of the last pass split into ``probability`` (building
     ``Q``/``P`` and NORM), ``sampling`` (ITS) and ``extraction`` (blocks).
+
+    >>> g = dgl.graph(([1, 2, 0, 2], [0, 0, 1, 1]))
+    >>> out = BulkNeighborSampler([1], bulk=2, seed=0).bulk_sample(g, [torch.tensor([0]), torch.tensor([1])])
+    >>> [blocks[0].num_edges() for _, _, blocks in out]      # two minibatches, one pass
+    [1, 1]
     """
 
     def __init__(self, fanouts, bulk: int = 32, replace: bool = False, seed: int | None = None,

@@ -179,6 +179,11 @@ class FastGCNSampler(_LayerSampler):
     graph, computed once per graph and cached.  Nodes are drawn from all nodes with ``p > 0``;
     drawn nodes with no edge into ``V`` are dropped (they would contribute nothing).  Same
     arguments, block layout and weights as :class:`LADIESSampler`.
+
+    >>> g = dgl.graph(([1, 2, 0, 2], [0, 0, 1, 1]))
+    >>> _, _, blocks = FastGCNSampler([3], seed=0).sample_blocks(g, torch.tensor([0]))
+    >>> blocks[0].dstdata[dgl.NID].tolist(), blocks[0].num_edges()
+    ([0], 2)
     """
 
     def _distribution(self, g, v, row_pos, src):

@@ -132,6 +132,12 @@ class SAINTSampler(CallSeeds, Sampler):
         Extra keyword arguments for ``frontier_sample`` (eta, degree_clip).
     node_prob : "norm" (default: GraphSAINT's ``P(v) ∝ ||Ã[:, v]||²``, Ã = D_in^-1 A) or "degree"
         (DGL's ``P(v) ∝ max(deg_out(v), 1)``), for mode "node".
+
+    >>> import dgl
+    >>> g = dgl.graph(([0, 1, 2, 1, 2, 0], [1, 2, 0, 0, 1, 2]))
+    >>> sg = SAINTSampler("walk", (1, 2), seed=0, normalize=True).sample(g)
+    >>> sorted(sg.ndata[dgl.NID].tolist()) == sorted(set(sg.ndata[dgl.NID].tolist())), "w" in sg.edata
+    (True, True)
     """
 
     def __init__(self, mode, budget, cache=True, prefetch_ndata=None, prefetch_edata=None, output_device=None,

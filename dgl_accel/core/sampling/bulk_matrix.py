@@ -11,6 +11,11 @@ included) gives the same samples.
 SpGEMM contract: ``spgemm(Q, A) -> Q @ A`` with ``Q`` and ``A`` ``torch.sparse_csr_tensor`` (float32
 values, int64 indices) and a sparse CSR (or COO) result; entries may come in any order and
 duplicates are summed (:func:`canonical_csr`).
+
+>>> A = torch.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse_csr()
+>>> p_ptr, p_cols, p_val = canonical_csr(local_spgemm(selection_matrix(np.array([1]), 2), A), (1, 2))
+>>> p_cols.tolist(), p_val.tolist()         # Q selects row 1: P is A's row 1
+([0], [2.0])
 """
 from __future__ import annotations
 

@@ -32,6 +32,9 @@ SAMPLE (one row, ``s`` picks)
 
 So a row's sample depends only on (its entries' values, key, label, s, replace): not on the other
 rows in the bulk, on how ``P`` was computed, or on the device.
+
+>>> quantise(np.array([0, 3]), np.array([0.5, 1.0, 0.0])).tolist()   # NORM: integer weights, 0 stays 0
+[8388608.0, 16777216.0, 0.0]
 """
 from __future__ import annotations
 

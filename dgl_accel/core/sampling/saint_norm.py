@@ -30,6 +30,16 @@ How p is obtained:
   ``N / (|V_train|)`` and ``1/alpha_uv = max(C_v, 1) / max(C_uv, 1)``.
 * ``p_v = 0`` (possible only in edge mode, for nodes without edges: they never appear in a
   subgraph) gives loss weight 0.
+
+>>> import torch
+>>> from dgl_accel.core.csr import Structure
+>>> from dgl_accel.core.sampling.induced import InCSR
+>>> from dgl_accel.core.sampling.saint_draw import build_tables
+>>> oc = Structure(torch.tensor([0, 1, 2]), torch.tensor([1, 0]), torch.tensor([0, 1]), 2, 2, torch.device("cpu"))
+>>> t = build_tables(InCSR(np.array([0, 1, 2]), np.array([1, 0]), np.array([0, 1]), 2), oc)   # 0 <-> 1
+>>> p_node, p_edge = exact_inclusion("node", t, 1)     # one node drawn: never both ends
+>>> p_node.tolist(), p_edge.tolist()
+([0.5, 0.5], [0.0, 0.0])
 """
 from __future__ import annotations
 
