@@ -1,48 +1,39 @@
-"""The DGL-free sampling toolkit: samplers' maths on CSR views (:class:`dgl_accel.core.csr.Structure`)
-and plain tensors, never a DGLGraph.  The DGL adapter (samplers returning blocks / subgraphs) is
-:mod:`dgl_accel.sampling`.
+"""The DGL-free sampling toolkit: the samplers' maths on CSR views (:class:`dgl_accel.core.csr.Structure`)
+and plain tensors, never a DGLGraph.  The DGL adapter (samplers returning blocks / subgraphs,
+DataLoader glue) is :mod:`dgl_accel.sampling`.
 
-One convention, kernel -> launcher -> CPU twin -> sampler, with one family name from ``kernels/``
-to ``tests/``:
+One convention, kernel -> launcher -> CPU twin -> sampler, and one family name from ``kernels/`` to
+``tests/`` and ``bench/``.  In a family ``F``: ``kernels/F.py`` holds the ``@triton.jit`` kernels;
+``F_triton.py`` here their launchers and nothing else (arguments, grids, the kernel looked up through
+:func:`dgl_accel.core.launch.triton_kernel`); ``F.py`` here the entry points, the path choice
+(``core.backend.choose_path``) and the numpy CPU twin (split into ``F_*.py`` modules when large);
+``core/jit/F.py`` the compiled CPU twin (numba, used where ``core.jit.runtime.worth(work)``); the
+DGL adapter, the tests and the benchmarks carry the family name too:
 
-==============  ====================  ===========================  =====================  ===========================
-family          kernels/ (Triton)     core/sampling/               core/jit/ (numba)      dgl_accel.sampling (DGL)
-==============  ====================  ===========================  =====================  ===========================
-neighbor        sampling.py [#]_      neighbor.py (entry),         neighbor.py            neighbor.py, khop.py
-                                      neighbor_triton.py,
-                                      choice.py (spec), engine.py,
-                                      khop.py
-bulk_sampling   bulk_sampling.py      bulk_sampling.py (spec),     bulk_sampling.py       bulk.py, bulk_ladies.py,
-                                      bulk_sampling_triton.py,                            bulk_matrix.py
-                                      bulk_matrix.py,
-                                      bulk_neighbor.py, buffers.py
-saint_frontier  saint_frontier.py     saint_frontier.py (entry),   --                     frontier.py, saint.py
-                                      saint_frontier_triton.py,
-                                      saint_frontier_cpu.py
-walks           walks.py              walks.py (entry, tables),    walks.py               walks.py
-                                      walks_triton.py,
-                                      walks_node2vec.py,
-                                      walks_mdrw.py
-==============  ====================  ===========================  =====================  ===========================
+* ``neighbor`` (kernels: ``kernels/sampling.py`` [1]_): ``neighbor_triton.py``; ``choice.py`` (the
+  specification, CPU twin), ``neighbor.py`` (entry: :func:`.neighbor.sample_neighbors`),
+  ``engine.py`` (transit groups), ``khop.py``; ``core/jit/neighbor.py``; adapter
+  ``sampling/neighbor.py`` (``NeighborSampler``), ``sampling/khop.py``; ``tests/test_neighbor_sampler.py``,
+  ``test_sampling_engine.py``, ``test_khop.py``; ``bench/sampling_neighbor.py``.
+* ``bulk_sampling``: ``bulk_sampling_triton.py``; ``bulk_sampling.py`` (ITS specification, CPU twin,
+  dispatch), ``bulk_matrix.py``, ``bulk_neighbor.py``, ``bulk_ladies.py``, ``buffers.py``;
+  ``core/jit/bulk_sampling.py``; adapter ``sampling/bulk.py``, ``bulk_ladies.py``, ``bulk_matrix.py``;
+  ``tests/test_bulk_sampling.py``, ``test_buffers.py``; ``bench/bench_bulk.py``.
+* ``saint_frontier``: ``saint_frontier_triton.py``; ``saint_frontier.py`` (entry),
+  ``saint_frontier_cpu.py`` (CPU twin); adapter ``sampling/frontier.py`` (and ``saint.py``'s frontier
+  mode); ``tests/test_saint_frontier.py``; ``bench/saint_frontier.py``.
+* ``walks``: ``walks_triton.py``; ``walks.py`` (entry, tables, random walk), ``walks_node2vec.py``,
+  ``walks_mdrw.py``; ``core/jit/walks.py``; adapter ``sampling/walks.py``; ``tests/test_walks.py``,
+  ``test_walk_kernels.py``; ``bench/sampling_walks.py``.
 
-.. [#] ``kernels/sampling.py`` holds the neighbour-choice kernels; it keeps its file name because
+.. [1] ``kernels/sampling.py`` holds the neighbour-choice kernels; it keeps its file name because
    ``kernels/registry.py``, the AOT resource table and ``docs/kernel_resources.md`` key on it.
 
-Per family: ``<family>_triton.py`` holds the Triton launchers (and nothing else: argument
-preparation, grids, lazy kernel lookup through :func:`dgl_accel.core.launch.triton_kernel`);
-``<family>.py`` holds the entry points, the path choice (``core.backend.choose_path``) and the numpy
-CPU twin (split into the other modules of the row when large); ``core/jit/<family>.py`` the
-compiled CPU twin, used when numba is available (``core.jit.runtime.worth``).  Tests mirror the
-names (``tests/test_<family>*.py``, e.g. ``test_bulk_sampling.py``, ``test_walks.py``,
-``test_walk_kernels.py``; neighbour: ``test_neighbor_sampler.py``, ``test_sampling_engine.py``,
-``test_khop.py``; frontier: ``test_frontier_sampler.py``), and so do the benchmarks
-(``bench/sampling_neighbor.py``, ``bench/bench_bulk.py``, ``bench/saint_frontier.py``,
-``bench/sampling_walks.py``).
-
-Families without kernels: ``layer`` (LADIES / FastGCN maths), ``saint_draw`` / ``saint_norm``
-(GraphSAINT node sets and normalisation), ``induced`` (node-induced subgraphs, compiled twin
-``core/jit/induced.py``).  Shared: ``checks`` (the one set of argument checks and error
-vocabulary, including the seed rule), ``rng`` (counter-based Philox), ``arrays`` (small helpers).
+Families without kernels: ``layer`` (LADIES / FastGCN maths), ``saint_draw`` and ``saint_norm``
+(GraphSAINT node sets and normalisation; adapter ``sampling/saint.py``, ``tests/test_saint_sampler.py``,
+``bench/saint_samplers.py``), ``induced`` (node-induced subgraphs; compiled twin ``core/jit/induced.py``).
+Shared by all: ``checks`` (the one set of argument checks and error vocabulary, with the seed
+rule), ``rng`` (counter-based Philox), ``arrays`` (small array helpers).
 
 This ``__init__`` imports nothing, so that importing one module never drags in the rest.
 """
