@@ -9,6 +9,8 @@ where DGL cannot be installed.  The DGL-facing names below (``enable``, ``execut
 import importlib as _importlib
 import os as _os
 
+import torch as _torch
+
 _os.environ.setdefault("DGLBACKEND", "pytorch")  # DGL otherwise warns and writes ~/.dgl/config.json
 
 from .core.backend import (  # noqa: E402
@@ -36,11 +38,9 @@ def __getattr__(name):
 
 def explain(graph, feat_dim: int, dtype=None):
     """Why dgl-accel picks its neighbour-group size for this graph and feature width."""
-    import torch
-
     from .grouping import explain as explain_group_size  # needs DGL: loaded on first use
 
-    return explain_group_size(graph, feat_dim, torch.float32 if dtype is None else dtype)
+    return explain_group_size(graph, feat_dim, _torch.float32 if dtype is None else dtype)
 
 
 # DGL_ACCEL_BACKEND=triton on a CPU-only machine: turn the Triton interpreter on before triton loads.

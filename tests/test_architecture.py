@@ -498,3 +498,15 @@ def test_local_import_checker_wants_a_reason(tmp_path):
     })
     assert lines_of(check_local_import_reasons(files), tmp_path) == ["fx_local/m.py:17", "fx_local/m.py:21",
                                                                      "fx_local/m.py:27"]
+
+
+def test_pyproject_lists_every_package_of_the_tree():
+    """A package missing from pyproject's explicit list installs in editable mode but not from a
+    wheel; a listed one that no longer exists breaks every install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"dgl_accel.kernels"} | {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "dgl_accel").rglob("__init__.py")
+        if "__pycache__" not in p.parts}
+    assert listed == found, f"missing from pyproject: {sorted(found - listed)}; listed but absent: {sorted(listed - found)}"

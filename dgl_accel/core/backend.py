@@ -68,6 +68,7 @@ def use_backend(name: str) -> Iterator[str]:
 
 def triton_available() -> bool:
     try:
+        # optional, and importing it fixes the process's Triton mode: only on demand
         import triton  # noqa: F401
     except Exception:  # ImportError, or a broken install that fails at import
         return False

@@ -12,6 +12,7 @@ import weakref
 from typing import Any, Callable
 
 import torch
+from dgl import DGLError
 
 from ..core.csr import Structure
 
@@ -92,8 +93,6 @@ def clear_cache() -> None:
 # ---------------------------------------------------------------------------------- build
 def _adj(g, fmt: str):
     """(indptr, indices, eids) from DGL, or from COO when the graph's formats exclude fmt."""
-    from dgl import DGLError
-
     try:
         # DGL materialises the format inside its own index (as update_all would); the
         # graph's features and edges are untouched.
@@ -154,8 +153,6 @@ def structure_id(g) -> tuple:
     unit graph do: their addresses are shared by all views and differ between live graphs.
     Costs one C call (~20 us): use it where a per-call check is worth that, not on every op.
     """
-    from dgl import DGLError
-
     sizes = (g.num_src_nodes(), g.num_dst_nodes())
     for transpose in (True, False):  # CSC, else CSR: whichever the graph is allowed to hold
         try:
@@ -172,8 +169,6 @@ def edges_by_id(g):
     """(src, dst) of every edge in edge-id order, cached; works whatever sparse formats the graph
     is restricted to (``g.edges(order="eid")`` refuses CSR/CSC-only graphs)."""
     def build(graph):
-        from dgl import DGLError
-
         try:
             return graph.edges(order="eid")
         except DGLError:
