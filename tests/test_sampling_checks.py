@@ -10,8 +10,17 @@ import torch
 from dgl_accel.core.sampling.checks import check_fanouts, check_seed, expected, resolve_seed
 from dgl_accel.core.sampling.rng import philox_randint
 from dgl_accel.sampling import (
-    BulkNeighborSampler, FastGCNSampler, LADIESSampler, NeighborSampler, SAINTSampler, frontier_sample,
-    frontier_sample_sequential, khop_sample, multi_dimensional_random_walk, neighbor_choice, node2vec_random_walk,
+    BulkNeighborSampler,
+    FastGCNSampler,
+    LADIESSampler,
+    NeighborSampler,
+    SAINTSampler,
+    frontier_sample,
+    frontier_sample_sequential,
+    khop_sample,
+    multi_dimensional_random_walk,
+    neighbor_choice,
+    node2vec_random_walk,
     random_walk,
 )
 
