@@ -45,7 +45,8 @@ from pathlib import Path
 def _early_threads(argv: list[str]) -> None:
     """``--threads N`` must reach OpenMP/MKL before torch and dgl load their thread pools."""
     for i, a in enumerate(argv):
-        v = a.split("=", 1)[1] if a.startswith("--threads=") else (argv[i + 1] if a == "--threads" and i + 1 < len(argv) else None)
+        v = a.split("=", 1)[1] if a.startswith("--threads=") else (
+            argv[i + 1] if a == "--threads" and i + 1 < len(argv) else None)
         if v is not None and v.isdigit() and int(v) > 0:
             for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ[k] = v

@@ -14,7 +14,15 @@ import torch as _torch
 _os.environ.setdefault("DGLBACKEND", "pytorch")  # DGL otherwise warns and writes ~/.dgl/config.json
 
 from .core.backend import (  # noqa: E402
-    BACKENDS, choose_path, get_backend, prepare_for, reset_stats, set_backend, stats, triton_available, use_backend,
+    BACKENDS,
+    choose_path,
+    get_backend,
+    prepare_for,
+    reset_stats,
+    set_backend,
+    stats,
+    triton_available,
+    use_backend,
 )
 
 __version__ = "0.1.0"

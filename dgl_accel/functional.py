@@ -13,8 +13,6 @@ core.  ``gspmm`` is the op every DGL message passing reaches once ``dgl_accel.en
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import dgl
 import torch
 
@@ -49,9 +47,9 @@ def _views(graph) -> DGLGraphViews:
     return DGLGraphViews(graph)  # checks a homogeneous graph / one-relation block
 
 
-def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torch.Tensor] = None, *,
-          norm: str = "none", group_size: Optional[int] = None,
-          deterministic: Optional[bool] = None, layer_plan: Optional[LayerPlan] = None) -> torch.Tensor:
+def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None = None, *,
+          norm: str = "none", group_size: int | None = None,
+          deterministic: bool | None = None, layer_plan: LayerPlan | None = None) -> torch.Tensor:
     """Aggregate messages into destination nodes; differentiable in ``ufeat`` and ``efeat``.
 
     ``ufeat``: [num_src_nodes, *]; ``efeat`` (``u_mul_e`` only): [E], [E, 1] or [E, *ufeat.shape[1:]].
@@ -99,8 +97,8 @@ def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int
     return rows_aggregate(_views(graph), feat, norm, plan, depth)
 
 
-def dense(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, relu: bool = False,
-          plan: Optional[LayerPlan] = None, offset: int = 0) -> torch.Tensor:
+def dense(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False,
+          plan: LayerPlan | None = None, offset: int = 0) -> torch.Tensor:
     """``relu?(x @ weight + bias)`` as one op (oneDNN on CPU float32); inside execution paths its
     backward keeps to the rows the loss can reach (see ``dgl_accel.core.dense.DenseFunction``).
 

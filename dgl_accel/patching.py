@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from typing import Optional
 
 import dgl.ops
 import dgl.ops.spmm
@@ -117,8 +116,8 @@ def enabled():
 
 
 @contextlib.contextmanager
-def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_layers: Optional[int] = None,
-                    model: Optional[torch.nn.Module] = None):
+def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_layers: int | None = None,
+                    model: torch.nn.Module | None = None):
     """Run aggregations over ``graph`` on their execution paths inside the block (full-graph
     training on a fixed training set; see ``dgl_accel.policies.exec_paths`` for the method).
 

@@ -5,14 +5,15 @@ Each transit vertex v draws ``fanout`` of its CSR neighbours.  Slot j takes word
 Philox4x32 block at counter (step * num_nodes + c) * ceil(fanout / 4) + j // 4, c = v (or a
 caller-given counter id, e.g. sample * n + v, so samples sharing a transit draw independently) (one Philox
 evaluation serves four slots), so a choice depends only on (seed, step, v, j): identical on CPU
-(dgl_accel/sampling/choice.py), under the interpreter and on a GPU.
+(dgl_accel/core/sampling/choice.py), under the interpreter and on a GPU.
 Without replacement and deg(v) > fanout the slots follow Floyd's algorithm (slot j draws
 t in [0, deg - fanout + j]; a repeat takes deg - fanout + j instead), a uniform k-subset.
 
 Kernel classes by a transit's work (slots to fill), as in NextDoor:
 * sub-warp (< 32 slots): BLOCK_T transits per program, their slots side by side in one tile;
 * block (32 .. 1024 slots): one transit per program (BLOCK_T = 1), slots across the program;
-the launcher (dgl_accel/sampling/engine.py) sorts transits into the classes.  A transit's
+the launcher (dgl_accel/core/sampling/neighbor_triton.py, with the classes of
+dgl_accel/core/sampling/engine.py) sorts transits into the classes.  A transit's
 adjacency is read straight from global memory: with one draw per slot each neighbour-list entry
 is touched at most once, so staging it on chip would not save traffic.
 """

@@ -1,6 +1,6 @@
 """Random-walk kernels: DeepWalk / weighted / restart walks and node2vec, one walk per lane.
 
-They reproduce the CPU path of ``dgl_accel/sampling/walks.py`` decision for decision: the same
+They reproduce the CPU path of ``dgl_accel/core/sampling/walks*.py`` decision for decision: the same
 Philox counters (``offset = (walk_id << 32) | block``, ``tl.randint4x`` word k = lane k, see that
 module's docstring), the same integer pick ``(word * n) >> 32``, the same float64 targets searched
 in the same weight table (``_Weights.key``: row + per-row cdf), and node2vec's rejection sampler

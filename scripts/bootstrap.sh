@@ -33,7 +33,7 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 #  setuptools<70     dgl 2.1.0 imports setuptools.extern, dropped in setuptools 70.
 #  pandas pydantic pyyaml   imported by dgl.graphbolt at `import dgl`.
 #  scipy pytest hypothesis matplotlib   CPU paths, tests, bench plots.
-#  numba==0.60.0     compiled CPU loops for the sampling hot paths (dgl_accel/cpu_jit.py);
+#  numba==0.60.0     compiled CPU loops for the sampling hot paths (dgl_accel/core/jit/);
 #                    last release supporting numpy 1.26 + Python 3.11 with llvmlite wheels; optional
 #                    at run time (without it the numpy path runs, bit-identical).
 #  wheel             lets pip build our editable install without build isolation (offline-safe).

@@ -365,7 +365,7 @@ def test_ladies_bulk_blocks_and_weights():
         s = LADIESSampler([40, 20], bulk=3, seed=2, replace=replace)
         res = s.bulk.bulk_sample(g, batches)
         ref = LADIESSampler([40, 20], bulk=1, seed=2, replace=replace).bulk.bulk_sample(g, batches)
-        for (inp, out, blocks), (_, _, rblocks) in zip(res, ref):
+        for (_inp, _out, blocks), (_, _, rblocks) in zip(res, ref):
             _same_blocks(blocks, rblocks)  # independent of k
             for b, budget in zip(blocks, (40, 20)):
                 assert torch.equal(b.srcdata[dgl.NID][:b.num_dst_nodes()], b.dstdata[dgl.NID])

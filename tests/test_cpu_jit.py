@@ -172,7 +172,7 @@ def test_rows_spmm_matches_dense_reference(n, m, feats, scaled, dtype, seed):
     outs = []
     for parallel in (True, False):
         out = np.full((n, feats), np.nan, dtype=dtype)  # garbage: every row must be overwritten
-        with mock.patch.object(runtime, "parallel_allowed", lambda: parallel):
+        with mock.patch.object(runtime, "parallel_allowed", lambda p=parallel: p):
             aggregation.rows_spmm(indptr, indices, x, cs, rs, out)
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])

@@ -22,11 +22,11 @@ SCRIPT = textwrap.dedent('''
     sys.meta_path.insert(0, Blocker())
     import torch
     import dgl_accel
-    from dgl_accel.core import cpu_jit
+    from dgl_accel.core.jit import runtime as jit_runtime
     from dgl_accel.core.aggregation.function import aggregate
     from dgl_accel.core.aggregation.views import TensorGraph
 
-    assert not cpu_jit.enabled(), "numba is blocked: the compiled loops must be off"
+    assert not jit_runtime.enabled(), "numba is blocked: the compiled loops must be off"
     gen = torch.Generator().manual_seed(0)
     n, e = 50, 300
     src, dst = torch.randint(0, n, (e,), generator=gen), torch.randint(0, n, (e,), generator=gen)

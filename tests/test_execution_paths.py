@@ -98,7 +98,7 @@ def test_loss_and_gradients_equal_native_full_graph_training(setup):
     for name in ("native", "triton"):
         with dgl_accel.use_backend(name):
             for model in (ours, native):  # swapped modules, and unmodified dgl.nn through the backend
-                for step in range(2):  # the second step reuses the cached paths (and learned L)
+                for _step_no in range(2):  # the second step reuses the cached paths (and learned L)
                     ctx = dgl_accel.execution_paths(g, idx, restrict_forward=restrict and model is ours)
                     loss, grads, xgrad = _step(model, g, x, y, idx, ctx)
                     assert_close(loss, loss0, msg=f"{name} loss")
@@ -302,12 +302,12 @@ def test_every_path_structure_gives_native_gradients(kind, dense_rows, monkeypat
     """Each structure an aggregation can run on (the full graph, a compact block, the all-rows CSR
     that the compiled pass reads, or DGL's subgraph without numba), with the dense backward on the
     frontier's rows or on all rows, gives native DGL's loss and gradients."""
-    from dgl_accel.core import cpu_jit
+    from dgl_accel.core.jit import runtime as jit_runtime
     from dgl_accel.policies.exec_paths import paths as paths_mod
     from dgl_accel.policies.exec_paths import plan as plan_mod
 
     if kind == "subgraph_without_numba":
-        monkeypatch.setattr(cpu_jit, "enabled", lambda: False)
+        monkeypatch.setattr(jit_runtime, "enabled", lambda: False)
         kind = "subgraph"
     monkeypatch.setattr(paths_mod, "MAX_EDGE_FRACTION", 0.0 if kind == "full" else 1.0)
     monkeypatch.setattr(paths_mod, "COMPACT_MAX_NODES", 1.0 if kind == "compact" else 0.0)
@@ -324,7 +324,7 @@ def test_every_path_structure_gives_native_gradients(kind, dense_rows, monkeypat
     x, y = torch.randn(n, dims[0]), torch.randint(0, dims[-1], (n,))
     loss0, grads0, xgrad0 = _step(native, g, x, y, idx, contextlib.nullcontext())
     assert plan_mod.prepare_path(paths_mod.Paths(g, idx), 0, "out") == kind
-    for step in range(2):
+    for _ in range(2):
         loss, grads, xgrad = _step(ours, g, x, y, idx, dgl_accel.execution_paths(g, idx))
         assert_close(loss, loss0)
         for k in grads0:

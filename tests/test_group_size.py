@@ -9,12 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel import grouping
+from dgl_accel.core.grouping import size as size_mod
 from dgl_accel.graph import DegreeStats, degree_stats
 from dgl_accel.grouping import (
-    GroupSizeChoice, autotune_group_size, choose_group_size, clear_autotune_cache,
-    cost_model_group_size, explain, graph_signature, linear_group_size, linear_inputs,
+    GroupSizeChoice,
+    autotune_group_size,
+    choose_group_size,
+    clear_autotune_cache,
+    cost_model_group_size,
+    explain,
+    graph_signature,
+    linear_group_size,
+    linear_inputs,
 )
-from dgl_accel.core.grouping import size as size_mod
 from dgl_accel.testing.strategies import blocks, graphs, power_law_graphs
 
 FEATS = [1, 2, 3, 8, 16, 31, 64, 100, 128, 256, 1433]

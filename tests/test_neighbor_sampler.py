@@ -402,7 +402,7 @@ def test_edge_prediction_wrapping_excludes_edges(feat_graph):
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(2))
     train_eids = torch.arange(0, g.num_edges(), 5)
     dl = dgl.dataloading.DataLoader(g, train_eids, sampler, batch_size=256, shuffle=True)
-    for i, (input_nodes, pos_g, neg_g, blocks) in enumerate(dl):
+    for i, (_input_nodes, pos_g, neg_g, blocks) in enumerate(dl):
         batch_eids = pos_g.edata[dgl.EID]
         for b in blocks:
             assert not torch.isin(b.edata[dgl.EID], batch_eids).any()

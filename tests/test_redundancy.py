@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel.policies import redundancy as R
 from dgl_accel.functional import gspmm
+from dgl_accel.policies import redundancy as R
 from dgl_accel.testing.strategies import graphs
 from dgl_accel.testing.tolerances import assert_close
 

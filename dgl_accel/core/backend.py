@@ -14,7 +14,7 @@ import collections
 import contextlib
 import os
 import threading
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 import torch
 
@@ -24,7 +24,7 @@ BACKENDS = ("auto", "triton", "native")
 ENV_VAR = "DGL_ACCEL_BACKEND"
 
 _lock = threading.Lock()
-_override: Optional[str] = None  # set_backend()/use_backend(); None means "read the env var"
+_override: str | None = None  # set_backend()/use_backend(); None means "read the env var"
 _stats: collections.Counter = collections.Counter()
 
 
@@ -45,7 +45,7 @@ def get_backend() -> str:
     return _validate(os.environ.get(ENV_VAR, "auto") or "auto", ENV_VAR)
 
 
-def set_backend(name: Optional[str]) -> None:
+def set_backend(name: str | None) -> None:
     """Force a path for every later op; ``None`` goes back to reading ``$DGL_ACCEL_BACKEND``."""
     global _override
     _override = None if name is None else _validate(name, "the backend")

@@ -17,13 +17,12 @@ Naming chain as for the sparse ops: :func:`linear` (launcher: oneDNN or torch) -
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import torch
 
 from . import scratch
 
-_onednn_ok: Optional[bool] = None
+_onednn_ok: bool | None = None
 
 
 def _onednn_works() -> bool:
@@ -48,7 +47,7 @@ def onednn_enabled() -> bool:
         and _onednn_works()
 
 
-def _use_onednn(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> bool:
+def _use_onednn(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
     tensors = (x, weight) if bias is None else (x, weight, bias)
     if any(t.device.type != "cpu" or t.dtype != torch.float32 for t in tensors):
         return False
@@ -59,7 +58,7 @@ def _use_onednn(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     return onednn_enabled()
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
            relu: bool = False) -> torch.Tensor:
     """``x @ weight (+ bias)``, then ReLU if ``relu``; ``weight`` is [in, out] as in GraphConv.
     Returns a fresh tensor."""
@@ -106,8 +105,9 @@ class DenseFunction(torch.autograd.Function):
     session, keeps to the rows where the output gradient can be nonzero.
 
     ``plan`` (None, or an execution-path plan with ``backward_rows(offset)``) and ``offset`` locate
-    the product in the step: the gradient reaching it is exactly zero outside N^d with d = (aggregations after this layer's) + ``offset``
-    (1 when the product feeds the layer's aggregation, weight first; 0 when it follows it).  So
+    the product in the step: the gradient reaching it is exactly zero outside N^d with
+    d = (aggregations after this layer's) + ``offset`` (1 when the product feeds the layer's
+    aggregation, weight first; 0 when it follows it).  So
     ``grad_weight = x[N^d]^T g[N^d]``, ``grad_bias = sum g[N^d]`` and ``grad_x`` is ``g @ weight^T``
     on N^d's rows, 0 elsewhere.  The masked and gathered gradients live in scratch buffers.
     """

@@ -8,10 +8,9 @@ that touches them, with a fallback to the wrapper where a DGL version lacks the 
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import dgl.ops.spmm
 import torch
+from dgl._sparse_ops import _gsddmm, _gspmm
 
 # DGL's own gspmm, captured when this module is first imported: dgl_accel.patching imports it
 # before it can patch anything, so this is always the original (max/min fall through to it).
@@ -21,10 +20,9 @@ try:  # DGL's C entry point: skips _gspmm's per-call shape inference and Python 
     from dgl._sparse_ops import _CAPI_DGLKernelSpMM, to_dgl_nd, to_dgl_nd_for_write
 except ImportError:  # another DGL version: go through its wrapper
     _CAPI_DGLKernelSpMM = None
-from dgl._sparse_ops import _gsddmm, _gspmm
 
 
-def spmm_sum(gidx, x: torch.Tensor, w: Optional[torch.Tensor], num_rows: int, num_edges: int) -> torch.Tensor:
+def spmm_sum(gidx, x: torch.Tensor, w: torch.Tensor | None, num_rows: int, num_edges: int) -> torch.Tensor:
     """sum over in-edges of x[u] (* w[e]) with DGL's CPU kernel; x, w contiguous, same dtype."""
     if _CAPI_DGLKernelSpMM is None:
         return _gspmm(gidx, "copy_lhs" if w is None else "mul", "sum", x, w)[0]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from dgl import DGLError
@@ -35,7 +36,7 @@ def check_graph(g) -> None:
 # ---------------------------------------------------------------------------------- cache
 # Keyed weakly by the DGLGraph so cached tensors die with the graph.  DGLGraph uses
 # identity hashing, so two equal-looking graphs never share an entry.
-_CACHE: "weakref.WeakKeyDictionary[Any, _Entry]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, _Entry] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 _STATS = {"hits": 0, "misses": 0, "invalidations": 0}
 

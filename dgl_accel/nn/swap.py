@@ -7,7 +7,6 @@ object: parameters, buffers, hooks and state_dict keys stay exactly as they were
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Tuple
 
 import dgl.nn
 import torch
@@ -21,8 +20,8 @@ SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv:
 
 @dataclasses.dataclass
 class SwapReport:
-    swapped: List[Tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (name, from, to)
-    kept: List[Tuple[str, str]] = dataclasses.field(default_factory=list)         # (name, why)
+    swapped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (name, from, to)
+    kept: list[tuple[str, str]] = dataclasses.field(default_factory=list)         # (name, why)
 
     def __str__(self) -> str:
         lines = [f"swapped {len(self.swapped)} module(s)"]

@@ -91,7 +91,7 @@ def _symmetric_graph(n: int, pairs: int, seed: int):
     return dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def graphs() -> dict:
     g = _random_graph(300, 3000, seed=0)
     g32 = _random_graph(300, 3000, seed=0, idtype=torch.int32)

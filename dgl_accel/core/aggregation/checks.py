@@ -2,8 +2,6 @@
 says what was expected, what came, and how to fix it, before any kernel runs."""
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 OPS = ("copy_u", "u_mul_e")
@@ -64,7 +62,7 @@ def check_features(op: str, ufeat, efeat, num_src: int, num_edges: int, device) 
                              f"with E = {num_edges} (got {list(efeat.shape)}).")
 
 
-def check_edge_list(src, dst, num_nodes: Optional[int], num_src: Optional[int], num_dst: Optional[int]):
+def check_edge_list(src, dst, num_nodes: int | None, num_src: int | None, num_dst: int | None):
     """(num_src, num_dst) of an edge list ``src[e] -> dst[e]`` after checking it."""
     for name, t in (("src", src), ("dst", dst)):
         if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.dtype not in (torch.int32, torch.int64):

@@ -7,8 +7,6 @@ runs; otherwise atomics.  Defaults to ``torch.are_deterministic_algorithms_enabl
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from .. import backend
@@ -42,7 +40,7 @@ class GSpMMFunction(torch.autograd.Function):
         return None, None, grad_u, grad_e
 
 
-def flatten_features(ufeat: torch.Tensor, efeat: Optional[torch.Tensor]):
+def flatten_features(ufeat: torch.Tensor, efeat: torch.Tensor | None):
     """(x [N, width], w [E, 1] / [E, width] or None, trailing shape) for features of any rank."""
     trailing = tuple(ufeat.shape[1:])
     width = 1
@@ -56,9 +54,9 @@ def flatten_features(ufeat: torch.Tensor, efeat: Optional[torch.Tensor]):
     return x, w, trailing
 
 
-def run_aggregation(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torch.Tensor], norm: str,
-                    group_size: Optional[int], deterministic: Optional[bool],
-                    plan: Optional[AggregationPlan]) -> torch.Tensor:
+def run_aggregation(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None, norm: str,
+                    group_size: int | None, deterministic: bool | None,
+                    plan: AggregationPlan | None) -> torch.Tensor:
     """The op on checked arguments (sum/mean): path choice, stats, scales, autograd."""
     path = backend.choose_path(ufeat) if efeat is None else backend.choose_path(ufeat, efeat)
     backend.record(f"{op}_{reduce}", path, ufeat.device)
@@ -72,9 +70,9 @@ def run_aggregation(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: Opt
     return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
 
 
-def aggregate(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: Optional[torch.Tensor] = None, *,
-              norm: str = "none", group_size: Optional[int] = None, deterministic: Optional[bool] = None,
-              plan: Optional[AggregationPlan] = None) -> torch.Tensor:
+def aggregate(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None = None, *,
+              norm: str = "none", group_size: int | None = None, deterministic: bool | None = None,
+              plan: AggregationPlan | None = None) -> torch.Tensor:
     """Aggregate messages into destination nodes of ``views`` (a :class:`~.views.GraphViews`, e.g.
     :class:`~.views.TensorGraph`); differentiable in ``ufeat`` and ``efeat``.
 

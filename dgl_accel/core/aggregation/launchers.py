@@ -6,8 +6,6 @@ module through ``kernel_constants``, which loads it in this process's Triton mod
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from ..csr import Structure
@@ -22,8 +20,8 @@ def feature_tile(num_feats: int) -> int:
     return next((t for t in tiles if t >= num_feats), tiles[-1])
 
 
-def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efeat: Optional[torch.Tensor],
-                  src_scale: Optional[torch.Tensor], dst_scale: Optional[torch.Tensor],
+def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efeat: torch.Tensor | None,
+                  src_scale: torch.Tensor | None, dst_scale: torch.Tensor | None,
                   deterministic: bool) -> torch.Tensor:
     """Launch the grouped kernel(s): out[r] = dst_scale[r] * sum_k src_scale[u_k] * x[u_k] (* w[e_k])
     over row r's CSR entries k.  ``efeat`` is [E, 1] or [E, F], indexed by edge id."""

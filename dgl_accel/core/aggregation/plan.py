@@ -6,8 +6,6 @@ subclass :class:`AggregationPlan` to restrict the forward or backward pass to an
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from .launchers import edge_grad_forward, gspmm_forward
@@ -20,7 +18,7 @@ class Aggregation:
 
     __slots__ = ("views", "path", "gs", "deterministic", "src_scale", "dst_scale", "scale_key")
 
-    def __init__(self, views, path: str, gs: Optional[int], deterministic: bool, src_scale, dst_scale,
+    def __init__(self, views, path: str, gs: int | None, deterministic: bool, src_scale, dst_scale,
                  scale_key: str):
         self.views, self.path, self.gs, self.deterministic = views, path, gs, deterministic
         self.src_scale, self.dst_scale, self.scale_key = src_scale, dst_scale, scale_key

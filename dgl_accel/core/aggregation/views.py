@@ -9,15 +9,17 @@ runs where DGL cannot be installed.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from .. import cpu_jit
 from ..csr import Structure
-from ..groups import Groups, build_groups
 from ..grouping.degree_stats import DegreeStats, degree_stats_of
 from ..grouping.size import choose_group_size
+from ..groups import Groups, build_groups
+from ..jit import runtime as jit_runtime
+from ..jit.aggregation import rows_spmm
 from .checks import check_edge_list
 from .scales import acc_dtype, degree_scales
 
@@ -78,15 +80,15 @@ class GraphViews:
         return choose_group_size(self, feat_dim, dtype).gs
 
     # ------------------------------------------------------------------ native kernels
-    def native_spmm(self, direction: str, x: torch.Tensor, w: Optional[torch.Tensor]) -> torch.Tensor:
+    def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
         """sum over the ``direction`` view's entries of x[col] (* w[eid]); x, w contiguous, one dtype
         (float32/64), w of shape [E, 1] or [E, F].  Subclasses may run their own library's kernel."""
         s = self.csr(direction)
         out_rows = s.num_rows
-        if (w is None and x.device.type == "cpu" and cpu_jit.enabled()
-                and s.num_edges >= cpu_jit.MIN_WORK and x.dtype in (torch.float32, torch.float64)):
+        if (w is None and x.device.type == "cpu" and jit_runtime.enabled()
+                and s.num_edges >= jit_runtime.MIN_WORK and x.dtype in (torch.float32, torch.float64)):
             out = torch.empty((out_rows, x.shape[1]), dtype=x.dtype)
-            cpu_jit.rows_spmm(s.indptr.numpy(), s.indices.numpy(), x.numpy(), None, None, out.numpy())
+            rows_spmm(s.indptr.numpy(), s.indices.numpy(), x.numpy(), None, None, out.numpy())
             return out
         values = x.index_select(0, s.indices.long())
         if w is not None:
@@ -124,8 +126,8 @@ class TensorGraph(GraphViews):
     ([0, 0, 2, 3], [0, 2, 1])
     """
 
-    def __init__(self, src: torch.Tensor, dst: torch.Tensor, num_nodes: Optional[int] = None, *,
-                 num_src: Optional[int] = None, num_dst: Optional[int] = None):
+    def __init__(self, src: torch.Tensor, dst: torch.Tensor, num_nodes: int | None = None, *,
+                 num_src: int | None = None, num_dst: int | None = None):
         self.num_src, self.num_dst = check_edge_list(src, dst, num_nodes, num_src, num_dst)
         self._src, self._dst = src, dst
         self.num_edges = int(src.numel())

@@ -11,10 +11,9 @@ import hashlib
 import operator
 import statistics
 import threading
-from typing import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
-
 
 __all__ = ["autotune_group_size", "graph_signature", "clear_autotune_cache", "autotune_cache"]
 

@@ -1,4 +1,5 @@
-"""Execution paths (a policy): partially-active aggregation for full-graph training on a fixed training set (execution paths).
+"""Execution paths (a policy): partially-active aggregation for full-graph training on a fixed
+training set.
 
 Xu et al., "Accelerating backward aggregation in GCN training with execution path preparing".
 With training nodes Vt, define frontiers N^0 = Vt and N^k = N^{k-1} + in-neighbours(N^{k-1})

@@ -5,8 +5,6 @@ version, Vt); every structure is built on first use and kept with it.
 """
 from __future__ import annotations
 
-from typing import List, Optional
-
 import dgl
 import torch
 
@@ -38,9 +36,9 @@ class Paths:
         self.train_idx = train_idx
         mask = torch.zeros(graph.num_dst_nodes(), dtype=torch.bool, device=graph.device)
         mask[train_idx] = True
-        self._frontiers: List[torch.Tensor] = [mask]
+        self._frontiers: list[torch.Tensor] = [mask]
         self._cache: dict = {}
-        self.learned_layers: Optional[int] = None  # aggregations per step seen by an earlier block
+        self.learned_layers: int | None = None  # aggregations per step seen by an earlier block
         src, dst = edges_by_id(graph)  # the graph's own COO arrays where DGL holds them
         self._src, self._dst = src.long(), dst.long()
 
@@ -114,7 +112,7 @@ class Paths:
     def row_csr(self, k: int, direction: str):
         """SG_k as a CSR over all of the graph's rows (destinations for ``"in"``, sources for
         ``"out"``), int64 (indptr [N + 1], column ids): what the compiled aggregation
-        (``cpu_jit.rows_spmm``) reads where a compact block does not pay.  It writes every output
+        (``dgl_accel.core.jit.aggregation.rows_spmm``) reads where a compact block does not pay.  It writes every output
         row in the same pass (zeros for rows without edges), so no zero fill and no scatter."""
         def build():
             row, col = self._oriented_edges(k, direction)

@@ -9,15 +9,15 @@ exactly zero.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import dgl
 import torch
 
-from ...core import backend, cpu_jit
+from ...core import backend
 from ...core.aggregation.native import scaled_rows
 from ...core.aggregation.plan import Aggregation, AggregationPlan
 from ...core.aggregation.scales import acc_dtype
+from ...core.jit import runtime as jit_runtime
+from ...core.jit.aggregation import rows_spmm, scatter_rows
 from ...graph import dgl_kernels
 from ...graph.views import DGLGraphViews
 from .paths import Paths
@@ -42,7 +42,7 @@ def prepare_path(paths: Paths, depth: int, direction: str) -> str:
     kind = path_kind(paths, depth, True)
     if kind == "compact":
         paths.compact(depth, direction)
-    elif kind == "subgraph" and cpu_jit.enabled():
+    elif kind == "subgraph" and jit_runtime.enabled():
         paths.row_csr(depth, direction)
     elif kind == "subgraph":
         paths.subgraph(depth)
@@ -63,9 +63,9 @@ def _compact_spmm(paths: Paths, depth, direction, x, row_scale, col_scale, scale
         xc.mul_(col_s)
     out_c = dgl_kernels.spmm_sum(gidx, xc, None, rows.numel(), num_edges)
     out = torch.zeros((paths.graph.num_nodes(), x.shape[1]), dtype=x.dtype, device=x.device)
-    if x.device.type == "cpu" and x.dtype == acc and cpu_jit.enabled() and rows.numel() >= cpu_jit.MIN_WORK:
+    if x.device.type == "cpu" and x.dtype == acc and jit_runtime.enabled() and rows.numel() >= jit_runtime.MIN_WORK:
         # scale and scatter the rows in one compiled pass
-        cpu_jit.scatter_rows(out.numpy(), rows.numpy(), out_c.numpy(), None if row_s is None else row_s.view(-1).numpy())
+        scatter_rows(out.numpy(), rows.numpy(), out_c.numpy(), None if row_s is None else row_s.view(-1).numpy())
         return out
     if row_s is not None:
         out_c.mul_(row_s)
@@ -74,8 +74,9 @@ def _compact_spmm(paths: Paths, depth, direction, x, row_scale, col_scale, scale
 
 
 def _compiled_rows_ok(x, *scales) -> bool:
-    """Whether ``cpu_jit.rows_spmm`` can aggregate ``x`` (CPU, float32/64, no autograd recording)."""
-    return (cpu_jit.enabled() and x.device.type == "cpu" and x.dim() == 2 and x.dtype in (torch.float32, torch.float64)
+    """Whether ``rows_spmm`` can aggregate ``x`` (CPU, float32/64, no autograd recording)."""
+    return (jit_runtime.enabled() and x.device.type == "cpu" and x.dim() == 2
+            and x.dtype in (torch.float32, torch.float64)
             and not (torch.is_grad_enabled() and x.requires_grad)
             and all(s is None or (s.dtype == x.dtype and s.is_contiguous()) for s in scales))
 
@@ -94,7 +95,7 @@ def path_aggregate(agg: Aggregation, paths: Paths, depth: int, direction: str, x
         # scatter); 0.23 vs 0.52 ms on Amazon-CS's backward right after a large product here
         indptr, cols = paths.row_csr(depth, direction)
         out = torch.empty((indptr.numel() - 1, x.shape[1]), dtype=x.dtype)
-        cpu_jit.rows_spmm(indptr.numpy(), cols.numpy(), x.contiguous().numpy(),
+        rows_spmm(indptr.numpy(), cols.numpy(), x.contiguous().numpy(),
                           None if col_scale is None else col_scale.numpy(),
                           None if row_scale is None else row_scale.numpy(), out.numpy())
         return out, None
@@ -113,16 +114,16 @@ class LayerPlan(AggregationPlan):
         self.session, self.layer = session, layer
 
     @property
-    def forward_depth(self) -> Optional[int]:
+    def forward_depth(self) -> int | None:
         return self.session.forward_depth(self.layer)
 
-    def rows(self, depth: int) -> Optional[torch.Tensor]:
+    def rows(self, depth: int) -> torch.Tensor | None:
         """Node ids whose rows must be computed at ``depth``, or None when restricting to them would
         not pay (the frontier holds most of the nodes): then compute every row."""
         rows = self.session.paths.rows(depth)
         return rows if rows.numel() <= MAX_ROW_FRACTION * self.session.paths.graph.num_nodes() else None
 
-    def backward_rows(self, offset: int) -> Optional[torch.Tensor]:
+    def backward_rows(self, offset: int) -> torch.Tensor | None:
         """Rows where the gradient reaching a dense product of this layer can be nonzero: N^d with
         d = (aggregations after this layer's) + ``offset`` (see ``dgl_accel.core.dense``)."""
         return self.rows(max(0, self.session.calls - self.layer) + offset)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Optional
 
 import dgl
 import torch
@@ -73,7 +72,7 @@ def _checked(graph, train_idx):
 _VALIDATED: dict = {}
 
 
-def _tensor_version(t) -> Optional[int]:
+def _tensor_version(t) -> int | None:
     try:
         return t._version
     except RuntimeError:  # inference-mode tensors keep no version counter: never remembered
@@ -109,7 +108,7 @@ def prepare(graph, train_idx) -> Paths:
 class Session:
     """Per-block state: counts aggregations of one training step to know each one's depth."""
 
-    def __init__(self, graph, train_idx, restrict_forward: bool, num_layers: Optional[int]):
+    def __init__(self, graph, train_idx, restrict_forward: bool, num_layers: int | None):
         self.graph = graph
         self._idx, self._key = _checked(graph, train_idx)
         self._sid = structure_id(graph)
@@ -123,7 +122,7 @@ class Session:
     def paths(self) -> Paths:
         return _cached_paths(self.graph, self._idx, self._key)  # rebuilt if the graph was mutated
 
-    def on_forward(self, graph) -> Optional[int]:
+    def on_forward(self, graph) -> int | None:
         """The 1-based index of this aggregation in the step, or None if it runs all-active."""
         if not torch.is_grad_enabled() or not self._same_structure(graph):
             return None
@@ -146,7 +145,7 @@ class Session:
         sizes = (graph.num_src_nodes(), graph.num_dst_nodes(), graph.num_edges())
         return sizes == self._sizes and structure_id(graph) == self._sid
 
-    def forward_depth(self, layer: int) -> Optional[int]:
+    def forward_depth(self, layer: int) -> int | None:
         """Frontier depth whose rows the forward of aggregation ``layer`` must compute, if known."""
         if not self.restrict_forward or self.num_layers is None:
             return None
@@ -162,7 +161,7 @@ def active_session():
     return stack[-1] if stack else None
 
 
-def begin_layer(graph) -> Optional[LayerPlan]:
+def begin_layer(graph) -> LayerPlan | None:
     """Register one aggregation over ``graph`` with the active session (None: run all-active)."""
     session = active_session()
     if session is None:
@@ -172,8 +171,8 @@ def begin_layer(graph) -> Optional[LayerPlan]:
 
 
 @contextlib.contextmanager
-def open_session(graph, train_idx, *, restrict_forward: bool = False, num_layers: Optional[int] = None,
-                 model: Optional[torch.nn.Module] = None):
+def open_session(graph, train_idx, *, restrict_forward: bool = False, num_layers: int | None = None,
+                 model: torch.nn.Module | None = None):
     """Make a session for ``graph`` and ``train_idx`` the active one inside the block; the public
     ``dgl_accel.execution_paths`` adds the switch of DGL's message passing around it."""
     if num_layers is not None and (not isinstance(num_layers, int) or num_layers < 1):

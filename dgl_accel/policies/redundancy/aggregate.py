@@ -14,8 +14,6 @@ read earlier rows, so each round is one vectorised gather (forward) / scatter-ad
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from ...core.aggregation.function import aggregate as aggregate_core
@@ -80,7 +78,7 @@ def _scales(plan, norm, reduce, device, acc):
     return degree_scales(lambda: plan.out_degrees.to(device), lambda: plan.in_degrees.to(device), norm, reduce, acc)
 
 
-def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: Optional[str] = None) -> torch.Tensor:
+def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: str | None = None) -> torch.Tensor:
     """Equals ``dgl_accel.functional.gspmm(g, "copy_u", reduce, feat, norm=norm)`` on the planned graph g."""
     _check(plan, feat, reduce, norm)
     norm = "none" if norm is None else norm

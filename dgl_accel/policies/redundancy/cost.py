@@ -18,7 +18,7 @@ training with this package; 3 is the default to match the paper.  It pays when
     aggregations_per_layer * L * (T0 - T1) > transform_seconds.
 
 Default constants (seconds per element): CPU from the development machine (2 cores, DGL's native
-SpMM under dgl_accel.ops.gspmm, F = 256, GraphSAINT walk subgraphs of amazon_cs / Cornell5 /
+SpMM under dgl_accel.functional.gspmm, F = 256, GraphSAINT walk subgraphs of amazon_cs / Cornell5 /
 Slashdot, minimum of 25 interleaved repeats under heavy background load, so indicative): one
 aggregation of 171k edges took 1.7 ms (t_edge ~ 4e-11) and 3 rounds of 3.9k pre-adds 0.86 ms
 (t_pair ~ 8e-10 including round overheads).  DGL's CPU SpMM is so cheap per edge that the
@@ -30,7 +30,6 @@ Pass ``constants=`` to use your own measurements.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
 
 __all__ = ["GainEstimate", "CostConstants", "DEFAULT_CONSTANTS", "predicts_gain", "per_aggregation_seconds"]
 
@@ -75,7 +74,7 @@ def _stats(plan_or_stats) -> dict:
 
 
 def per_aggregation_seconds(stats: dict, feat_dim: int, device: str = "cpu",
-                            constants: Optional[CostConstants] = None) -> tuple:
+                            constants: CostConstants | None = None) -> tuple:
     """(original, rewritten) modelled seconds of one aggregation."""
     c = constants or DEFAULT_CONSTANTS["cuda" if str(device).startswith("cuda") else "cpu"]
     t0 = feat_dim * c.t_edge * stats["edges"]
@@ -84,9 +83,9 @@ def per_aggregation_seconds(stats: dict, feat_dim: int, device: str = "cpu",
     return t0, t1
 
 
-def predicts_gain(plan_or_stats: Union[dict, object], feat_dim: int, num_layers: int, *,
+def predicts_gain(plan_or_stats: dict | object, feat_dim: int, num_layers: int, *,
                   aggregations_per_layer: int = 3, device: str = "cpu",
-                  constants: Optional[CostConstants] = None, include_transform: bool = True) -> GainEstimate:
+                  constants: CostConstants | None = None, include_transform: bool = True) -> GainEstimate:
     """Whether ``aggregations_per_layer * num_layers`` aggregations through the plan save more than
     the transform cost (``include_transform=False``: whether one aggregation is cheaper, i.e. the
     transform is already paid).  Truthy when it pays."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Iterator, Union
+from collections.abc import Iterator
 
 from ...core import backend
 from ...graph.structure import cached, structure_id
@@ -36,7 +36,7 @@ __all__ = ["attach", "detach", "attached_plan", "use_redundancy", "set_mode", "g
 
 MODES = ("auto", True, False)
 _lock = threading.Lock()
-_by_graph: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # g -> (index ref, plan)
+_by_graph: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # g -> (index ref, plan)
 _by_structure: dict = {}  # structure_id -> (graph ref, index ref, plan)
 _state = {"mode": "auto", "auto_build": False, "num_layers": 2, "aggregations_per_layer": 3,
           "theta": 2, "rounds": 3, "routed": 0}
@@ -56,7 +56,8 @@ def _sizes(g):
 def attach(g, plan) -> None:
     """Let aggregations on ``g`` run through ``plan`` (built by reduce_redundancy for this graph)."""
     if not isinstance(plan, RedundancyPlan):
-        raise ValueError(f"expected a RedundancyPlan (got {type(plan).__name__}). Fix: attach(g, reduce_redundancy(g)).")
+        raise ValueError(f"expected a RedundancyPlan (got {type(plan).__name__}). "
+                         f"Fix: attach(g, reduce_redundancy(g)).")
     if _sizes(g) != (plan.num_src, plan.num_dst, plan.num_edges):
         raise ValueError(f"expected the graph the plan was built for: (src, dst, edges) = "
                          f"{(plan.num_src, plan.num_dst, plan.num_edges)} (got {_sizes(g)}). "
@@ -106,12 +107,12 @@ def get_mode():
     return _state["mode"]
 
 
-def set_mode(mode: Union[str, bool] = "auto") -> None:
+def set_mode(mode: str | bool = "auto") -> None:
     _state["mode"] = _check_mode(mode)
 
 
 @contextlib.contextmanager
-def use_redundancy(mode: Union[str, bool] = "auto", *, auto_build: bool = True, num_layers: int = 2,
+def use_redundancy(mode: str | bool = "auto", *, auto_build: bool = True, num_layers: int = 2,
                    aggregations_per_layer: int = 3, theta: int = 2, rounds: int = 3) -> Iterator[None]:
     """``with use_redundancy("auto"): train on sampled subgraphs`` -- see the module docstring."""
     _check_mode(mode)

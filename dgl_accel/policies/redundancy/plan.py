@@ -20,7 +20,6 @@ theta = 2 can improve gamma_add while leaving gamma_read unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 
@@ -117,6 +116,6 @@ class RedundancyPlan:
                                         self.pair_b.to(device))
         return self._on_device[key]
 
-    def aggregate(self, feat: torch.Tensor, reduce: str = "sum", norm: Optional[str] = None) -> torch.Tensor:
+    def aggregate(self, feat: torch.Tensor, reduce: str = "sum", norm: str | None = None) -> torch.Tensor:
         """sum / mean / GCN-normalised aggregation of ``feat`` through the plan (differentiable)."""
         return aggregate(self, feat, reduce=reduce, norm=norm)

@@ -22,7 +22,6 @@ budget is applied afterwards by keeping the best K.
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 import dgl
 import numpy as np
@@ -36,7 +35,7 @@ __all__ = ["greedy_match", "rewrite_round", "reduce_redundancy"]
 
 
 def greedy_match(u: np.ndarray, w: np.ndarray, count: np.ndarray, num_vertices: int,
-                 limit: Optional[int] = None) -> np.ndarray:
+                 limit: int | None = None) -> np.ndarray:
     """Indices into (u, w, count) of the greedy matching, heaviest first (at most ``limit``)."""
     if u.size == 0 or (limit is not None and limit <= 0):
         return np.zeros(0, dtype=np.int64)
@@ -116,7 +115,7 @@ def _check_args(g, theta, max_pair_nodes, rounds):
         raise ValueError(f"expected max_pair_nodes to be None or an int >= 0 (got {max_pair_nodes!r}).")
 
 
-def reduce_redundancy(g, *, theta: int = 2, max_pair_nodes: Optional[int] = None, rounds: int = 3,
+def reduce_redundancy(g, *, theta: int = 2, max_pair_nodes: int | None = None, rounds: int = 3,
                       work_budget: int = DEFAULT_WORK_BUDGET) -> RedundancyPlan:
     """Build GraphACT's redundancy-reduced aggregation plan for ``g`` (homogeneous graph or block, CPU).
 
@@ -153,7 +152,10 @@ def reduce_redundancy(g, *, theta: int = 2, max_pair_nodes: Optional[int] = None
                                       candidate_sources=pc.candidates, restricted=pc.restricted))
         if budget is not None:
             budget -= sel.size
-    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
+
+    def cat(xs):
+        return np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)
+
     order = np.lexsort((src, dst))  # CSR-friendly edge order for the rewritten block
     rewritten = dgl.create_block((torch.from_numpy(src[order]), torch.from_numpy(dst[order])),
                                  num_src_nodes=next_id, num_dst_nodes=num_dst, idtype=torch.int64)
