@@ -34,29 +34,39 @@ def _qualname(cls) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def swap(model: torch.nn.Module) -> SwapReport:
-    """Swap every module whose exact type is a supported ``dgl.nn`` layer; returns what changed."""
+def _checked(model) -> torch.nn.Module:
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"expected a torch.nn.Module (got {type(model).__name__}). Fix: pass your model object.")
-    report = SwapReport()
+    return model
+
+
+def _reclass(model: torch.nn.Module, mapping: dict, report: SwapReport) -> SwapReport:
+    """Give every module whose exact type is a key of ``mapping`` the mapped class, in place
+    (parameters, buffers and state_dict keys stay); user subclasses of a ``dgl.nn`` layer are kept."""
     for name, module in model.named_modules():
-        ours = SWAPS.get(type(module))
-        if ours is not None:
-            report.swapped.append((name, _qualname(type(module)), _qualname(ours)))
-            module.__class__ = ours
+        target = mapping.get(type(module))
+        if target is not None:
+            report.swapped.append((name, _qualname(type(module)), _qualname(target)))
+            module.__class__ = target
         elif isinstance(module, tuple(SWAPS)) and type(module) not in SWAPS.values():
             # A user subclass may override forward itself; changing its class would drop that.
             report.kept.append((name, f"{_qualname(type(module))} subclasses a dgl.nn layer"))
     return report
 
 
+def swap(model: torch.nn.Module) -> SwapReport:
+    """Swap every module whose exact type is a supported ``dgl.nn`` layer; returns what changed.
+
+    >>> import dgl.nn, torch
+    >>> model = torch.nn.Sequential(dgl.nn.GraphConv(4, 4), torch.nn.ReLU())
+    >>> swap(model).swapped
+    [('0', 'dgl.nn.pytorch.conv.graphconv.GraphConv', 'dgl_accel.nn.graphconv.GraphConv')]
+    >>> unswap(model).swapped[0][2]
+    'dgl.nn.pytorch.conv.graphconv.GraphConv'
+    """
+    return _reclass(_checked(model), SWAPS, SwapReport())
+
+
 def unswap(model: torch.nn.Module) -> SwapReport:
     """Give swapped modules their ``dgl.nn`` class back."""
-    back = {ours: theirs for theirs, ours in SWAPS.items()}
-    report = SwapReport()
-    for name, module in model.named_modules():
-        theirs = back.get(type(module))
-        if theirs is not None:
-            report.swapped.append((name, _qualname(type(module)), _qualname(theirs)))
-            module.__class__ = theirs
-    return report
+    return _reclass(_checked(model), {ours: theirs for theirs, ours in SWAPS.items()}, SwapReport())
