@@ -170,6 +170,16 @@ def begin_layer(graph) -> LayerPlan | None:
     return None if layer is None else LayerPlan(session, layer)
 
 
+def note_unrouted(graph) -> None:
+    """Count an aggregation over ``graph`` that dgl-accel does not run (DGL's fallthrough, a UDF
+    reducer) in the active session's training step.  It runs all-active with DGL's own backward,
+    but it is an aggregation: every layer before it needs one more frontier in its backward, so
+    leaving it out of the count would make those layers drop nonzero gradient rows."""
+    session = active_session()
+    if session is not None:
+        session.on_forward(graph)
+
+
 @contextlib.contextmanager
 def open_session(graph, train_idx, *, restrict_forward: bool = False, num_layers: int | None = None,
                  model: torch.nn.Module | None = None):
