@@ -17,20 +17,48 @@ from dgl import DGLError
 
 from ..core.csr import Structure
 
-__all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph"]
+__all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph", "is_relation_graph",
+           "is_supported_graph"]
 
 
-def check_graph(g) -> None:
-    """Raise ValueError unless ``g`` is a homogeneous graph or a block with one edge type."""
-    etypes = list(g.canonical_etypes)
+def is_relation_graph(g) -> bool:
+    """True for a uni-bipartite relation graph that is not a block: one edge type from one node type
+    to another (``hg[etype]`` of a heterograph, as ``dgl.nn.HeteroGraphConv`` passes it).  For
+    aggregation it is a block: rows = destination nodes, columns = source nodes."""
+    return (g.is_unibipartite and not g.is_block and len(g.canonical_etypes) == 1
+            and len(g.srctypes) == 1 and len(g.dsttypes) == 1)
+
+
+def is_supported_graph(g, *, relation: bool = False) -> bool:
+    """What :func:`check_graph` accepts (``relation=True``: the aggregation's wider set)."""
+    if len(g.canonical_etypes) != 1:
+        return False
     # A block has two node types ('_N' src and '_N' dst), so is_homogeneous is False for it.
-    ok = len(etypes) == 1 and (g.is_block or len(g.ntypes) == 1)
-    if not ok:
+    return g.is_block or len(g.ntypes) == 1 or (relation and is_relation_graph(g))
+
+
+def check_graph(g, *, relation: bool = False) -> None:
+    """Raise ValueError unless ``g`` is a homogeneous graph or a block with one edge type.
+
+    ``relation=True`` (the aggregation ops) also accepts a uni-bipartite relation graph
+    (:func:`is_relation_graph`).  The samplers, walks and policies keep the default: they need
+    one node set, which a relation between two node types does not have.
+    """
+    if is_supported_graph(g, relation=relation):
+        return
+    got = f"got node types {list(g.ntypes)} and edge types {list(g.canonical_etypes)}"
+    if relation:
         raise ValueError(
-            f"expected a homogeneous graph or block with one edge type (got node types "
-            f"{list(g.ntypes)} and edge types {etypes}). Fix: convert it first, e.g. "
-            f"dgl.to_homogeneous(g), or pass one relation's subgraph g[etype]."
-        )
+            f"expected a homogeneous graph or block with one edge type, or a relation graph with one edge "
+            f"type from one node type to another ({got}). Fix: pass one relation's subgraph g[etype] "
+            f"(as dgl.nn.HeteroGraphConv does), or convert with dgl.to_homogeneous(g).")
+    why = (" A relation between two node types works for aggregation (gspmm, the nn layers), not here: "
+           "this needs one node set." if is_relation_graph(g) else "")
+    raise ValueError(
+        f"expected a homogeneous graph or block with one edge type ({got}).{why} Fix: convert it first, "
+        f"e.g. dgl.to_homogeneous(g), or pass one relation g[etype] whose source and destination node "
+        f"types are the same."
+    )
 
 
 # ---------------------------------------------------------------------------------- cache
@@ -133,15 +161,17 @@ def _build(g, fmt: str) -> Structure:
     )
 
 
-def in_csr(g) -> Structure:
-    """In-edges grouped by destination: rows = dst nodes, ``indices`` = source ids."""
-    check_graph(g)  # fail fast even on a cache hit for a graph object that is now invalid
+def in_csr(g, *, relation: bool = False) -> Structure:
+    """In-edges grouped by destination: rows = dst nodes, ``indices`` = source ids.  ``relation=True``
+    also takes a uni-bipartite relation graph (for aggregation; see :func:`check_graph`)."""
+    check_graph(g, relation=relation)  # fail fast even on a cache hit for a graph object that is now invalid
     return cached(g, "in_csr", lambda h: _build(h, "csc"))
 
 
-def out_csr(g) -> Structure:
-    """Out-edges grouped by source: rows = src nodes, ``indices`` = destination ids."""
-    check_graph(g)
+def out_csr(g, *, relation: bool = False) -> Structure:
+    """Out-edges grouped by source: rows = src nodes, ``indices`` = destination ids (``relation``:
+    as in :func:`in_csr`)."""
+    check_graph(g, relation=relation)
     return cached(g, "out_csr", lambda h: _build(h, "csr"))
 
 

@@ -16,14 +16,15 @@ def graph_facts(graph):
     """(num_src, num_dst, num_edges, device) after checking the graph once per graph version: DGL's
     Python accessors cost microseconds each, which matters for small graphs called every layer."""
     def build(g):
-        check_graph(g)
+        check_graph(g, relation=True)
         return g.num_src_nodes(), g.num_dst_nodes(), g.num_edges(), g.device
 
     return cached(graph, "gspmm.facts", build)
 
 
 class DGLGraphViews(GraphViews):
-    """Views of ``graph`` (checked: homogeneous graph or one-relation block); cheap to build per call."""
+    """Views of ``graph`` (checked: homogeneous graph, one-relation block, or a uni-bipartite relation
+    graph ``hg[etype]``, which aggregates like a block); cheap to build per call."""
 
     def __init__(self, graph):
         self.graph = graph
@@ -35,13 +36,13 @@ class DGLGraphViews(GraphViews):
 
     @property
     def bipartite(self) -> bool:
-        return self.graph.is_block
+        return self.graph.is_block or self.graph.is_unibipartite  # a block, or a relation hg[etype]
 
     def cached(self, name, build):
         return cached(self.graph, name, lambda _: build())
 
     def csr(self, direction: str):
-        return in_csr(self.graph) if direction == "in" else out_csr(self.graph)
+        return in_csr(self.graph, relation=True) if direction == "in" else out_csr(self.graph, relation=True)
 
     def edges_by_id(self):
         return edges_by_id(self.graph)

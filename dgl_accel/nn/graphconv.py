@@ -5,8 +5,10 @@ The aggregation ``update_all(copy_u | u_mul_e, sum)`` and both degree normalisat
 one :func:`dgl_accel.functional.dense` (oneDNN on CPU float32).  Inside
 ``dgl_accel.execution_paths`` the dense backward keeps to the frontier's rows.  Inside
 ``dgl_accel.execution_paths(..., restrict_forward=True)`` the dense work is restricted too: the
-weight product runs only on the rows the loss can reach (receptive-field training).  Anything else
-(heterographs, DGL's own errors) goes to ``super().forward()`` unchanged.
+weight product runs only on the rows the loss can reach (receptive-field training).  Homogeneous
+graphs, blocks and uni-bipartite relation graphs ``hg[etype]`` (as ``dgl.nn.HeteroGraphConv`` passes
+them, with features ``(feat_src, feat_dst)``) run here; anything else (graphs with several
+relations, DGL's own errors) goes to ``super().forward()`` unchanged.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import torch.nn.functional as F
 from dgl.utils import expand_as_pair
 
 from ..functional import dense, gspmm, gspmm_rows
-from ..graph.structure import cached
+from ..graph.structure import cached, is_supported_graph
 from ..policies.exec_paths.session import begin_layer
 
 
@@ -36,7 +38,7 @@ def _has_zero_in_degree(graph) -> bool:
 
 class GraphConv(dgl.nn.GraphConv):
     def forward(self, graph, feat, weight=None, edge_weight=None):
-        if len(graph.canonical_etypes) != 1:
+        if not is_supported_graph(graph, relation=True):  # several relations: DGL's own handling
             return super().forward(graph, feat, weight=weight, edge_weight=edge_weight)
         if not self._allow_zero_in_degree and _has_zero_in_degree(graph):
             return super().forward(graph, feat, weight=weight, edge_weight=edge_weight)  # DGL's DGLError

@@ -2,7 +2,9 @@
 
 Our layers are subclasses that add no state, so swapping is a class change on the existing
 object: parameters, buffers, hooks and state_dict keys stay exactly as they were, and
-``load_state_dict`` works both ways.  ``unswap(model)`` reverses it.
+``load_state_dict`` works both ways.  ``unswap(model)`` reverses it.  Containers are walked through
+(``named_modules``), so the relation modules inside a ``dgl.nn.HeteroGraphConv`` are swapped one by
+one; the report lists every other ``dgl.nn`` module it left alone, with the reason.
 """
 from __future__ import annotations
 
@@ -40,22 +42,42 @@ def _checked(model) -> torch.nn.Module:
     return model
 
 
-def _reclass(model: torch.nn.Module, mapping: dict, report: SwapReport) -> SwapReport:
+def _why_kept(module: torch.nn.Module) -> str | None:
+    """Why ``swap`` leaves this module alone, or None if it is not a ``dgl.nn`` module (or already ours)."""
+    cls = type(module)
+    if cls in SWAPS.values():
+        return None  # already a dgl-accel layer: swap is idempotent
+    if isinstance(module, tuple(SWAPS)):
+        # A user subclass may override forward itself; changing its class would drop that.
+        return f"{_qualname(cls)} subclasses a dgl.nn layer"
+    if not cls.__module__.startswith("dgl.nn."):
+        return None
+    if isinstance(module, dgl.nn.HeteroGraphConv):
+        return ("HeteroGraphConv: a container, kept; its relation modules are swapped one by one "
+                "(listed under their own names)")
+    return (f"{cls.__name__}: no dgl-accel drop-in; its aggregation still runs on dgl-accel under "
+            f"enable() where supported")
+
+
+def _reclass(model: torch.nn.Module, mapping: dict, report: SwapReport, explain: bool) -> SwapReport:
     """Give every module whose exact type is a key of ``mapping`` the mapped class, in place
-    (parameters, buffers and state_dict keys stay); user subclasses of a ``dgl.nn`` layer are kept."""
+    (parameters, buffers and state_dict keys stay); user subclasses of a ``dgl.nn`` layer are kept.
+    ``explain``: list every other ``dgl.nn`` module in ``report.kept`` with the reason."""
     for name, module in model.named_modules():
         target = mapping.get(type(module))
         if target is not None:
             report.swapped.append((name, _qualname(type(module)), _qualname(target)))
             module.__class__ = target
-        elif isinstance(module, tuple(SWAPS)) and type(module) not in SWAPS.values():
-            # A user subclass may override forward itself; changing its class would drop that.
-            report.kept.append((name, f"{_qualname(type(module))} subclasses a dgl.nn layer"))
+            continue
+        why = _why_kept(module) if explain or isinstance(module, tuple(SWAPS)) else None
+        if why is not None:
+            report.kept.append((name, why))
     return report
 
 
 def swap(model: torch.nn.Module) -> SwapReport:
-    """Swap every module whose exact type is a supported ``dgl.nn`` layer; returns what changed.
+    """Swap every module whose exact type is a supported ``dgl.nn`` layer; returns what changed
+    (``swapped``) and every other ``dgl.nn`` module it left alone with the reason (``kept``).
 
     >>> import dgl.nn, torch
     >>> model = torch.nn.Sequential(dgl.nn.GraphConv(4, 4), torch.nn.ReLU())
@@ -64,9 +86,9 @@ def swap(model: torch.nn.Module) -> SwapReport:
     >>> unswap(model).swapped[0][2]
     'dgl.nn.pytorch.conv.graphconv.GraphConv'
     """
-    return _reclass(_checked(model), SWAPS, SwapReport())
+    return _reclass(_checked(model), SWAPS, SwapReport(), explain=True)
 
 
 def unswap(model: torch.nn.Module) -> SwapReport:
     """Give swapped modules their ``dgl.nn`` class back."""
-    return _reclass(_checked(model), {ours: theirs for theirs, ours in SWAPS.items()}, SwapReport())
+    return _reclass(_checked(model), {ours: theirs for theirs, ours in SWAPS.items()}, SwapReport(), explain=False)
