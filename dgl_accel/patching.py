@@ -4,7 +4,11 @@ Every built-in message passing in DGL (``g.update_all(fn.copy_u, fn.sum)``, ``dg
 ``dgl.ops.gspmm``, and so every ``dgl.nn`` module built on them) reaches one Python function,
 ``dgl.ops.spmm.gspmm``.  While enabled, that name (and its re-export ``dgl.ops.gspmm``) points to
 :func:`routed_gspmm`, which runs :func:`dgl_accel.functional.gspmm` for what we support and calls the
-original, unchanged, for everything else, counting the reason in ``dgl_accel.stats()``.
+original, unchanged, for everything else, counting the reason in ``dgl_accel.stats()``.  What DGL
+rejects is rejected first, with DGL's exception type (:mod:`dgl_accel.dgl_rules`), and every result
+has DGL's shape, so code written under ``enable()`` keeps working without it.  The message passing
+DGL runs itself (UDF message or reduce functions: ``dgl.core.message_passing`` is patched too) is
+counted there as well, and every aggregation DGL runs is reported to the execution-path session.
 Patching is reversible and idempotent; ``disable()`` puts back the exact original objects.
 
 :func:`execution_paths` lives here too: it opens an execution-path session (a policy) and switches
@@ -16,16 +20,19 @@ import contextlib
 import math
 import threading
 
+import dgl.core
 import dgl.ops
 import dgl.ops.spmm
 import torch
 
 from .core import backend
+from .dgl_rules import gspmm_out_shape
 from .functional import gspmm
 from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
-from .policies.exec_paths.session import open_session
+from .policies.exec_paths.session import note_unrouted, open_session
 
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
+ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported before any enable()
 _OPS = {"copy_lhs": "copy_u", "mul": "u_mul_e", "div": "u_mul_e"}  # DGL op -> ours (div: 1/w)
 _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "u_div_e",
           "add": "u_add_e", "sub": "u_sub_e"}  # DGL op -> the dgl.ops name users know
@@ -34,35 +41,53 @@ _FLOAT = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 _lock = threading.RLock()
 _depth = 0          # nesting of enabled() blocks
 _persistent = False  # enable() without a block
+_local = threading.local()  # .two_step: inside a message passing already counted as unrouted
 
 
-def _unsupported(g, op, reduce_op, lhs, rhs):
-    """Why this call must go to DGL unchanged, or None if dgl-accel runs it."""
+def _dgl_decides(g, op, lhs, rhs):
+    """Why DGL alone can judge this call (it runs unchanged, errors included), or None."""
     if g._graph.number_of_etypes() != 1 or not (g.is_block or len(g.ntypes) == 1):
         return "heterograph"
+    used = [t for t, use in ((lhs, op != "copy_rhs"), (rhs, op != "copy_lhs")) if use]
+    if not all(isinstance(t, torch.Tensor) and t.dim() >= 1 for t in used):
+        return "lhs dtype" if op != "copy_rhs" and not isinstance(lhs, torch.Tensor) else "rhs dtype"
+    if op == "sub" and rhs.dtype == torch.bool:
+        return "rhs dtype"  # DGL negates it first, and torch raises its own error
+    if any(t.device != g.device for t in used):
+        return "devices differ"  # DGL's device rules (pinned graphs, UVA) are its own
+    if torch.is_autocast_enabled() and len({t.dtype for t in used}) > 1:
+        return "autocast casts mixed dtypes"
+    return None
+
+
+def _unsupported(op, reduce_op, lhs, rhs):
+    """Why this call, valid for DGL, must go to DGL unchanged, or None if dgl-accel runs it."""
     if op not in _OPS:
         return f"op {op}" if op != "copy_rhs" else "edge-only op copy_e"
     if reduce_op not in ("sum", "mean"):
         return f"reduce {reduce_op}"
-    if not isinstance(lhs, torch.Tensor) or lhs.dtype not in _FLOAT or lhs.dim() < 1:
+    if lhs.dtype not in _FLOAT:
         return "lhs dtype"
     if op != "copy_lhs":
-        if not isinstance(rhs, torch.Tensor) or rhs.dtype not in _FLOAT:
+        if rhs.dtype not in _FLOAT:
             return "rhs dtype"
         if math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:]):
             return "broadcast shape"
-        if rhs.device != lhs.device:
-            return "devices differ"
-    if lhs.device != g.device:
-        return "devices differ"
     return None
 
 
 def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
-    """Drop-in for ``dgl.ops.spmm.gspmm(g, op, reduce_op, lhs_data, rhs_data)``."""
-    reason = _unsupported(g, op, reduce_op, lhs_data, rhs_data)
+    """Drop-in for ``dgl.ops.spmm.gspmm(g, op, reduce_op, lhs_data, rhs_data)``: DGL's rules
+    (``dgl_rules``: same exception type, same result shape), dgl-accel's kernels where supported."""
+    if getattr(_local, "two_step", 0):  # the reduce step of a message passing counted as a whole
+        return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
+    reason = _dgl_decides(g, op, lhs_data, rhs_data)
+    if reason is None:
+        out_shape = gspmm_out_shape(g, op, lhs_data, rhs_data)  # raises where DGL raises
+        reason = _unsupported(op, reduce_op, lhs_data, rhs_data)
     if reason is not None:
         backend.record_fallthrough(f"{_NAMES.get(op, op)}_{reduce_op}", reason)
+        note_unrouted(g)
         return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
     efeat = None
     if op != "copy_lhs":
@@ -70,13 +95,40 @@ def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
         efeat = rhs_data if per_feature else rhs_data.reshape(rhs_data.shape[0])  # [E, 1, 1]: one weight
         if op == "div":
             efeat = 1.0 / efeat  # DGL's own rewrite of div (backend/pytorch/sparse.py)
-    return gspmm(g, _OPS[op], reduce_op, lhs_data, efeat)
+    return gspmm(g, _OPS[op], reduce_op, lhs_data, efeat).reshape(out_shape)
+
+
+def _func_name(func) -> str:
+    return func.name if dgl.core.is_builtin(func) else "udf"
+
+
+def routed_message_passing(g, mfunc, rfunc, afunc):
+    """Drop-in for ``dgl.core.message_passing`` (every ``update_all``/``send_and_recv``/``pull``/
+    ``push``): a fused built-in pair reaches :func:`routed_gspmm`; any other (a UDF message or
+    reduce function, a message with no fused op) is DGL's own two-step message passing, counted
+    once here in ``stats()`` and reported to the execution-path session."""
+    if not dgl.core.is_builtin(rfunc):
+        reason = "udf reduce"
+    elif not dgl.core.is_builtin(mfunc):
+        reason = "udf message"
+    elif getattr(dgl.ops, f"{mfunc.name}_{rfunc.name}", None) is None:
+        reason = f"message {mfunc.name} has no fused op"
+    else:
+        return ORIGINAL_MESSAGE_PASSING(g, mfunc, rfunc, afunc)
+    backend.record_fallthrough(f"{_func_name(mfunc)}_{_func_name(rfunc)}", reason)
+    note_unrouted(g)
+    _local.two_step = getattr(_local, "two_step", 0) + 1
+    try:
+        return ORIGINAL_MESSAGE_PASSING(g, mfunc, rfunc, afunc)
+    finally:
+        _local.two_step -= 1
 
 
 def _apply(active: bool) -> None:
     target = routed_gspmm if active else ORIGINAL_GSPMM
     for module, name in _TARGETS:
         setattr(module, name, target)
+    dgl.core.message_passing = routed_message_passing if active else ORIGINAL_MESSAGE_PASSING
 
 
 def is_enabled() -> bool:
