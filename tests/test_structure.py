@@ -206,5 +206,12 @@ def test_heterograph_rejected():
             fn(hg)
     bipartite = dgl.heterograph({("user", "likes", "item"): ([0, 1], [0, 0])})
     with pytest.raises(ValueError, match="to_homogeneous"):
-        in_csr(bipartite)
+        in_csr(bipartite)  # samplers' default: one node set
+    for fn in (in_csr, out_csr):
+        with pytest.raises(ValueError, match=r"expected a homogeneous graph or block.*relation graph.*Fix:"):
+            fn(hg, relation=True)  # several relations: not even for aggregation
     assert cache_info()["graphs"] == 0
+    # the aggregation's view of a relation graph between two node types: rows = items, cols = users
+    csr = in_csr(bipartite, relation=True)
+    assert (csr.num_rows, csr.num_cols) == (1, 2) and csr.indptr.tolist() == [0, 2]
+    assert out_csr(bipartite, relation=True).indptr.tolist() == [0, 1, 2]
