@@ -57,6 +57,10 @@ class Paths:
             self._frontiers.append(nxt)
         return self._frontiers[k]
 
+    def outside(self, k: int) -> torch.Tensor:
+        """Node ids not in N^k (int64): where a gradient entering SG_k's backward must be 0."""
+        return self._get(("outside", k), lambda: (~self.frontier(k)).nonzero().flatten())
+
     def rows(self, k: int) -> torch.Tensor:
         """Node ids of N^k (int64)."""
         return self._get(("rows", k), lambda: self.frontier(k).nonzero().flatten())

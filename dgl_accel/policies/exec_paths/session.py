@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 import weakref
 
 import dgl
@@ -108,8 +109,10 @@ def prepare(graph, train_idx) -> Paths:
 class Session:
     """Per-block state: counts aggregations of one training step to know each one's depth."""
 
-    def __init__(self, graph, train_idx, restrict_forward: bool, num_layers: int | None):
+    def __init__(self, graph, train_idx, restrict_forward: bool, num_layers: int | None, strict: bool = False):
         self.graph = graph
+        self.strict = strict
+        self.warned = False
         self._idx, self._key = _checked(graph, train_idx)
         self._sid = structure_id(graph)
         self._sizes = (graph.num_src_nodes(), graph.num_dst_nodes(), graph.num_edges())
@@ -155,6 +158,36 @@ class Session:
         self.backward_seen = True
         return max(0, self.calls - layer)
 
+    def restricts(self, grad: torch.Tensor, depth: int, what: str) -> bool:
+        """Whether a backward op whose incoming gradient is ``grad`` (one row per node) may keep to
+        N^depth: only if that gradient is exactly 0 outside N^depth, which holds when the loss reads
+        only the training rows and everything between aggregations is row-wise.  Checked at every
+        restricted op (a gradient can also enter in the middle, e.g. a penalty on hidden
+        activations): otherwise this op runs in full (a warning, once per block), or raises with
+        ``strict=True``, and always raises under ``restrict_forward=True``, whose forward computed
+        the rows in question as 0."""
+        outside = self.paths.outside(depth)
+        if outside.numel() == 0 or grad.shape[0] != self._sizes[1]:
+            return outside.numel() == 0
+        if not bool(torch.count_nonzero(grad.index_select(0, outside))):
+            return True
+        problem = (f"expected the gradient reaching {what} to be 0 outside the {depth}-hop frontier of the "
+                   f"training nodes (got nonzero rows there: the loss, or a term added to it, reads rows "
+                   f"beyond train_idx)")
+        if self.restrict_forward:
+            raise RuntimeError(f"{problem}. With restrict_forward=True the forward pass computed those rows as "
+                               f"0, so the loss itself is wrong. Fix: compute the loss on out[train_idx] only, "
+                               f"or use restrict_forward=False.")
+        if self.strict:
+            raise ValueError(f"{problem}. Fix: compute the loss on out[train_idx] only, or drop strict=True to "
+                             f"let such steps run their backward in full.")
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"{problem}; those backward steps run in full, so gradients stay exact but the "
+                          f"execution paths save nothing there. Fix: compute the loss on out[train_idx] only.",
+                          RuntimeWarning, stacklevel=2)
+        return False
+
 
 def active_session():
     stack = getattr(_local, "stack", None)
@@ -182,7 +215,7 @@ def note_unrouted(graph) -> None:
 
 @contextlib.contextmanager
 def open_session(graph, train_idx, *, restrict_forward: bool = False, num_layers: int | None = None,
-                 model: torch.nn.Module | None = None):
+                 model: torch.nn.Module | None = None, strict: bool = False):
     """Make a session for ``graph`` and ``train_idx`` the active one inside the block; the public
     ``dgl_accel.execution_paths`` adds the switch of DGL's message passing around it."""
     if num_layers is not None and (not isinstance(num_layers, int) or num_layers < 1):
@@ -197,7 +230,7 @@ def open_session(graph, train_idx, *, restrict_forward: bool = False, num_layers
     stack = getattr(_local, "stack", None)
     if stack is None:
         stack = _local.stack = []
-    session = Session(graph, train_idx, restrict_forward, num_layers)  # bad input fails here
+    session = Session(graph, train_idx, restrict_forward, num_layers, strict)  # bad input fails here
     paths = session.paths  # build N^0 now, outside the timed step
     if session.num_layers is None:
         session.num_layers = paths.learned_layers
