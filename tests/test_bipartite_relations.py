@@ -311,7 +311,7 @@ def test_swap_report_lists_what_it_left_alone():
     model = torch.nn.ModuleDict({
         "rel": dgl.nn.HeteroGraphConv({"follows": dgl.nn.GraphConv(3, 3), "buys": dgl.nn.GATConv(3, 3, 2),
                                        "bought_by": MyConv(3, 3, "mean")}),
-        "gat": dgl.nn.GATConv(3, 3, 1),
+        "gat": dgl.nn.GATConv(3, 3, 1, residual=True),  # its inner dgl.nn Identity is not listed
         "lin": torch.nn.Linear(3, 3),
     })
     report = dgl_accel.nn.swap(model)

@@ -62,16 +62,21 @@ def _why_kept(module: torch.nn.Module) -> str | None:
 def _reclass(model: torch.nn.Module, mapping: dict, report: SwapReport, explain: bool) -> SwapReport:
     """Give every module whose exact type is a key of ``mapping`` the mapped class, in place
     (parameters, buffers and state_dict keys stay); user subclasses of a ``dgl.nn`` layer are kept.
-    ``explain``: list every other ``dgl.nn`` module in ``report.kept`` with the reason."""
+    ``explain``: list every other ``dgl.nn`` module in ``report.kept`` with the reason (not the
+    parts of a layer already listed, e.g. the ``Identity`` inside a kept ``GATConv``)."""
+    listed: list[str] = []  # layers whose inner modules are theirs, not the user's
     for name, module in model.named_modules():
         target = mapping.get(type(module))
         if target is not None:
             report.swapped.append((name, _qualname(type(module)), _qualname(target)))
             module.__class__ = target
+            listed.append(name + ".")
             continue
         why = _why_kept(module) if explain or isinstance(module, tuple(SWAPS)) else None
-        if why is not None:
+        if why is not None and not any(name.startswith(p) for p in listed):
             report.kept.append((name, why))
+            if not isinstance(module, dgl.nn.HeteroGraphConv):
+                listed.append(name + ".")
     return report
 
 
