@@ -13,6 +13,8 @@ Naming chain as for the sparse ops: :func:`linear` (launcher: oneDNN or torch) -
   backward-weights primitive was slower than MKL above ~20k rows here.
 * Inside ``dgl_accel.execution_paths`` the backward uses only the rows where the output gradient
   can be nonzero (a frontier N^d, known at backward time), ReLU mask and bias gradient included.
+* Double backward (``create_graph=True``): the backward is then recorded, so it runs in torch's
+  differentiable ops on every row (no scratch buffers, no ``out=``, no oneDNN); the same values.
 """
 from __future__ import annotations
 
@@ -100,6 +102,18 @@ def weight_grads(x: torch.Tensor, g: torch.Tensor, need_bias: bool):
     return x.t() @ g, (g.sum(0) if need_bias else None)
 
 
+def recorded_backward(x, weight, out, grad, need_x: bool, need_w: bool, need_b: bool):
+    """:class:`DenseFunction`'s gradients in differentiable torch ops, for ``create_graph=True``:
+    every row (the frontier restriction of an execution path is exact but skips nothing worth a
+    second code path here).  ``out`` (the ReLU output, or None) gives only the mask, whose
+    derivative is zero."""
+    g = grad if out is None else grad * (out > 0).to(grad.dtype)
+    grad_x = torch.matmul(g, weight.t()) if need_x else None
+    grad_w = torch.matmul(x.t(), g) if need_w else None
+    grad_b = g.sum(0) if need_b else None
+    return grad_x, grad_w, grad_b, None, None, None
+
+
 class DenseFunction(torch.autograd.Function):
     """``act(x @ weight + bias)`` (act: ReLU or none) whose backward, inside an execution-path
     session, keeps to the rows where the output gradient can be nonzero.
@@ -123,6 +137,8 @@ class DenseFunction(torch.autograd.Function):
     def backward(ctx, grad):
         x, weight, out = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        if torch.is_grad_enabled():  # create_graph=True: a backward that is itself differentiable
+            return recorded_backward(x, weight, out, grad, need_x, need_w, need_b)
         rows = None
         if ctx.plan is not None:
             rows = ctx.plan.backward_rows(ctx.offset)

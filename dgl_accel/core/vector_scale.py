@@ -46,7 +46,10 @@ class ScaleFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # d(alpha x)/dx = alpha: the same op on the gradient, on the same path.
+        # d(alpha x)/dx = alpha: the same op on the gradient, on the same path; under
+        # create_graph=True through the Function again, so it is differentiable to any order.
+        if torch.is_grad_enabled():
+            return ScaleFunction.apply(grad, ctx.alpha, ctx.path), None, None
         g = scale_forward(grad, ctx.alpha) if ctx.path == "triton" else scale_native(grad, ctx.alpha)
         return g, None, None
 

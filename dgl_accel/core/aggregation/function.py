@@ -4,6 +4,12 @@ Backward w.r.t. ``ufeat`` runs the same kernels on the transposed view (directed
 fine); backward w.r.t. ``efeat`` is an SDDMM over the edges.  ``deterministic``: two-phase combine
 on the Triton path (per-group partials, then an ordered segmented reduce), bit-identical across
 runs; otherwise atomics.  Defaults to ``torch.are_deterministic_algorithms_enabled()``.
+
+Double backward (``create_graph=True``): the backward is then itself recorded.  The input gradient
+is the op on the transposed plan (``plan.transpose()``, the full graph: exact for every plan), so
+it is differentiable in the output gradient and the edge weights to any order; the edge-weight
+gradient is the same SDDMM in torch ops.  Without ``create_graph`` the backward runs the plan's
+own (restricted, scratch-buffer) steps as before.
 """
 from __future__ import annotations
 
@@ -13,6 +19,20 @@ from .. import backend
 from .checks import check_features, check_options
 from .plan import FULL_GRAPH, Aggregation, AggregationPlan
 from .scales import acc_dtype
+
+
+def edge_grad_recorded(agg: Aggregation, src_side, dst_side, per_feat: bool, dtype) -> torch.Tensor:
+    """The edge-weight gradient s_u s_v x[u] g[v] (summed over features unless ``per_feat``) in
+    differentiable torch ops, edge-id order: the double-backward twin of ``agg.edge_grad``."""
+    acc = acc_dtype(src_side.dtype)
+    a, b = src_side.to(acc), dst_side.to(acc)
+    if agg.src_scale is not None:
+        a = a * agg.src_scale[:, None]
+    if agg.dst_scale is not None:
+        b = b * agg.dst_scale[:, None]
+    src, dst = agg.views.edges_by_id()
+    prod = a.index_select(0, src.long()) * b.index_select(0, dst.long())
+    return (prod if per_feat else prod.sum(1, keepdim=True)).to(dtype)
 
 
 class GSpMMFunction(torch.autograd.Function):
@@ -26,17 +46,33 @@ class GSpMMFunction(torch.autograd.Function):
     def backward(ctx, grad_out):
         ufeat, efeat = ctx.saved_tensors
         agg, plan = ctx.agg, ctx.plan
+        backend.record(f"{agg.op}_{agg.reduce}_backward", agg.path, grad_out.device)
         state = plan.backward_state(agg)
+        if torch.is_grad_enabled():  # create_graph=True: a backward that is itself differentiable
+            return GSpMMFunction.recorded_backward(ctx, agg, plan, ufeat, efeat, grad_out)
         grad_u = grad_e = used = None
         if ctx.needs_input_grad[2]:
             grad_u, used = plan.backward_input(agg, state, grad_out, efeat)
         if efeat is not None and ctx.needs_input_grad[3]:
             views, eids = plan.edge_grad_edges(agg, state, used)
-            grad_e = agg.edge_grad(views, ufeat, grad_out, efeat.shape[1] > 1, efeat.dtype)
+            src_side, dst_side = (grad_out, ufeat) if plan.transposed else (ufeat, grad_out)
+            grad_e = agg.edge_grad(views, src_side, dst_side, efeat.shape[1] > 1, efeat.dtype)
             if eids is not None:  # subgraph edges -> the full edge list; the others get exact zeros
                 full = grad_e.new_zeros((efeat.shape[0], grad_e.shape[1]))
                 full[eids] = grad_e
                 grad_e = full
+        return None, None, grad_u, grad_e
+
+    @staticmethod
+    def recorded_backward(ctx, agg, plan, ufeat, efeat, grad_out):
+        """The backward under ``create_graph``: the op on the transposed full graph (linear in
+        ``grad_out``, differentiable in it and ``efeat``) and the SDDMM in torch ops."""
+        grad_u = grad_e = None
+        if ctx.needs_input_grad[2]:
+            grad_u = GSpMMFunction.apply(agg, plan.transpose(), grad_out, efeat)
+        if efeat is not None and ctx.needs_input_grad[3]:
+            src_side, dst_side = (grad_out, ufeat) if plan.transposed else (ufeat, grad_out)
+            grad_e = edge_grad_recorded(agg, src_side, dst_side, efeat.shape[1] > 1, efeat.dtype)
         return None, None, grad_u, grad_e
 
 
@@ -65,7 +101,7 @@ def run_aggregation(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: tor
         deterministic = torch.are_deterministic_algorithms_enabled()
     src_scale, dst_scale = views.scales(norm, reduce, ufeat.dtype)  # full-graph degrees, always
     agg = Aggregation(views, path, group_size, bool(deterministic), src_scale, dst_scale,
-                      f"{norm}.{reduce}.{acc_dtype(ufeat.dtype)}")
+                      f"{norm}.{reduce}.{acc_dtype(ufeat.dtype)}", op, reduce)
     out = GSpMMFunction.apply(agg, FULL_GRAPH if plan is None else plan, x, w)
     return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
 

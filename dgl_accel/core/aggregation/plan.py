@@ -3,6 +3,8 @@
 The op core runs whatever plan it is handed and never asks who is active.  :data:`FULL_GRAPH`
 aggregates over the whole graph; policies above the core (``dgl_accel.policies.exec_paths``)
 subclass :class:`AggregationPlan` to restrict the forward or backward pass to an execution path.
+:data:`TRANSPOSED` is the full graph's transpose: the input gradient as an op of its own, which is
+what a differentiable (double) backward applies.
 """
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ from .native import native_edge_grad, native_spmm
 
 class Aggregation:
     """One call of the op, as the plan sees it: the graph, the path (``"triton"`` or ``"native"``),
-    group size, determinism and the degree scales, with the two primitives every plan builds on."""
+    group size, determinism and the degree scales, with the two primitives every plan builds on.
+    ``op``/``reduce`` name the call (``copy_u``/``u_mul_e``, ``sum``/``mean``) for the stats."""
 
-    __slots__ = ("views", "path", "gs", "deterministic", "src_scale", "dst_scale", "scale_key")
+    __slots__ = ("views", "path", "gs", "deterministic", "src_scale", "dst_scale", "scale_key", "op", "reduce")
 
     def __init__(self, views, path: str, gs: int | None, deterministic: bool, src_scale, dst_scale,
-                 scale_key: str):
+                 scale_key: str, op: str = "copy_u", reduce: str = "sum"):
         self.views, self.path, self.gs, self.deterministic = views, path, gs, deterministic
         self.src_scale, self.dst_scale, self.scale_key = src_scale, dst_scale, scale_key
+        self.op, self.reduce = op, reduce
 
     def spmm(self, direction: str, x, w, col_scale, row_scale, views=None) -> torch.Tensor:
         """One aggregation over ``views`` (default: the call's graph) in ``direction`` (``"in"``:
@@ -48,7 +52,16 @@ class AggregationPlan:
     is handed to them.  ``backward_input`` returns the input gradient and the views whose edges it
     used (None: the call's graph); ``edge_grad_edges`` returns the views to differentiate the edge
     weights on and, when they are a subgraph, the full-graph ids of their edges.
+
+    ``transposed``: the plan runs the op on the transpose (its input lives on the destinations);
+    ``transpose()``: the plan whose forward is this plan's input gradient, on the full graph (exact
+    for every plan: what a restricted plan skips is exactly zero), for double backward.
     """
+
+    transposed = False
+
+    def transpose(self) -> AggregationPlan:
+        return TRANSPOSED
 
     def forward(self, agg: Aggregation, x, w) -> torch.Tensor:
         return agg.spmm("in", x, w, agg.src_scale, agg.dst_scale)
@@ -65,4 +78,21 @@ class AggregationPlan:
         return (agg.views if used is None else used), None
 
 
+class TransposedPlan(AggregationPlan):
+    """The full graph's transpose: out[u] = src_scale[u] * sum over out-edges (v, e) of
+    dst_scale[v] * y[v] (* w[e]); its input gradient is the forward op again."""
+
+    transposed = True
+
+    def transpose(self) -> AggregationPlan:
+        return FULL_GRAPH
+
+    def forward(self, agg: Aggregation, x, w) -> torch.Tensor:
+        return agg.spmm("out", x, w, agg.dst_scale, agg.src_scale)
+
+    def backward_input(self, agg: Aggregation, state, grad, w):
+        return agg.spmm("in", grad, w, agg.src_scale, agg.dst_scale), None
+
+
 FULL_GRAPH = AggregationPlan()
+TRANSPOSED = TransposedPlan()
