@@ -156,7 +156,8 @@ class LayerPlan(AggregationPlan):
 class RowsSpMMFunction(torch.autograd.Function):
     """``copy_u``/sum aggregation (with the degree scales) computed only for the rows of frontier
     N^depth: returns [|N^depth|, F], row i = node ``paths.rows(depth)[i]``.  Backward writes the
-    full input gradient through the reverse of the same edges (the only ones that touch those rows)."""
+    full input gradient through the reverse of the same edges (the only ones that touch those rows);
+    under ``create_graph=True`` it does so in differentiable torch ops (double backward)."""
 
     @staticmethod
     def forward(ctx, paths, depth, src_scale, row_scale, x):
@@ -165,7 +166,7 @@ class RowsSpMMFunction(torch.autograd.Function):
         out = dgl_kernels.spmm_sum(gidx, xs, None, rows.numel(), nnz)
         if row_scale is not None:
             out.mul_(row_scale)
-        ctx.rgidx, ctx.nnz, ctx.num_src = rgidx, nnz, x.shape[0]
+        ctx.gidx, ctx.rgidx, ctx.nnz, ctx.num_src = gidx, rgidx, nnz, x.shape[0]
         ctx.src_scale, ctx.row_scale = src_scale, row_scale
         return out
 
@@ -173,6 +174,11 @@ class RowsSpMMFunction(torch.autograd.Function):
     def backward(ctx, grad):
         if not ctx.needs_input_grad[4]:
             return None, None, None, None, None
+        if torch.is_grad_enabled():  # create_graph=True: the transpose in differentiable torch ops
+            src, dst, _ = ctx.gidx.edges(0)  # source node -> position in the rows of N^depth
+            g = grad * ctx.row_scale if ctx.row_scale is not None else grad
+            gx = grad.new_zeros((ctx.num_src, grad.shape[1])).index_add(0, src.long(), g.index_select(0, dst.long()))
+            return None, None, None, None, gx if ctx.src_scale is None else gx * ctx.src_scale[:, None]
         g = grad * ctx.row_scale if ctx.row_scale is not None else grad.contiguous()
         gx = dgl_kernels.spmm_sum(ctx.rgidx, g, None, ctx.num_src, ctx.nnz)
         if ctx.src_scale is not None:

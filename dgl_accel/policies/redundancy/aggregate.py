@@ -50,6 +50,12 @@ class PreAdd(torch.autograd.Function):
     def backward(ctx, grad_ext):
         pair_a, pair_b = ctx.saved_tensors
         n, bounds = ctx.n, ctx.bounds
+        if torch.is_grad_enabled():  # create_graph=True: the same transpose in out-of-place ops
+            g = grad_ext
+            for lo, hi in reversed(list(zip(bounds[:-1], bounds[1:]))):
+                gp = g[n + lo:n + hi]  # read before the adds, which only reach rows < n + lo
+                g = g.index_add(0, pair_a[lo:hi], gp).index_add(0, pair_b[lo:hi], gp)
+            return g[:n], None, None, None
         g = grad_ext.clone()  # accumulated in place: pair gradients flow into their inputs
         for lo, hi in reversed(list(zip(bounds[:-1], bounds[1:]))):
             gp, earlier = g[n + lo:n + hi], g[:n + lo]  # disjoint views: inputs precede the pairs
