@@ -70,7 +70,10 @@ class NeighborSampler(CallSeeds, BlockSampler):
     before choosing; here a node whose chosen edges include excluded ones ends up with fewer than
     ``fanout`` edges.)
 
-    Seed nodes must be unique, as for DGL's sampler (the DataLoader guarantees it).
+    Duplicated seed nodes are kept, as ``dgl.dataloading.NeighborSampler`` keeps them (the DataLoader
+    never passes any): each copy is its own destination node (``dstdata[NID]`` repeats it, and so does
+    the start of ``srcdata[NID]``) with its own in-edges; here both copies draw the same neighbours
+    (the choice is keyed by node id).  Pass ``torch.unique(seeds)`` for one row per node.
 
     >>> g = dgl.graph(([1, 2, 0], [0, 0, 1]))
     >>> input_nodes, output_nodes, blocks = NeighborSampler([1, 2], seed=0).sample_blocks(g, torch.tensor([0]))
