@@ -15,14 +15,17 @@ and 4 processes make the same updates and reach the same accuracy (up to float r
 
 Dataset: ``--dataset`` (default graphdata_coauthor_cs; falls back to the embedded synthetic graph
 when that dataset is not available).  Graphs without splits get a seeded 60/20/20 split.
-The last line on rank 0 is ``RESULT world=... test_acc=... seconds=...``.
+Rank 0 prints a line per epoch (loss; validation accuracy every 5 epochs) and a summary; its last
+line is ``RESULT world=... test_acc=... seconds=...``.
 """
 import argparse
+import contextlib
 import os
 import time
 import warnings
 
 import torch
+from progress import Progress  # examples/, next to this script
 
 from dgl_accel import data
 from dgl_accel import distributed as D
@@ -47,6 +50,13 @@ def load_graph(name: str, seed: int):
             m[ids] = True
             g.ndata[key] = m
     return g
+
+
+def with_progress(loader, phase, note):
+    """The loader's steps, with ``phase.step`` after each (a progress line at most every few seconds)."""
+    for step in loader:
+        yield step
+        phase.step(note)
 
 
 def main(argv=None):
@@ -75,7 +85,9 @@ def main(argv=None):
     dev = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
     log = print if rank == 0 else (lambda *a, **k: None)
 
-    g = load_graph(args.dataset, args.seed)
+    progress = Progress()
+    with progress.phase(f"load {args.dataset}") if rank == 0 else contextlib.nullcontext():
+        g = load_graph(args.dataset, args.seed)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     spgemm = D.PartitionedSpGEMM(g, c=args.c) if args.partitioned else None
     sampler = BulkNeighborSampler(fanouts, bulk=args.bulk, seed=args.seed, spgemm=spgemm)
@@ -92,14 +104,22 @@ def main(argv=None):
         f"steps/epoch={len(loader)} global batch={args.batch_size * args.minibatches_per_step}", flush=True)
 
     t0 = time.perf_counter()
-    for epoch in range(args.epochs):
-        loss = D.train_epoch(model, loader, opt, feat, label, dropout_seed=args.seed)
-        if rank == 0 and (epoch % 5 == 4 or epoch == args.epochs - 1):
-            val = D.evaluate(model, g, g.ndata["val_mask"], feat, label, len(fanouts))
-            log(f"epoch {epoch:3d} loss {loss:.4f} val_acc {val:.4f} ({time.perf_counter() - t0:.1f}s)", flush=True)
+    with progress.phase("train", total=args.epochs * len(loader)) if rank == 0 else contextlib.nullcontext() as phase:
+        for epoch in range(args.epochs):
+            steps = loader if rank != 0 else with_progress(loader, phase, f"epoch {epoch}")
+            loss = D.train_epoch(model, steps, opt, feat, label, dropout_seed=args.seed)
+            if rank == 0:
+                note = f"epoch {epoch:3d} loss {loss:.4f}"
+                if epoch % 5 == 4 or epoch == args.epochs - 1:
+                    note += f" val_acc {D.evaluate(model, g, g.ndata['val_mask'], feat, label, len(fanouts)):.4f}"
+                log(note, f"({time.perf_counter() - t0:.1f}s)", flush=True)
+                phase.note = note
     seconds = time.perf_counter() - t0
     if rank == 0:
-        test = D.evaluate(model, g, g.ndata["test_mask"], feat, label, len(fanouts))
+        with progress.phase("test (full-neighbourhood inference)") as phase:
+            test = D.evaluate(model, g, g.ndata["test_mask"], feat, label, len(fanouts))
+            phase.note = f"test_acc {test:.4f}"
+        progress.summary(f"GraphSAGE, world={world}, {args.epochs} epochs")
         log(f"RESULT world={world} partitioned={args.partitioned} c={args.c} test_acc={test:.4f} "
             f"seconds={seconds:.1f}", flush=True)
     if distributed:

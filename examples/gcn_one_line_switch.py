@@ -4,7 +4,7 @@
 
 Trains the same model twice from the same seed, once with ``dgl.nn.GraphConv`` and once with
 ``dgl_accel.nn.GraphConv`` (a subclass with the same parameters and state_dict keys), and prints
-accuracy and time for both.
+accuracy and time for both: progress lines while each trains, a summary at the end.
 """
 import argparse
 import time
@@ -13,6 +13,7 @@ import dgl
 import dgl.nn
 import torch
 import torch.nn.functional as F
+from progress import Progress  # examples/, next to this script
 
 import dgl_accel.nn
 from dgl_accel import data
@@ -33,7 +34,7 @@ def make_model(conv_cls, in_feats, hidden, classes):
     return GCN()
 
 
-def run(conv_cls, g, epochs, seed):
+def run(conv_cls, g, epochs, seed, phase):
     torch.manual_seed(seed)
     x, y = g.ndata["feat"], g.ndata["label"]
     model = make_model(conv_cls, x.shape[1], 16, int(y.max()) + 1)
@@ -45,6 +46,7 @@ def run(conv_cls, g, epochs, seed):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        phase.step(f"loss {loss.item():.4f}")
     model.eval()
     with torch.no_grad():
         pred = model(g, x).argmax(1)
@@ -58,11 +60,17 @@ def main():
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    g = dgl.add_self_loop(dgl.remove_self_loop(data.load(args.dataset)))
+    progress = Progress()
+    with progress.phase(f"load {args.dataset}") as phase:
+        g = dgl.add_self_loop(dgl.remove_self_loop(data.load(args.dataset)))
+        phase.note = f"{g.num_nodes()} nodes, {g.num_edges()} edges"
+    results = []
     for name, cls in (("dgl.nn.GraphConv", dgl.nn.GraphConv), ("dgl_accel.nn.GraphConv", dgl_accel.nn.GraphConv)):
-        acc, secs = run(cls, g, args.epochs, args.seed)
-        print(f"{name:24s} test accuracy {acc:.4f}  {args.epochs} epochs in {secs:.2f}s")
-
+        with progress.phase(f"train {name}", total=args.epochs) as phase:
+            acc, secs = run(cls, g, args.epochs, args.seed, phase)
+            phase.note = f"test accuracy {acc:.4f}"
+        results.append(f"{name:24s} test accuracy {acc:.4f}  {args.epochs} epochs in {secs:.2f}s")
+    progress.summary(f"GCN on {args.dataset}, one import switched", results)
 
 if __name__ == "__main__":
     main()

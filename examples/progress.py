@@ -53,8 +53,8 @@ class Progress:
     def summary(self, title: str, lines=()) -> None:
         print(f"== summary: {title}")
         for name, seconds, note in self.phases:
-            print(f"  {name:44s} {seconds:8.1f} s  {note}".rstrip())
+            print(f"  {name:48s} {seconds:8.1f} s  {note}".rstrip())
         total = sum(seconds for _, seconds, _ in self.phases)
-        print(f"  {'total':44s} {total:8.1f} s")
+        print(f"  {'total':48s} {total:8.1f} s")
         for line in lines:
             print(f"  {line}")

@@ -12,17 +12,18 @@ Trains the same 2-layer GCN three ways on one fixed split and prints test accura
   plain mean loss over the subgraph's training nodes (what DGL's SAINTSampler gives out of the box).
 
 The npz has no split, so a fixed random split (seed 0) is used: 20% train, 20% val, 60% test.
-Model selection: the epoch state with the best validation accuracy.
+Model selection: the epoch state with the best validation accuracy.  Progress lines while each
+phase runs (at most every few seconds), a summary at the end.
 """
 from __future__ import annotations
 
 import argparse
-import time
 
 import dgl
 import dgl.nn
 import torch
 import torch.nn.functional as F
+from progress import Progress  # examples/, next to this script
 
 from dgl_accel import data
 from dgl_accel.sampling import SAINTSampler
@@ -63,7 +64,7 @@ def evaluate(model, g, w_full):
     return [float((pred[m] == y[m]).float().mean()) for m in (g.ndata["val_mask"], g.ndata["test_mask"])]
 
 
-def best_of(model, g, w_full, step_fn, rounds, eval_every):
+def best_of(model, g, w_full, step_fn, rounds, eval_every, phase):
     """Run ``rounds`` of ``step_fn``; test accuracy at the best validation accuracy."""
     best = (-1.0, 0.0)
     for r in range(rounds):
@@ -72,10 +73,11 @@ def best_of(model, g, w_full, step_fn, rounds, eval_every):
         if (r + 1) % eval_every == 0:
             val, test = evaluate(model, g, w_full)
             best = max(best, (val, test))
+        phase.step(f"best val {best[0] * 100:.2f}" if best[0] >= 0 else "")
     return best
 
 
-def train_full(g, w_full, args):
+def train_full(g, w_full, args, progress):
     torch.manual_seed(args.seed)
     x, y, train = g.ndata["feat"], g.ndata["label"], g.ndata["train_mask"]
     model = GCN(x.shape[1], args.hidden, int(y.max()) + 1)
@@ -87,21 +89,23 @@ def train_full(g, w_full, args):
         loss.backward()
         opt.step()
 
-    return best_of(model, g, w_full, step, args.epochs, 10)
+    with progress.phase("full-graph GCN", total=args.epochs) as phase:
+        best = best_of(model, g, w_full, step, args.epochs, 10, phase)
+        phase.note = f"val {best[0] * 100:.2f}  test {best[1] * 100:.2f}"
+    return best
 
 
-def train_saint(g, w_full, args, normalize):
+def train_saint(g, w_full, args, normalize, progress):
     torch.manual_seed(args.seed)
     y = g.ndata["label"]
     model = GCN(g.ndata["feat"].shape[1], args.hidden, int(y.max()) + 1)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     sampler = SAINTSampler("walk", (args.roots, args.length), normalize=normalize, train_mask="train_mask",
                            seed=args.seed, prefetch_ndata=["feat", "label", "train_mask"])
-    t0 = time.perf_counter()
     if normalize:
-        norm = sampler.normalization(g)  # pre-sampling happens here, once
-        print(f"  normalisation: {norm.method}, {norm.num_presampled} pre-sampled subgraphs, "
-              f"{time.perf_counter() - t0:.1f} s")
+        with progress.phase("GraphSAINT pre-sampling for the normalisation") as phase:
+            norm = sampler.normalization(g)  # pre-sampling happens here, once
+            phase.note = f"{norm.method}, {norm.num_presampled} pre-sampled subgraphs"
     loader = iter(dgl.dataloading.DataLoader(g, torch.arange(args.iters), sampler))
 
     def step(_):
@@ -117,7 +121,11 @@ def train_saint(g, w_full, args, normalize):
         loss.backward()
         opt.step()
 
-    return best_of(model, g, w_full, step, args.iters, args.eval_every)
+    name = "GraphSAINT walk + normalisation" if normalize else "GraphSAINT walk, no normalisation"
+    with progress.phase(name, total=args.iters) as phase:
+        best = best_of(model, g, w_full, step, args.iters, args.eval_every, phase)
+        phase.note = f"val {best[0] * 100:.2f}  test {best[1] * 100:.2f}"
+    return best
 
 
 def main(argv=None):
@@ -133,7 +141,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
-    g = data.load(args.dataset)
+    progress = Progress()
+    with progress.phase(f"load {args.dataset}"):
+        g = data.load(args.dataset)
     if "train_mask" not in g.ndata:
         g.ndata["train_mask"], g.ndata["val_mask"], g.ndata["test_mask"] = split(g.num_nodes())
         print("no split in the dataset: fixed random split (seed 0) 20% / 20% / 60%")
@@ -142,18 +152,14 @@ def main(argv=None):
     print(f"{args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges (with self-loops), "
           f"{int(g.ndata['train_mask'].sum())} training nodes")
 
-    res = {}
-    for name, fn in (("full-graph GCN", lambda: train_full(g, w_full, args)),
-                     ("GraphSAINT walk + normalisation", lambda: train_saint(g, w_full, args, True)),
-                     ("GraphSAINT walk, no normalisation", lambda: train_saint(g, w_full, args, False))):
-        t0 = time.perf_counter()
-        val, test = fn()
-        res[name] = test
-        print(f"{name:36s} val {val * 100:.2f}  test {test * 100:.2f}  ({time.perf_counter() - t0:.1f} s)")
+    res = {"full-graph GCN": train_full(g, w_full, args, progress)[1],
+           "GraphSAINT walk + normalisation": train_saint(g, w_full, args, True, progress)[1],
+           "GraphSAINT walk, no normalisation": train_saint(g, w_full, args, False, progress)[1]}
     full = res["full-graph GCN"]
     norm, plain = res["GraphSAINT walk + normalisation"], res["GraphSAINT walk, no normalisation"]
-    print(f"test accuracy: full {full * 100:.2f}, SAINT+norm {norm * 100:.2f} (gap {(full - norm) * 100:+.2f} pts), "
-          f"SAINT without norm {plain * 100:.2f} (drop vs norm {(norm - plain) * 100:+.2f} pts)")
+    progress.summary(f"2-layer GCN on {args.dataset}", [
+        f"test accuracy: full {full * 100:.2f}, SAINT+norm {norm * 100:.2f} (gap {(full - norm) * 100:+.2f} pts), "
+        f"SAINT without norm {plain * 100:.2f} (drop vs norm {(norm - plain) * 100:+.2f} pts)"])
     return res
 
 
