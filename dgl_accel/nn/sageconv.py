@@ -2,7 +2,10 @@
 
 ``mean`` and ``gcn`` aggregate with copy_u/u_mul_e + sum/mean, which run on our paths; ``pool``'s
 max and ``lstm``'s UDF reducer go to DGL unchanged (``dgl_accel.stats()`` records the max
-fallthrough).  Parameters, state_dict keys and outputs are DGL's.
+fallthrough).  Parameters, state_dict keys and outputs are DGL's.  On a relation graph ``hg[etype]``
+between two node types (``dgl.nn.HeteroGraphConv``) the aggregation runs on DGL for now: ``enable()``
+routes homogeneous graphs and blocks (``stats()``: "fallthrough: heterograph"); the graph layer and
+``functional.gspmm`` already take such graphs (``graph.structure.is_supported_graph(g, relation=True)``).
 """
 import dgl.nn
 
