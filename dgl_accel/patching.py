@@ -169,7 +169,7 @@ def enabled():
 
 @contextlib.contextmanager
 def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_layers: int | None = None,
-                    model: torch.nn.Module | None = None):
+                    model: torch.nn.Module | None = None, strict: bool = False):
     """Run aggregations over ``graph`` on their execution paths inside the block (full-graph
     training on a fixed training set; see ``dgl_accel.policies.exec_paths`` for the method).
 
@@ -180,9 +180,15 @@ def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_lay
     ``restrict_forward=True`` also computes each aggregation's output only on the rows the loss can
     reach (``num_layers=`` or learned from the first step); ``model=`` rejects row-mixing layers
     up front.  DGL's own message passing is routed through dgl-accel for the block
-    (``dgl_accel.enabled()``), so unmodified ``dgl.nn`` layers take part too.
+    (``dgl_accel.enabled()``), so unmodified ``dgl.nn`` layers take part too; aggregations DGL runs
+    itself (unsupported ops, UDF reducers) are counted, so the others keep their depths.
+
+    Gradients equal plain DGL training for any loss: a backward step keeps to its frontier only
+    where its incoming gradient is 0 outside it, and runs in full otherwise (one warning); with
+    ``strict=True`` that raises instead, and with ``restrict_forward=True`` it always raises (the
+    forward computed those rows as 0).
     """
     with open_session(graph, train_idx, restrict_forward=restrict_forward, num_layers=num_layers,
-                      model=model) as session:
+                      model=model, strict=strict) as session:
         with enabled():
             yield session

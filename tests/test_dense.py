@@ -53,7 +53,7 @@ class _Plan:
     def __init__(self, rows):
         self._rows = rows
 
-    def backward_rows(self, offset):
+    def backward_rows(self, offset, grad):
         return self._rows
 
 

@@ -118,7 +118,7 @@ class DenseFunction(torch.autograd.Function):
     """``act(x @ weight + bias)`` (act: ReLU or none) whose backward, inside an execution-path
     session, keeps to the rows where the output gradient can be nonzero.
 
-    ``plan`` (None, or an execution-path plan with ``backward_rows(offset)``) and ``offset`` locate
+    ``plan`` (None, or an execution-path plan with ``backward_rows(offset, grad)``) and ``offset`` locate
     the product in the step: the gradient reaching it is exactly zero outside N^d with
     d = (aggregations after this layer's) + ``offset`` (1 when the product feeds the layer's
     aggregation, weight first; 0 when it follows it).  So
@@ -141,7 +141,7 @@ class DenseFunction(torch.autograd.Function):
             return recorded_backward(x, weight, out, grad, need_x, need_w, need_b)
         rows = None
         if ctx.plan is not None:
-            rows = ctx.plan.backward_rows(ctx.offset)
+            rows = ctx.plan.backward_rows(ctx.offset, grad)
         threshold = torch.ops.aten.threshold_backward.grad_input
         if rows is None:
             g = threshold(grad, out, 0, grad_input=_scratch_or_new("dense.g", grad.shape, grad)) if ctx.relu else grad

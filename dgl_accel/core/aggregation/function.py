@@ -47,7 +47,7 @@ class GSpMMFunction(torch.autograd.Function):
         ufeat, efeat = ctx.saved_tensors
         agg, plan = ctx.agg, ctx.plan
         backend.record(f"{agg.op}_{agg.reduce}_backward", agg.path, grad_out.device)
-        state = plan.backward_state(agg)
+        state = plan.backward_state(agg, grad_out)
         if torch.is_grad_enabled():  # create_graph=True: a backward that is itself differentiable
             return GSpMMFunction.recorded_backward(ctx, agg, plan, ufeat, efeat, grad_out)
         grad_u = grad_e = used = None

@@ -48,8 +48,8 @@ class Aggregation:
 class AggregationPlan:
     """The full-graph plan; subclasses override any step.
 
-    ``backward_state`` runs once per backward, before the other two backward steps, and its result
-    is handed to them.  ``backward_input`` returns the input gradient and the views whose edges it
+    ``backward_state`` runs once per backward with the output gradient, before the other two
+    backward steps, and its result is handed to them.  ``backward_input`` returns the input gradient and the views whose edges it
     used (None: the call's graph); ``edge_grad_edges`` returns the views to differentiate the edge
     weights on and, when they are a subgraph, the full-graph ids of their edges.
 
@@ -66,7 +66,7 @@ class AggregationPlan:
     def forward(self, agg: Aggregation, x, w) -> torch.Tensor:
         return agg.spmm("in", x, w, agg.src_scale, agg.dst_scale)
 
-    def backward_state(self, agg: Aggregation):
+    def backward_state(self, agg: Aggregation, grad):
         return None
 
     def backward_input(self, agg: Aggregation, state, grad, w):

@@ -123,10 +123,15 @@ class LayerPlan(AggregationPlan):
         rows = self.session.paths.rows(depth)
         return rows if rows.numel() <= MAX_ROW_FRACTION * self.session.paths.graph.num_nodes() else None
 
-    def backward_rows(self, offset: int) -> torch.Tensor | None:
+    def backward_rows(self, offset: int, grad: torch.Tensor) -> torch.Tensor | None:
         """Rows where the gradient reaching a dense product of this layer can be nonzero: N^d with
-        d = (aggregations after this layer's) + ``offset`` (see ``dgl_accel.core.dense``)."""
-        return self.rows(max(0, self.session.calls - self.layer) + offset)
+        d = (aggregations after this layer's) + ``offset`` (see ``dgl_accel.core.dense``); None (all
+        rows) where that would not pay or where ``grad`` is not 0 outside them (Session.restricts)."""
+        depth = max(0, self.session.calls - self.layer) + offset
+        rows = self.rows(depth)
+        if rows is None or not self.session.restricts(grad, depth, f"the dense product of layer {self.layer}"):
+            return None
+        return rows
 
     # ------------------------------------------------------------------ AggregationPlan
     def forward(self, agg, x, w):
@@ -137,15 +142,24 @@ class LayerPlan(AggregationPlan):
         # (or, where the path holds most edges, computed anyway).
         return path_aggregate(agg, self.session.paths, depth, "in", x, w, agg.dst_scale, agg.src_scale)[0]
 
-    def backward_state(self, agg):
-        return self.session.backward_depth(self.layer)
+    def backward_state(self, agg, grad):
+        """The frontier depth of this backward, or None where it runs in full: SG_depth holds most
+        edges, or the output gradient is not 0 outside N^depth (Session.restricts)."""
+        depth = self.session.backward_depth(self.layer)
+        if not self.session.paths.worthwhile(depth):
+            return None
+        return depth if self.session.restricts(grad, depth, f"aggregation {self.layer}") else None
 
     def backward_input(self, agg, depth, grad, w):
+        if depth is None:
+            return agg.spmm("out", grad, w, agg.dst_scale, agg.src_scale), None
         # grad is exactly 0 outside N^depth, so only the in-edges of N^depth (SG_depth) contribute.
         return path_aggregate(agg, self.session.paths, depth, "out", grad, w, agg.src_scale, agg.dst_scale)
 
     def edge_grad_edges(self, agg, depth, used):
         paths = self.session.paths
+        if depth is None:
+            return agg.views, None
         if used is None or used is agg.views:
             if not paths.worthwhile(depth):
                 return agg.views, None
