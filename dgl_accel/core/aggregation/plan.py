@@ -49,9 +49,10 @@ class AggregationPlan:
     """The full-graph plan; subclasses override any step.
 
     ``backward_state`` runs once per backward with the output gradient, before the other two
-    backward steps, and its result is handed to them.  ``backward_input`` returns the input gradient and the views whose edges it
-    used (None: the call's graph); ``edge_grad_edges`` returns the views to differentiate the edge
-    weights on and, when they are a subgraph, the full-graph ids of their edges.
+    backward steps, and its result is handed to them.  ``backward_input`` returns the input
+    gradient and the views whose edges it used (None: the call's graph); ``edge_grad_edges``
+    returns the views to differentiate the edge weights on and, when they are a subgraph, the
+    full-graph ids of their edges.
 
     ``transposed``: the plan runs the op on the transpose (its input lives on the destinations);
     ``transpose()``: the plan whose forward is this plan's input gradient, on the full graph (exact
