@@ -329,3 +329,20 @@ def test_swap_report_lists_what_it_left_alone():
     back = dgl_accel.nn.unswap(model)
     assert [r[0] for r in back.swapped] == ["rel.mods.follows"] and dict(back.kept) == {
         "rel.mods.bought_by": kept["rel.mods.bought_by"]}
+
+
+@pytest.mark.parametrize("mode", ["auto", True])
+def test_redundancy_plans_on_a_relation_graph_match_dgl(mode):
+    """GraphACT's rewrite plans a relation graph like a block; through a plan, the swapped layer
+    still gives DGL's output and gradients."""
+    from dgl_accel.policies.redundancy import reduce_redundancy, use_redundancy
+
+    g = _relation(num_src=30, num_dst=20, num_edges=200, seed=4)
+    plan = reduce_redundancy(g)
+    assert plan.num_src == 30 and plan.num_dst == 20
+    x = torch.randn(30, 6, requires_grad=True)
+    want = gspmm(g, "copy_u", "sum", x, norm="both")
+    with use_redundancy(mode):
+        got = gspmm(g, "copy_u", "sum", x, norm="both")
+    assert_close(got, want)
+    assert_close(*(torch.autograd.grad(o.square().sum(), x)[0] for o in (got, want)))

@@ -102,7 +102,7 @@ def _check_args(g, theta, max_pair_nodes, rounds):
     if not isinstance(g, dgl.DGLGraph):
         raise ValueError(f"expected a dgl.DGLGraph or block (got {type(g).__name__}). "
                          f"Fix: build one with dgl.graph((src, dst)).")
-    check_graph(g)
+    check_graph(g, relation=True)  # a relation graph aggregates like a block
     if g.device.type != "cpu":
         raise ValueError(f"expected a graph on the CPU (got {g.device}). Fix: reduce_redundancy(g.cpu()); "
                          f"the plan moves itself to the features' device in aggregate().")
