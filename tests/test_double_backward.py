@@ -55,8 +55,9 @@ def test_gspmm_gradgradcheck(path, op, weights, reduce, norm):
     def f(x, w=None):
         return gspmm(g, op, reduce, x, w, norm=norm)
 
-    assert gradcheck(f, inputs)
-    assert gradgradcheck(f, inputs)
+    fast = path == "triton"  # the interpreter: random projections; the native path checks every entry
+    assert gradcheck(f, inputs, fast_mode=fast)
+    assert gradgradcheck(f, inputs, fast_mode=fast)
     stats = dgl_accel.stats()
     assert stats[f"{op}_{reduce}"] == {_label(path): stats[f"{op}_{reduce}"][_label(path)]}
     assert stats[f"{op}_{reduce}_backward"][_label(path)] > 0  # backward calls are counted too
@@ -72,7 +73,7 @@ def test_gspmm_gradgradcheck_on_a_block(path, op, weights):
         def f(x, w=None, reduce=reduce, norm=norm):
             return gspmm(block, op, reduce, x, w, norm=norm)
 
-        assert gradgradcheck(f, inputs), (reduce, norm)
+        assert gradgradcheck(f, inputs, fast_mode=path == "triton"), (reduce, norm)
 
 
 def test_core_aggregate_gradgradcheck_without_dgl(path):
@@ -118,7 +119,7 @@ class _RowsPlan:
     def __init__(self, rows):
         self.rows = rows
 
-    def backward_rows(self, offset):
+    def backward_rows(self, offset, grad):
         return self.rows
 
 
