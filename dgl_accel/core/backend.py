@@ -135,7 +135,11 @@ def record_fallthrough(op: str, reason: str) -> None:
 
 
 def stats() -> dict:
-    """Calls per (op, path) since the last :func:`reset_stats`, e.g. ``{"scale": {"native-cpu": 3}}``."""
+    """Calls per (op, path) since the last :func:`reset_stats`, e.g. ``{"scale": {"native-cpu": 3}}``.
+
+    Calls handed to DGL are labelled ``"fallthrough: <reason>"``; while ``dgl_accel.enable()`` is on
+    that is every aggregation DGL runs itself, e.g. ``{"copy_u_udf": {"fallthrough: udf reduce": 1}}``
+    for SAGEConv's LSTM reducer (``dgl_accel.patching``)."""
     out: dict = {}
     with _lock:
         for (op, label), n in sorted(_stats.items()):
