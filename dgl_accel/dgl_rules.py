@@ -41,7 +41,13 @@ def _broadcast(op: str, lhs: tuple, rhs: tuple) -> tuple:
 
 def gspmm_out_shape(g, op: str, lhs, rhs) -> tuple:
     """The shape DGL's ``gspmm(g, op, reduce, lhs, rhs)`` returns on a one-edge-type graph, or a
-    :class:`DGLRuleError` where DGL raises.  Tensors on other devices are not judged here."""
+    :class:`DGLRuleError` where DGL raises.  Tensors on other devices are not judged here.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph(([0, 1], [1, 2]))
+    >>> gspmm_out_shape(g, "mul", torch.ones(3, 4), torch.ones(2, 1, 1))  # [E, 1, 1] weights: [N, 1, F]
+    (3, 1, 4)
+    """
     use_lhs, use_rhs = op != "copy_rhs", op != "copy_lhs"
     # DGL rewrites div as mul by 1.0 / rhs before any check: integer weights become floating point
     rhs_dtype = torch.result_type(rhs, 1.0) if op == "div" else rhs.dtype if use_rhs else None
