@@ -24,7 +24,7 @@ from .core.vector_scale import scale
 from .graph.dgl_kernels import ORIGINAL_GSPMM
 from .graph.views import DGLGraphViews
 from .policies.exec_paths.plan import LayerPlan, rows_aggregate, rows_path_applies
-from .policies.exec_paths.session import begin_layer
+from .policies.exec_paths.session import begin_layer, note_unrouted
 from .policies.redundancy.hook import plan_for as redundancy_plan_for
 
 __all__ = ["gspmm", "copy_u_sum", "gspmm_rows", "dense", "scale"]
@@ -75,6 +75,7 @@ def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor 
             return rplan.aggregate(ufeat, reduce=reduce, norm=norm)
     if reduce in ("max", "min"):
         backend.record_fallthrough(f"{op}_{reduce}", "max/min reduce runs DGL's gspmm")
+        note_unrouted(graph)  # an aggregation all the same: inside execution paths it counts as a layer
         return _dgl_fallthrough(graph, op, reduce, ufeat, efeat)
     # Inside dgl_accel.execution_paths(...): this aggregation's place in the training step.  A layer
     # that already registered itself (to restrict its own dense work) passes its plan.

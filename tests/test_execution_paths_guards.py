@@ -133,3 +133,37 @@ def test_restrict_forward_refuses_a_loss_beyond_the_training_rows(kind):
     with pytest.raises(RuntimeError, match="restrict_forward=True the forward pass computed those rows as 0"):
         for _ in range(2):  # the first step learns the number of layers
             _step(model, g, x, y, idx, kind, dgl_accel.execution_paths(g, idx, restrict_forward=True))
+
+
+class _MaxThenGCN(torch.nn.Module):
+    """GraphConv -> max aggregation (through the front door, or DGL's op) -> GraphConv."""
+
+    def __init__(self, front_door: bool):
+        super().__init__()
+        self.a, self.b = dgl.nn.GraphConv(5, 6, allow_zero_in_degree=True), dgl.nn.GraphConv(6, 3)
+        self.front_door = front_door
+
+    def forward(self, g, x):
+        h = torch.relu(self.a(g, x))
+        h = dgl_accel.functional.gspmm(g, "copy_u", "max", h) if self.front_door else dgl.ops.copy_u_max(g, h)
+        return self.b(g, h), []
+
+
+def test_a_max_aggregation_through_the_front_door_counts_as_a_layer():
+    """max/min fall through to DGL; inside execution paths they still count as an aggregation, so
+    the layers before them keep the right frontier depth (exact without the gradient guard's
+    fallback, hence no warning)."""
+    g, _, x, y, idx = _fixed()
+    torch.manual_seed(5)
+    native = _MaxThenGCN(front_door=False)
+    ours = copy.deepcopy(native)
+    ours.front_door = True
+    dgl_accel.nn.swap(ours)
+    grads0, xgrad0 = _step(native, g, x, y, idx, "train_rows", contextlib.nullcontext())
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            grads, xgrad = _step(ours, g, x, y, idx, "train_rows", dgl_accel.execution_paths(g, idx))
+        for k in grads0:
+            assert_close(grads[k], grads0[k])
+        assert_close(xgrad, xgrad0)
