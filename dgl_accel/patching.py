@@ -29,6 +29,7 @@ from .core import backend
 from .dgl_rules import gspmm_out_shape
 from .functional import gspmm
 from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
+from .graph.structure import is_supported_graph
 from .policies.exec_paths.session import note_unrouted, open_session
 
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
@@ -46,7 +47,7 @@ _local = threading.local()  # .two_step: inside a message passing already counte
 
 def _dgl_decides(g, op, lhs, rhs):
     """Why DGL alone can judge this call (it runs unchanged, errors included), or None."""
-    if g._graph.number_of_etypes() != 1 or not (g.is_block or len(g.ntypes) == 1):
+    if not is_supported_graph(g, relation=True):  # one relation graph hg[etype] is fine: it is a block
         return "heterograph"
     used = [t for t, use in ((lhs, op != "copy_rhs"), (rhs, op != "copy_lhs")) if use]
     if not all(isinstance(t, torch.Tensor) and t.dim() >= 1 for t in used):

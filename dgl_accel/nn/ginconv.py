@@ -1,6 +1,6 @@
 """Drop-in ``GINConv``: DGL's module, with its sum/mean aggregation routed through dgl-accel
-(``max`` goes to DGL unchanged and is counted as a fallthrough).  On a relation graph ``hg[etype]``
-between two node types the aggregation runs on DGL for now, as for ``SAGEConv`` (see its module)."""
+(``max`` goes to DGL unchanged and is counted as a fallthrough); relation graphs ``hg[etype]``
+between two node types run on dgl-accel too, as for ``SAGEConv``."""
 import dgl.nn
 
 from ..patching import enabled

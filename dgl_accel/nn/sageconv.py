@@ -2,10 +2,9 @@
 
 ``mean`` and ``gcn`` aggregate with copy_u/u_mul_e + sum/mean, which run on our paths; ``pool``'s
 max and ``lstm``'s UDF reducer go to DGL unchanged (``dgl_accel.stats()`` records the max
-fallthrough).  Parameters, state_dict keys and outputs are DGL's.  On a relation graph ``hg[etype]``
-between two node types (``dgl.nn.HeteroGraphConv``) the aggregation runs on DGL for now: ``enable()``
-routes homogeneous graphs and blocks (``stats()``: "fallthrough: heterograph"); the graph layer and
-``functional.gspmm`` already take such graphs (``graph.structure.is_supported_graph(g, relation=True)``).
+fallthrough).  Parameters, state_dict keys and outputs are DGL's.  Homogeneous graphs, blocks and
+relation graphs ``hg[etype]`` between two node types (``dgl.nn.HeteroGraphConv``) all run on
+dgl-accel; graphs with several relations go to DGL ("fallthrough: heterograph").
 """
 import dgl.nn
 
