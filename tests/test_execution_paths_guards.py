@@ -167,3 +167,38 @@ def test_a_max_aggregation_through_the_front_door_counts_as_a_layer():
         for k in grads0:
             assert_close(grads[k], grads0[k])
         assert_close(xgrad, xgrad0)
+
+
+def test_a_gradient_penalty_runs_in_full_without_tripping_strict_mode():
+    """Under create_graph the backward is recorded on the full graph (no frontier check); a penalty
+    on the training rows' input gradient keeps every gradient inside the frontiers, so strict mode
+    has nothing to refuse, and the gradients equal plain DGL's.  (A penalty on every row's input
+    gradient reads all rows: strict mode refuses it like any such loss.)"""
+    g, native, x, y, idx = _fixed()
+    dgl_accel.nn.unswap(native)
+    ours = copy.deepcopy(native)
+    dgl_accel.nn.swap(ours)
+
+    def penalised(model, ctx):
+        model.zero_grad()
+        xx = x.clone().requires_grad_()
+        with ctx:
+            out, _ = model(g, xx)
+            gx, = torch.autograd.grad(out[idx].square().sum(), xx, create_graph=True)
+            (F.cross_entropy(out[idx], y[idx]) + gx.square().sum()).backward()
+        return {k: p.grad.clone() for k, p in model.named_parameters()}
+
+    want = penalised(native, contextlib.nullcontext())
+    got = penalised(ours, dgl_accel.execution_paths(g, idx, strict=True))
+    for k in want:
+        assert_close(got[k], want[k])
+
+
+def test_a_penalty_on_every_rows_input_gradient_is_refused_in_strict_mode():
+    g, model, x, y, idx = _fixed()
+    xx = x.clone().requires_grad_()
+    with pytest.raises(ValueError, match="reads rows beyond train_idx"):
+        with dgl_accel.execution_paths(g, idx, strict=True):
+            out, _ = model(g, xx)
+            gx, = torch.autograd.grad(out.square().sum(), xx, create_graph=True)
+            (F.cross_entropy(out[idx], y[idx]) + gx.square().sum()).backward()

@@ -153,3 +153,15 @@ def test_top_level_names_load_on_first_use_and_unknown_names_fail():
     assert dgl_accel.execution_paths is dgl_accel.patching.execution_paths
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         dgl_accel.no_such_name  # noqa: B018
+
+
+def test_plain_import_exposes_nn_and_sampling():
+    """``import dgl_accel`` alone is enough for ``dgl_accel.nn.GraphConv`` and
+    ``dgl_accel.sampling.NeighborSampler`` (they load on first use, in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = ("import dgl_accel, sys; assert 'dgl_accel.nn' not in sys.modules; "
+            "print(dgl_accel.nn.GraphConv.__name__, dgl_accel.sampling.NeighborSampler.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["GraphConv", "NeighborSampler"], out.stderr

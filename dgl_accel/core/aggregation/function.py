@@ -47,9 +47,10 @@ class GSpMMFunction(torch.autograd.Function):
         ufeat, efeat = ctx.saved_tensors
         agg, plan = ctx.agg, ctx.plan
         backend.record(f"{agg.op}_{agg.reduce}_backward", agg.path, grad_out.device)
-        state = plan.backward_state(agg, grad_out)
         if torch.is_grad_enabled():  # create_graph=True: a backward that is itself differentiable
+            plan.backward_state(agg, None)  # the plan sees the backward, which runs on the full graph
             return GSpMMFunction.recorded_backward(ctx, agg, plan, ufeat, efeat, grad_out)
+        state = plan.backward_state(agg, grad_out)
         grad_u = grad_e = used = None
         if ctx.needs_input_grad[2]:
             grad_u, used = plan.backward_input(agg, state, grad_out, efeat)

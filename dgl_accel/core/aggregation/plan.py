@@ -48,8 +48,9 @@ class Aggregation:
 class AggregationPlan:
     """The full-graph plan; subclasses override any step.
 
-    ``backward_state`` runs once per backward with the output gradient, before the other two
-    backward steps, and its result is handed to them.  ``backward_input`` returns the input
+    ``backward_state`` runs once per backward with the output gradient (None where the backward
+    runs in full regardless, e.g. under ``create_graph``), before the other two backward steps,
+    and its result is handed to them.  ``backward_input`` returns the input
     gradient and the views whose edges it used (None: the call's graph); ``edge_grad_edges``
     returns the views to differentiate the edge weights on and, when they are a subgraph, the
     full-graph ids of their edges.

@@ -146,7 +146,7 @@ class LayerPlan(AggregationPlan):
         """The frontier depth of this backward, or None where it runs in full: SG_depth holds most
         edges, or the output gradient is not 0 outside N^depth (Session.restricts)."""
         depth = self.session.backward_depth(self.layer)
-        if not self.session.paths.worthwhile(depth):
+        if grad is None or not self.session.paths.worthwhile(depth):
             return None
         return depth if self.session.restricts(grad, depth, f"aggregation {self.layer}") else None
 
