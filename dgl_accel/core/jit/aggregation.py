@@ -1,12 +1,13 @@
 """Compiled loops of the aggregation ops' execution paths: ``rows_spmm`` (every output row of a
-CSR product in one pass) and ``scatter_rows`` (a scaled row scatter in one pass)."""
+CSR product in one pass), ``scatter_rows`` (a scaled row scatter in one pass) and
+``count_nonzero_rows`` (the execution-path gradient guard: one read of the given rows)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .runtime import njit, pick, prange, twins
 
-__all__ = ["rows_spmm", "scatter_rows"]
+__all__ = ["rows_spmm", "scatter_rows", "count_nonzero_rows"]
 
 
 def _rows_spmm_impl(indptr, indices, x, col_scale, row_scale, out):
@@ -68,3 +69,25 @@ def rows_spmm(indptr, indices, x, col_scale, row_scale, out) -> None:
     pick(_rows_spmm_parallel, _rows_spmm_serial)(
         indptr, indices, x, np.ones(x.shape[0], dtype=out.dtype) if col_scale is None else col_scale,
         np.ones(out.shape[0], dtype=out.dtype) if row_scale is None else row_scale, out)
+
+
+def _count_nonzero_rows_impl(x, rows):
+    """How many of ``x[rows]`` hold a nonzero entry; reads the rows once, writes nothing."""
+    found = 0
+    for i in prange(rows.shape[0]):
+        r = rows[i]
+        for f in range(x.shape[1]):
+            if x[r, f] != 0:
+                found += 1
+                break
+    return found
+
+
+_count_nonzero_rows_parallel, _count_nonzero_rows_serial = twins(_count_nonzero_rows_impl)
+
+
+def count_nonzero_rows(x, rows) -> int:
+    """Rows among ``rows`` (int64) of the 2-D array ``x`` with a nonzero entry: what
+    ``torch.count_nonzero(x.index_select(0, rows))`` says about them, without copying the rows
+    (the execution-path guard runs it on every restricted backward step)."""
+    return int(pick(_count_nonzero_rows_parallel, _count_nonzero_rows_serial)(x, rows))

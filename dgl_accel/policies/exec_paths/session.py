@@ -10,6 +10,8 @@ import weakref
 import dgl
 import torch
 
+from ...core.jit import runtime as jit_runtime
+from ...core.jit.aggregation import count_nonzero_rows
 from ...graph.structure import cached, check_graph, structure_id
 from .paths import Paths
 from .plan import LayerPlan
@@ -169,7 +171,7 @@ class Session:
         outside = self.paths.outside(depth)
         if outside.numel() == 0 or grad.shape[0] != self._sizes[1]:
             return outside.numel() == 0
-        if not bool(torch.count_nonzero(grad.index_select(0, outside))):
+        if not _nonzero_rows(grad, outside):
             return True
         problem = (f"expected the gradient reaching {what} to be 0 outside the {depth}-hop frontier of the "
                    f"training nodes (got nonzero rows there: the loss, or a term added to it, reads rows "
@@ -187,6 +189,15 @@ class Session:
                           f"execution paths save nothing there. Fix: compute the loss on out[train_idx] only.",
                           RuntimeWarning, stacklevel=2)
         return False
+
+
+def _nonzero_rows(grad: torch.Tensor, rows: torch.Tensor) -> bool:
+    """Whether ``grad`` has a nonzero entry in ``rows``: one compiled read where possible (a copy of
+    the rows cost as much as the restricted aggregation it guards), else torch."""
+    if (grad.device.type == "cpu" and grad.dim() == 2 and grad.is_contiguous() and jit_runtime.enabled()
+            and grad.dtype in (torch.float32, torch.float64)):
+        return count_nonzero_rows(grad.detach().numpy(), rows.numpy()) > 0
+    return bool(torch.count_nonzero(grad.index_select(0, rows)))
 
 
 def active_session():
