@@ -122,6 +122,9 @@ class _RowsPlan:
     def backward_rows(self, offset, grad):
         return self.rows
 
+    def rows_written(self, tensor, offset):
+        pass
+
 
 def test_dense_gradgradcheck_with_restricted_backward_rows():
     gen = torch.Generator().manual_seed(6)

@@ -118,7 +118,8 @@ class DenseFunction(torch.autograd.Function):
     """``act(x @ weight + bias)`` (act: ReLU or none) whose backward, inside an execution-path
     session, keeps to the rows where the output gradient can be nonzero.
 
-    ``plan`` (None, or an execution-path plan with ``backward_rows(offset, grad)``) and ``offset`` locate
+    ``plan`` (None, or an execution-path plan with ``backward_rows(offset, grad)`` and
+    ``rows_written(tensor, offset)``) and ``offset`` locate
     the product in the step: the gradient reaching it is exactly zero outside N^d with
     d = (aggregations after this layer's) + ``offset`` (1 when the product feeds the layer's
     aggregation, weight first; 0 when it follows it).  So
@@ -161,4 +162,5 @@ class DenseFunction(torch.autograd.Function):
             grad_x = linear(g, weight.t())
             if rows is not None:
                 grad_x = grad.new_zeros((grad.shape[0], weight.shape[0])).index_copy_(0, rows, grad_x)
+                ctx.plan.rows_written(grad_x, ctx.offset)  # 0 outside rows: the next step need not check
         return grad_x, grad_w, grad_b, None, None, None

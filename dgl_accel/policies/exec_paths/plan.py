@@ -133,6 +133,11 @@ class LayerPlan(AggregationPlan):
             return None
         return rows
 
+    def rows_written(self, tensor: torch.Tensor, offset: int) -> None:
+        """A dense product's restricted backward wrote ``tensor``, 0 outside its rows (see
+        :meth:`backward_rows`): the step it feeds need not scan it again."""
+        self.session.confine(tensor, max(0, self.session.calls - self.layer) + offset)
+
     # ------------------------------------------------------------------ AggregationPlan
     def forward(self, agg, x, w):
         depth = self.forward_depth
@@ -153,8 +158,12 @@ class LayerPlan(AggregationPlan):
     def backward_input(self, agg, depth, grad, w):
         if depth is None:
             return agg.spmm("out", grad, w, agg.dst_scale, agg.src_scale), None
-        # grad is exactly 0 outside N^depth, so only the in-edges of N^depth (SG_depth) contribute.
-        return path_aggregate(agg, self.session.paths, depth, "out", grad, w, agg.src_scale, agg.dst_scale)
+        # grad is exactly 0 outside N^depth, so only the in-edges of N^depth (SG_depth) contribute;
+        # the result is 0 outside their sources, which lie in N^(depth+1)
+        grad_u, used = path_aggregate(agg, self.session.paths, depth, "out", grad, w, agg.src_scale, agg.dst_scale)
+        if used is not agg.views:  # restricted to SG_depth (not the full graph)
+            self.session.confine(grad_u, depth + 1)
+        return grad_u, used
 
     def edge_grad_edges(self, agg, depth, used):
         paths = self.session.paths

@@ -115,6 +115,7 @@ class Session:
         self.graph = graph
         self.strict = strict
         self.warned = False
+        self._confined: dict = {}  # id -> (weakref, version, depth) of gradients our restricted steps wrote
         self._idx, self._key = _checked(graph, train_idx)
         self._sid = structure_id(graph)
         self._sizes = (graph.num_src_nodes(), graph.num_dst_nodes(), graph.num_edges())
@@ -160,6 +161,14 @@ class Session:
         self.backward_seen = True
         return max(0, self.calls - layer)
 
+    def confine(self, tensor: torch.Tensor, depth: int) -> None:
+        """Remember that a restricted backward step wrote ``tensor`` as 0 outside N^depth.  Autograd
+        hands it to the next step as the same object unless another gradient was added to it (a
+        new object, or a new version if added in place), so :meth:`restricts` may trust it."""
+        if len(self._confined) > 16:
+            self._confined.clear()
+        self._confined[id(tensor)] = (weakref.ref(tensor), tensor._version, depth)
+
     def restricts(self, grad: torch.Tensor, depth: int, what: str) -> bool:
         """Whether a backward op whose incoming gradient is ``grad`` (one row per node) may keep to
         N^depth: only if that gradient is exactly 0 outside N^depth, which holds when the loss reads
@@ -168,6 +177,9 @@ class Session:
         activations): otherwise this op runs in full (a warning, once per block), or raises with
         ``strict=True``, and always raises under ``restrict_forward=True``, whose forward computed
         the rows in question as 0."""
+        hit = self._confined.get(id(grad))
+        if hit is not None and hit[0]() is grad and hit[1] == grad._version and hit[2] <= depth:
+            return True  # written by a restricted step of ours, unchanged since: 0 outside N^hit[2]
         outside = self.paths.outside(depth)
         if outside.numel() == 0 or grad.shape[0] != self._sizes[1]:
             return outside.numel() == 0
