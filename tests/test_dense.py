@@ -6,6 +6,7 @@ import torch
 
 from dgl_accel.core import dense
 from dgl_accel.core.dense import DenseFunction
+from dgl_accel.testing.plans import FixedRowsPlan
 from dgl_accel.testing.tolerances import assert_matches_reference
 
 
@@ -47,19 +48,6 @@ def test_forward_and_gradients_match_torch(onednn, rows, fin, fout, relu, bias):
     assert_matches_reference(_ours(x, w, b, relu, upstream), _reference, x, w, b, relu, upstream)
 
 
-class _Plan:
-    """A stand-in LayerPlan: the backward asks it for the rows of N^d."""
-
-    def __init__(self, rows):
-        self._rows = rows
-
-    def backward_rows(self, offset, grad):
-        return self._rows
-
-    def rows_written(self, tensor, offset):
-        pass
-
-
 @pytest.mark.parametrize("relu", [True, False])
 def test_backward_restricted_to_rows_equals_full_where_the_gradient_lives_there(onednn, relu):
     """With the upstream gradient zero outside ``rows`` (what execution paths guarantee), the
@@ -70,7 +58,7 @@ def test_backward_restricted_to_rows_equals_full_where_the_gradient_lives_there(
     upstream = torch.zeros(300, 70)
     upstream[rows] = torch.randn(90, 70, generator=gen)
     full = _reference(x, w, b, relu, upstream)
-    ours = _ours(x, w, b, relu, upstream, plan=_Plan(rows))
+    ours = _ours(x, w, b, relu, upstream, plan=FixedRowsPlan(rows))
     for got, want in zip(ours, full):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     outside = torch.ones(300, dtype=torch.bool)

@@ -18,6 +18,7 @@ from dgl_accel.graph.views import DGLGraphViews
 from dgl_accel.policies import redundancy as R
 from dgl_accel.policies.exec_paths.plan import RowsSpMMFunction
 from dgl_accel.policies.exec_paths.session import prepare
+from dgl_accel.testing.plans import FixedRowsPlan
 from dgl_accel.testing.tolerances import assert_close
 
 F64 = torch.float64
@@ -113,19 +114,6 @@ def test_dense_gradgradcheck(relu, bias):
     assert gradgradcheck(f, inputs)
 
 
-class _RowsPlan:
-    """An execution-path plan as DenseFunction sees it: the gradient is nonzero only on ``rows``."""
-
-    def __init__(self, rows):
-        self.rows = rows
-
-    def backward_rows(self, offset, grad):
-        return self.rows
-
-    def rows_written(self, tensor, offset):
-        pass
-
-
 def test_dense_gradgradcheck_with_restricted_backward_rows():
     gen = torch.Generator().manual_seed(6)
     x = torch.randn(8, 4, dtype=F64, generator=gen, requires_grad=True)
@@ -134,7 +122,7 @@ def test_dense_gradgradcheck_with_restricted_backward_rows():
     rows = torch.tensor([1, 4, 6])
 
     def f(x, w, b):  # the loss reads only the plan's rows, as inside an execution path
-        return dense(x, w, b, True, _RowsPlan(rows), 1)[rows]
+        return dense(x, w, b, True, FixedRowsPlan(rows), 1)[rows]
 
     assert gradcheck(f, (x, w, b))
     assert gradgradcheck(f, (x, w, b))
