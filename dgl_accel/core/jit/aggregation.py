@@ -71,23 +71,35 @@ def rows_spmm(indptr, indices, x, col_scale, row_scale, out) -> None:
         np.ones(out.shape[0], dtype=out.dtype) if row_scale is None else row_scale, out)
 
 
-def _count_nonzero_rows_impl(x, rows):
-    """How many of ``x[rows]`` hold a nonzero entry; reads the rows once, writes nothing."""
+def _count_nonzero_rows_impl(bits, rows, magnitude):
+    """How many of ``bits[rows]`` hold a nonzero float, on the float's bit pattern: one OR per row
+    (no branch per entry, so it vectorises), the sign bit masked off so -0.0 counts as 0."""
     found = 0
     for i in prange(rows.shape[0]):
         r = rows[i]
-        for f in range(x.shape[1]):
-            if x[r, f] != 0:
-                found += 1
-                break
+        acc = bits[r, 0] & 0
+        for f in range(bits.shape[1]):
+            acc |= bits[r, f]
+        if acc & magnitude:
+            found += 1
     return found
 
 
 _count_nonzero_rows_parallel, _count_nonzero_rows_serial = twins(_count_nonzero_rows_impl)
 
+_MAGNITUDE = {np.dtype(np.float32): (np.uint32, np.uint32(0x7FFFFFFF)),
+              np.dtype(np.float64): (np.uint64, np.uint64(0x7FFFFFFFFFFFFFFF))}
+
 
 def count_nonzero_rows(x, rows) -> int:
-    """Rows among ``rows`` (int64) of the 2-D array ``x`` with a nonzero entry: what
-    ``torch.count_nonzero(x.index_select(0, rows))`` says about them, without copying the rows
-    (the execution-path guard runs it on every restricted backward step)."""
-    return int(pick(_count_nonzero_rows_parallel, _count_nonzero_rows_serial)(x, rows))
+    """Rows among ``rows`` (int64) of the 2-D float32/float64 array ``x`` (C-contiguous) with an
+    entry other than +-0.0: what ``torch.count_nonzero(x.index_select(0, rows))`` says about them
+    (NaN counts as nonzero), without copying the rows (the execution-path guard runs it on every
+    backward step it cannot trust).
+
+    >>> count_nonzero_rows(np.array([[0.0, -0.0], [0.0, 1e-45], [np.nan, 0.0]], np.float32), np.arange(3))
+    2
+    """
+    utype, magnitude = _MAGNITUDE[x.dtype]
+    fn = pick(_count_nonzero_rows_parallel, _count_nonzero_rows_serial)
+    return int(fn(x.view(utype), rows, magnitude))
