@@ -26,6 +26,7 @@ import dgl.ops.spmm
 import torch
 
 from .core import backend
+from .core.aggregation.checks import FLOAT_DTYPES
 from .dgl_rules import gspmm_out_shape
 from .functional import gspmm
 from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
@@ -37,7 +38,6 @@ ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported bef
 _OPS = {"copy_lhs": "copy_u", "mul": "u_mul_e", "div": "u_mul_e"}  # DGL op -> ours (div: 1/w)
 _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "u_div_e",
           "add": "u_add_e", "sub": "u_sub_e"}  # DGL op -> the dgl.ops name users know
-_FLOAT = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 _lock = threading.RLock()
 _depth = 0          # nesting of enabled() blocks
@@ -67,10 +67,10 @@ def _unsupported(op, reduce_op, lhs, rhs):
         return f"op {op}" if op != "copy_rhs" else "edge-only op copy_e"
     if reduce_op not in ("sum", "mean"):
         return f"reduce {reduce_op}"
-    if lhs.dtype not in _FLOAT:
+    if lhs.dtype not in FLOAT_DTYPES:
         return "lhs dtype"
     if op != "copy_lhs":
-        if rhs.dtype not in _FLOAT:
+        if rhs.dtype not in FLOAT_DTYPES:
             return "rhs dtype"
         if math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:]):
             return "broadcast shape"

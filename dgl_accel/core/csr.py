@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Structure"]
+__all__ = ["Structure", "sort_by_row"]
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: tensors have no meaningful ==; identity is enough
@@ -31,3 +31,18 @@ class Structure:
     @property
     def num_edges(self) -> int:
         return int(self.indices.numel())
+
+
+def sort_by_row(rows: torch.Tensor, num_rows: int):
+    """``(indptr, order)`` that turn a COO list into CSR: entry ``order[k]`` goes to position ``k``,
+    row ``r`` holding positions ``indptr[r]:indptr[r+1]`` (int64; stable, so a row keeps its entries'
+    order).
+
+    >>> indptr, order = sort_by_row(torch.tensor([2, 0, 2]), 3)
+    >>> indptr.tolist(), order.tolist()
+    ([0, 1, 1, 3], [1, 0, 2])
+    """
+    rows = rows.long()
+    indptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows, minlength=num_rows), 0, out=indptr[1:])
+    return indptr, torch.argsort(rows, stable=True)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from dgl import DGLError
 
-from ..core.csr import Structure
+from ..core.csr import Structure, sort_by_row
 
 __all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph", "is_relation_graph",
            "is_supported_graph"]
@@ -135,10 +135,7 @@ def _adj(g, fmt: str):
     except DGLError:
         src, dst, eid = g.edges(form="all", order="srcdst")
     rows, cols, n = (dst, src, g.num_dst_nodes()) if fmt == "csc" else (src, dst, g.num_src_nodes())
-    order = torch.argsort(rows.long(), stable=True)
-    counts = torch.bincount(rows.long(), minlength=n)
-    indptr = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
-    torch.cumsum(counts, 0, out=indptr[1:])
+    indptr, order = sort_by_row(rows, n)
     return indptr, cols[order], eid[order]
 
 

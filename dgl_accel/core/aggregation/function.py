@@ -17,22 +17,9 @@ import torch
 
 from .. import backend
 from .checks import check_features, check_options
+from .native import native_edge_grad
 from .plan import FULL_GRAPH, Aggregation, AggregationPlan
 from .scales import acc_dtype
-
-
-def edge_grad_recorded(agg: Aggregation, src_side, dst_side, per_feat: bool, dtype) -> torch.Tensor:
-    """The edge-weight gradient s_u s_v x[u] g[v] (summed over features unless ``per_feat``) in
-    differentiable torch ops, edge-id order: the double-backward twin of ``agg.edge_grad``."""
-    acc = acc_dtype(src_side.dtype)
-    a, b = src_side.to(acc), dst_side.to(acc)
-    if agg.src_scale is not None:
-        a = a * agg.src_scale[:, None]
-    if agg.dst_scale is not None:
-        b = b * agg.dst_scale[:, None]
-    src, dst = agg.views.edges_by_id()
-    prod = a.index_select(0, src.long()) * b.index_select(0, dst.long())
-    return (prod if per_feat else prod.sum(1, keepdim=True)).to(dtype)
 
 
 class GSpMMFunction(torch.autograd.Function):
@@ -73,7 +60,8 @@ class GSpMMFunction(torch.autograd.Function):
             grad_u = GSpMMFunction.apply(agg, plan.transpose(), grad_out, efeat)
         if efeat is not None and ctx.needs_input_grad[3]:
             src_side, dst_side = (grad_out, ufeat) if plan.transposed else (ufeat, grad_out)
-            grad_e = edge_grad_recorded(agg, src_side, dst_side, efeat.shape[1] > 1, efeat.dtype)
+            grad_e = native_edge_grad(agg.views, src_side, dst_side, agg.src_scale, agg.dst_scale,
+                                      efeat.shape[1] > 1, efeat.dtype, recorded=True)
         return None, None, grad_u, grad_e
 
 

@@ -7,6 +7,7 @@ import torch
 
 from .. import scratch
 from .scales import acc_dtype
+from .views import torch_sddmm
 
 
 def scaled_rows(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -31,11 +32,13 @@ def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> to
     return out.to(ufeat.dtype)
 
 
-def native_edge_grad(views, ufeat, grad_out, src_scale, dst_scale, per_feat: bool, out_dtype) -> torch.Tensor:
-    """SDDMM: s_u s_v <x[u], grad[v]> per edge (or the elementwise product), edge-id order."""
+def native_edge_grad(views, ufeat, grad_out, src_scale, dst_scale, per_feat: bool, out_dtype,
+                     recorded: bool = False) -> torch.Tensor:
+    """SDDMM: s_u s_v <x[u], grad[v]> per edge (or the elementwise product), edge-id order.
+    ``recorded``: in differentiable torch ops (double backward), not the views' own kernel."""
     acc = acc_dtype(ufeat.dtype)
     x, g = ufeat.to(acc), grad_out.to(acc)
     x = x * src_scale[:, None] if src_scale is not None else x.contiguous()
     g = g * dst_scale[:, None] if dst_scale is not None else g.contiguous()
-    out = views.native_sddmm(x, g, per_feat)
+    out = torch_sddmm(views, x, g, per_feat) if recorded else views.native_sddmm(x, g, per_feat)
     return out.reshape(out.shape[0], x.shape[1] if per_feat else 1).to(out_dtype)

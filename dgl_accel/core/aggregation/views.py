@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..csr import Structure
+from ..csr import Structure, sort_by_row
 from ..grouping.degree_stats import DegreeStats, degree_stats_of
 from ..grouping.size import choose_group_size
 from ..groups import Groups, build_groups
@@ -98,9 +98,15 @@ class GraphViews:
 
     def native_sddmm(self, x: torch.Tensor, g: torch.Tensor, per_feat: bool) -> torch.Tensor:
         """Per edge (edge-id order): x[src] * g[dst] (``per_feat``) or its row sum: [E, F] or [E, 1]."""
-        src, dst = self.edges_by_id()
-        prod = x.index_select(0, src.long()) * g.index_select(0, dst.long())
-        return prod if per_feat else prod.sum(1, keepdim=True)
+        return torch_sddmm(self, x, g, per_feat)
+
+
+def torch_sddmm(views: GraphViews, x: torch.Tensor, g: torch.Tensor, per_feat: bool) -> torch.Tensor:
+    """:meth:`GraphViews.native_sddmm` in torch ops (differentiable: the double backward uses it
+    whatever kernel the views carry)."""
+    src, dst = views.edges_by_id()
+    prod = x.index_select(0, src.long()) * g.index_select(0, dst.long())
+    return prod if per_feat else prod.sum(1, keepdim=True)
 
 
 def _entry_rows(s: Structure) -> torch.Tensor:
@@ -108,12 +114,10 @@ def _entry_rows(s: Structure) -> torch.Tensor:
     return torch.repeat_interleave(torch.arange(s.num_rows, device=s.indptr.device), s.indptr[1:] - s.indptr[:-1])
 
 
-def _csr_from(rows: torch.Tensor, cols: torch.Tensor, eids: torch.Tensor, num_rows: int, num_cols: int,
-              idtype: torch.dtype) -> Structure:
-    order = torch.argsort(rows.long(), stable=True)
-    indptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=rows.device)
-    torch.cumsum(torch.bincount(rows.long(), minlength=num_rows), 0, out=indptr[1:])
-    return Structure(indptr=indptr, indices=cols[order].to(idtype), eids=eids[order].to(idtype),
+def _csr_from(rows: torch.Tensor, cols: torch.Tensor, num_rows: int, num_cols: int, idtype: torch.dtype) -> Structure:
+    """The CSR view of the edge list ``rows[e] -> cols[e]`` whose edge ids are the positions ``e``."""
+    indptr, order = sort_by_row(rows, num_rows)
+    return Structure(indptr=indptr, indices=cols[order].to(idtype), eids=order.to(idtype),
                      num_rows=num_rows, num_cols=num_cols, device=rows.device)
 
 
@@ -141,11 +145,10 @@ class TensorGraph(GraphViews):
         return self._cache[name]
 
     def csr(self, direction: str) -> Structure:
-        eids = torch.arange(self.num_edges, device=self.device)
         if direction == "in":
-            return self.cached("in_csr", lambda: _csr_from(self._dst, self._src, eids, self.num_dst, self.num_src,
+            return self.cached("in_csr", lambda: _csr_from(self._dst, self._src, self.num_dst, self.num_src,
                                                             self.idtype))
-        return self.cached("out_csr", lambda: _csr_from(self._src, self._dst, eids, self.num_src, self.num_dst,
+        return self.cached("out_csr", lambda: _csr_from(self._src, self._dst, self.num_src, self.num_dst,
                                                          self.idtype))
 
     def edges_by_id(self):

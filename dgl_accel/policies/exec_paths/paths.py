@@ -8,6 +8,7 @@ from __future__ import annotations
 import dgl
 import torch
 
+from ...core.csr import sort_by_row
 from ...graph.structure import edges_by_id
 
 # Above this share of the graph's edges, a frontier's subgraph saves too little to pay for the
@@ -121,9 +122,7 @@ class Paths:
         def build():
             row, col = self._oriented_edges(k, direction)
             n = self.graph.num_dst_nodes() if direction == "in" else self.graph.num_src_nodes()
-            order = torch.argsort(row, stable=True)
-            indptr = torch.zeros(n + 1, dtype=torch.int64, device=row.device)
-            torch.cumsum(torch.bincount(row, minlength=n), 0, out=indptr[1:])
+            indptr, order = sort_by_row(row, n)
             return indptr, col[order].contiguous()
         return self._get(("row_csr", k, direction), build)
 

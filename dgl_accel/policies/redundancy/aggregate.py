@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from ...core.aggregation.checks import FLOAT_DTYPES
 from ...core.aggregation.function import aggregate as aggregate_core
 from ...core.aggregation.scales import degree_scales
 from ...graph.views import DGLGraphViews
@@ -24,7 +25,6 @@ __all__ = ["PreAdd", "aggregate", "REDUCES", "NORMS"]
 
 REDUCES = ("sum", "mean")
 NORMS = (None, "none", "both", "left", "right")
-_FLOAT = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
 class PreAdd(torch.autograd.Function):
@@ -70,7 +70,7 @@ def _check(plan, feat, reduce, norm):
                          f"Fix: max/min have no pair-sum rewrite; aggregate on the original graph.")
     if norm not in NORMS:
         raise ValueError(f"expected norm to be None, 'none', 'both', 'left' or 'right' (got {norm!r}).")
-    if not isinstance(feat, torch.Tensor) or feat.dim() < 1 or feat.dtype not in _FLOAT:
+    if not isinstance(feat, torch.Tensor) or feat.dim() < 1 or feat.dtype not in FLOAT_DTYPES:
         raise ValueError(f"expected floating-point features with one row per source node (got "
                          f"{feat.dtype if isinstance(feat, torch.Tensor) else type(feat).__name__}). "
                          f"Fix: feat.float().")
