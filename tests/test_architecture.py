@@ -12,6 +12,9 @@ Checked on the package as it installs (kernels/ as dgl_accel.kernels, see script
       a try/except ImportError guard
   (e) every function-local import has a one-line reason comment on its line or the line above
       (a run of consecutive imports shares one)
+  (f) tests/core (the lane that runs without DGL and numba, scripts/bootstrap_core.sh) imports neither,
+      anywhere in a module, and of dgl_accel only the package itself, core/, kernels/ and the testing
+      modules that import no dgl; nor does it reach a DGL-needing name through ``dgl_accel.<name>``
 
 Each checker returns "path:line: message" strings; the ``*_detects_*`` tests run it on tiny fixture
 packages in tmp_path, so each checker is shown to find what it should even while the tree is clean.
@@ -40,6 +43,7 @@ PACKAGE = layout.PACKAGE
 MAX_LINES = 450
 DGL_FREE = ("core", "kernels")            # (d): subpackages that never import dgl at module level
 NUMBA_RUNTIME = "core.jit.runtime"        # (d): the one module that imports numba (guarded)
+CORE_TESTS = ROOT / "tests" / "core"      # (f): the DGL-free test lane
 
 
 # ------------------------------------------------------------------------------------ sources
@@ -271,6 +275,56 @@ def check_dgl_free(files: dict[str, Path], package: str) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------------------- (f) tests/core
+def _dgl_free_testing(package_dir: Path) -> set[str]:
+    """The package's ``testing`` modules that import neither dgl nor numba anywhere."""
+    out = set()
+    for path in sorted((package_dir / "testing").glob("*.py")):
+        roots = {r for n in ast.walk(parse(path)) if isinstance(n, (ast.Import, ast.ImportFrom)) for r in _roots(n)}
+        if not roots & {"dgl", "numba"}:
+            out.add(path.stem)
+    return out
+
+
+def _named_modules(node) -> list[str]:
+    """What an absolute import names: ``import a.b`` -> a.b; ``from a import b`` -> a.b (b may be a
+    module or a name, the caller decides)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return [] if node.level else [f"{node.module}.{a.name}" for a in node.names]
+
+
+def check_core_tests(folder: Path, package: str, package_dir: Path) -> list[str]:
+    """(f): every import in every module under ``folder`` (function-local ones too) and every
+    ``package.<name>`` attribute read stays inside the DGL-free part of ``package``."""
+    testing_ok = _dgl_free_testing(package_dir)
+    dgl_side = {p.name for p in package_dir.iterdir() if (p / "__init__.py").exists()}
+    dgl_side |= {p.stem for p in package_dir.glob("*.py")}
+    dgl_side -= {"__init__", "core", "kernels", "testing"}
+    allowed = f"{package}.core, kernels, testing.{{{','.join(sorted(testing_ok))}}}"
+    problems = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(parse(path)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for bad in sorted(set(_roots(node)) & {"dgl", "numba"}):
+                    problems.append(f"{shown(path)}:{node.lineno}: imports {bad}: tests/core runs where it is "
+                                    f"not installed; move the test to tests/")
+                for name in _named_modules(node):
+                    parts = name.split(".")
+                    if parts[0] != package or len(parts) < 2:
+                        continue
+                    if parts[1] in dgl_side or (parts[1] == "testing" and len(parts) > 2
+                                                and parts[2] not in testing_ok):
+                        problems.append(f"{shown(path)}:{node.lineno}: imports {'.'.join(parts[:3])}, which needs "
+                                        f"DGL; tests/core may use {package}, {allowed}")
+                        break
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == package
+                  and node.attr in dgl_side):
+                problems.append(f"{shown(path)}:{node.lineno}: {package}.{node.attr} loads DGL; "
+                                f"tests/core may use {package}, {allowed}")
+    return problems
+
+
 # ------------------------------------------------------------------------ (e) local imports
 _DIRECTIVE = re.compile(r"^\s*(noqa\b.*|type:\s*ignore.*|pragma:.*|isort:.*|fmt:.*)$", re.IGNORECASE)
 
@@ -345,6 +399,11 @@ def test_no_module_over_the_length_limit(tree_files):
 
 def test_core_and_kernels_stay_dgl_free(tree_files):
     _report(check_dgl_free(tree_files, PACKAGE), "(d) DGL-free layers")
+
+
+def test_core_tests_stay_dgl_free():
+    assert CORE_TESTS.is_dir() and any(CORE_TESTS.glob("test_*.py"))
+    _report(check_core_tests(CORE_TESTS, PACKAGE, ROOT / PACKAGE), "(f) tests/core imports DGL")
 
 
 def test_function_local_imports_say_why(tree_files):
@@ -454,6 +513,27 @@ def test_dgl_free_checker_wants_the_runtime_guard(tmp_path):
     })
     assert lines_of(check_dgl_free(files, "fx_guard"), tmp_path) == [
         "fx_guard/core/jit/runtime.py:2", "fx_guard/core/jit/runtime.py:4"]
+
+
+def test_core_test_checker_detects_dgl_imports(tmp_path):
+    make_package(tmp_path, "fx_pkg", {
+        "__init__.py": "", "core/__init__.py": "", "core/x.py": "", "graph.py": "import dgl\n",
+        "testing/__init__.py": "", "testing/free.py": "import torch\n", "testing/strat.py": "import dgl\n",
+    })
+    tests = tmp_path / "core_tests"
+    for name, body in {
+        "conftest.py": "import fx_pkg\nfrom fx_pkg.core import x\nfrom fx_pkg.testing.free import f\n",
+        "test_a.py": "import numpy\nimport dgl.function as fn\n",                    # line 2
+        "test_b.py": "def test():\n    from numba import njit  # lazy\n",            # line 2: local counts
+        "test_c.py": "from fx_pkg.graph import views\nfrom fx_pkg import core, graph\n",  # lines 1, 2
+        "test_d.py": "from fx_pkg.testing import strat\nimport fx_pkg.testing.free\n",  # line 1
+        "test_e.py": "import fx_pkg\n\n\ndef test():\n    fx_pkg.graph.views()\n",  # line 5
+    }.items():
+        (tests / name).parent.mkdir(exist_ok=True)
+        (tests / name).write_text(body, encoding="utf-8")
+    assert lines_of(check_core_tests(tests, "fx_pkg", tmp_path / "fx_pkg"), tmp_path) == [
+        "core_tests/test_a.py:2", "core_tests/test_b.py:2", "core_tests/test_c.py:1", "core_tests/test_c.py:2",
+        "core_tests/test_d.py:1", "core_tests/test_e.py:5"]
 
 
 def test_local_import_checker_wants_a_reason(tmp_path):
