@@ -4,12 +4,14 @@ subgraph sampling, random walks and k-hop samples, plus the DGL-free choice prim
 
 One module per sampler family (:mod:`.neighbor`, :mod:`.bulk`, :mod:`.bulk_ladies`, :mod:`.layer`,
 :mod:`.saint`, :mod:`.walks`, :mod:`.frontier`, :mod:`.khop`), with the shared pieces in
-:mod:`.base` (per-call seeds) and :mod:`.blocks` (block / subgraph building, graph checks).
+:mod:`.base` (per-call seeds), :mod:`.blocks` (block / subgraph building, graph checks) and
+:mod:`.errors` (every export raises :class:`DGLSamplingInputError`, a ``ValueError`` and a
+``dgl.DGLError`` at once, for bad input).
 """
-from ..core.sampling.choice import neighbor_choice, weighted_neighbor_choice
-from ..core.sampling.engine import classify, group_by_transit
-from ..core.sampling.neighbor import choose_neighbors
+from ..core.sampling import choice, engine
+from ..core.sampling import neighbor as core_neighbor
 from .bulk import BulkNeighborSampler
+from .errors import DGLSamplingInputError, dgl_errors
 from .frontier import frontier_sample, frontier_sample_sequential
 from .khop import KHopSamples, khop_sample
 from .layer import FastGCNSampler, LADIESSampler
@@ -17,7 +19,13 @@ from .neighbor import NeighborSampler
 from .saint import SAINTSampler
 from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 
-__all__ = ["NeighborSampler", "BulkNeighborSampler", "SAINTSampler", "LADIESSampler", "FastGCNSampler", "random_walk",
-           "node2vec_random_walk", "multi_dimensional_random_walk", "neighbor_choice", "weighted_neighbor_choice",
-           "choose_neighbors", "classify", "group_by_transit", "frontier_sample", "frontier_sample_sequential",
-           "khop_sample", "KHopSamples"]
+# the DGL-free choice primitives, raising DGLSamplingInputError like every export here
+neighbor_choice = dgl_errors(choice.neighbor_choice)
+weighted_neighbor_choice = dgl_errors(choice.weighted_neighbor_choice)
+classify, group_by_transit = dgl_errors(engine.classify), dgl_errors(engine.group_by_transit)
+choose_neighbors = dgl_errors(core_neighbor.choose_neighbors)
+
+__all__ = ["DGLSamplingInputError", "NeighborSampler", "BulkNeighborSampler", "SAINTSampler", "LADIESSampler",
+           "FastGCNSampler", "random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "neighbor_choice",
+           "weighted_neighbor_choice", "choose_neighbors", "classify", "group_by_transit", "frontier_sample",
+           "frontier_sample_sequential", "khop_sample", "KHopSamples"]

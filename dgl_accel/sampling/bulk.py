@@ -70,6 +70,7 @@ from ..core.sampling.checks import (
 from .base import CallSeeds
 from .blocks import check_homogeneous, finish_block
 from .bulk_matrix import canonical_adjacency, estimate_p_bytes
+from .errors import dgl_errors
 from .neighbor import HETERO_FIX
 
 __all__ = ["BulkNeighborSampler", "BulkScheduler"]
@@ -160,6 +161,7 @@ class BulkScheduler:
         return out
 
 
+@dgl_errors
 class BulkNeighborSampler(CallSeeds, BlockSampler):
     """Neighbour sampling of ``k`` minibatches per pass by matrix-based ITS (see module docstring).
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from ..core.sampling.saint_frontier import frontier_sample as frontier_sample_csr
 from ..core.sampling.saint_frontier import frontier_sample_sequential as frontier_sample_sequential_csr
 from ..graph.structure import out_csr
+from .errors import dgl_errors
 
 __all__ = ["frontier_sample", "frontier_sample_sequential"]
 
 
+@dgl_errors
 def frontier_sample(g, num_roots: int, budget: int, *, num_instances: int = 1, eta: float = 2.0,
                     degree_clip=None, seed=None, max_steps=None) -> list:
     """GraphSAINT frontier sampling: ``num_instances`` independent node sets of ``budget`` (n)
@@ -27,6 +29,7 @@ def frontier_sample(g, num_roots: int, budget: int, *, num_instances: int = 1, e
     return [t.to(device=g.device, dtype=g.idtype) for t in out]
 
 
+@dgl_errors
 def frontier_sample_sequential(g, num_roots: int, budget: int, *, num_instances: int = 1, degree_clip=None,
                                seed=None, max_steps=None) -> list:
     """The paper's sequential frontier sampler (numpy Generator; the reference of

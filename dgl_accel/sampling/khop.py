@@ -6,10 +6,12 @@ from ..core.sampling.khop import KHopSamples
 from ..core.sampling.khop import khop_sample as khop_sample_csr
 from ..graph.structure import in_csr
 from .blocks import check_homogeneous
+from .errors import dgl_errors
 
 __all__ = ["khop_sample", "KHopSamples"]
 
 
+@dgl_errors
 def khop_sample(g, seeds, fanouts, *, replace: bool = False, unique: bool = False, seed=None) -> KHopSamples:
     """Sample the k-hop in-neighbourhood of every seed independently (one sample per seed).
 

@@ -41,6 +41,7 @@ from ..graph.structure import cached
 from .base import CallSeeds
 from .blocks import layer_block
 from .bulk_ladies import BulkLADIES
+from .errors import dgl_errors
 from .layer_graph import (
     check_layer_graph,
     check_norm,
@@ -85,6 +86,7 @@ def fastgcn_probabilities(g, norm: str = "both") -> torch.Tensor:
     return cached(g, f"fastgcn_p:{norm}", build)
 
 
+@dgl_errors
 class _LayerSampler(CallSeeds, BlockSampler):
     WORKER_OFFSET = 0  # worker w keys its calls by w (the other samplers: w + 1)
 
@@ -138,6 +140,7 @@ class _LayerSampler(CallSeeds, BlockSampler):
                 f"replace={self.replace}, seed={self.seed}, norm={self.norm!r})")
 
 
+@dgl_errors
 class LADIESSampler(_LayerSampler):
     """Layer-dependent importance sampling (Zou et al., NeurIPS'19).
 
@@ -174,6 +177,7 @@ class LADIESSampler(_LayerSampler):
         return ladies_from_edges(node_factors(g, self.norm), row_pos, src, v, g.num_nodes())
 
 
+@dgl_errors
 class FastGCNSampler(_LayerSampler):
     """FastGCN (Chen et al., ICLR'18): layer-independent ``p(u) ∝ ||Â[:, u]||^2`` over the whole
     graph, computed once per graph and cached.  Nodes are drawn from all nodes with ``p > 0``;

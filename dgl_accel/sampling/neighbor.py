@@ -33,12 +33,14 @@ from ..core.sampling.neighbor import choose_positions
 from ..graph.structure import in_csr
 from .base import CallSeeds
 from .blocks import check_homogeneous, make_block, packed_pairs
+from .errors import dgl_errors
 
 __all__ = ["NeighborSampler", "HETERO_FIX"]
 
 HETERO_FIX = "use dgl.dataloading.NeighborSampler for heterographs"
 
 
+@dgl_errors
 class NeighborSampler(CallSeeds, BlockSampler):
     """Sample a fixed number of in-neighbours per node and layer, building DGL blocks (MFGs).
 

@@ -52,6 +52,7 @@ from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normaliz
 from ..graph.structure import cached, out_csr
 from .base import CallSeeds
 from .blocks import check_homogeneous
+from .errors import dgl_errors
 from .frontier import frontier_sample
 from .induced import cpu_in_csr, half_csr, induced_subgraph, induced_subgraph_symmetric
 
@@ -96,6 +97,7 @@ def _check_graph(g, mode: str, budget) -> None:
             raise expected(f"{what} <= number of {of} {limit}", value, "pass a smaller budget.")
 
 
+@dgl_errors
 class SAINTSampler(CallSeeds, Sampler):
     """GraphSAINT subgraph sampler (Zeng et al., ICLR'20); returns node-induced subgraphs.
 

@@ -16,6 +16,7 @@ from ..core.sampling.walks_mdrw import MDRWResult
 from ..core.sampling.walks_mdrw import multi_dimensional_random_walk as mdrw_csr
 from ..core.sampling.walks_node2vec import node2vec_random_walk as node2vec_csr
 from ..graph.structure import cached, check_graph, out_csr
+from .errors import dgl_errors
 
 __all__ = ["random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "MDRWResult", "walk_csr"]
 
@@ -39,6 +40,7 @@ def _weights(g, prob):
     return g.edata[prob]
 
 
+@dgl_errors
 def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, return_eids=False):
     """Random walks along out-edges, one per entry of ``nodes``; drop-in for
     ``dgl.sampling.random_walk(g, nodes, length=length, prob=prob, restart_prob=restart_prob)``
@@ -78,6 +80,7 @@ def random_walk(g, nodes, length, *, prob=None, restart_prob=0.0, seed=None, ret
     return (traces, eids.to(idtype), types) if return_eids else (traces, types)
 
 
+@dgl_errors
 def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, return_eids=False):
     """node2vec walks (Grover & Leskovec 2016) along out-edges; drop-in for
     ``dgl.sampling.node2vec_random_walk(g, nodes, p, q, walk_length, prob=prob)``; see
@@ -97,6 +100,7 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, *, prob=None, seed=None, r
     return (traces, eids.to(g.idtype)) if return_eids else traces
 
 
+@dgl_errors
 def multi_dimensional_random_walk(g, num_roots_or_roots, walk_budget, *, num_instances=None, seed=None):
     """GraphSAINT's frontier sampler as a multi-dimensional random walk on ``g`` (see
     :func:`dgl_accel.core.sampling.walks_mdrw.multi_dimensional_random_walk`); the

@@ -1,8 +1,11 @@
 """Argument checks of the sampling toolkit: the one set of seed / fanout / node-id / graph-size
 validators every sampler uses, with one vocabulary of errors.
 
-Every failed check raises ``ValueError("expected <what> (got <what came>). Fix: <how>")`` built by
-:func:`expected`; callers that need another check write it with :func:`expected` too.
+Every failed check raises ``SamplingInputError("expected <what> (got <what came>). Fix: <how>")``
+built by :func:`expected`; callers that need another check write it with :func:`expected` too.
+:class:`SamplingInputError` is a ``ValueError`` (the core knows nothing of DGL); the DGL adapter
+re-raises it at its public entries as ``dgl_accel.sampling.DGLSamplingInputError``, which is also a
+``dgl.DGLError`` (:mod:`dgl_accel.sampling.errors`).
 
 Seed rule (every sampler, walk and choice function): a seed is a Python int, a numpy integer or a
 one-element integer tensor with a value in [0, 2^64); bools, floats and other tensors are
@@ -22,7 +25,8 @@ import numpy as np
 import torch
 
 __all__ = [
-    "expected", "check_seed", "resolve_seed", "check_int", "check_bool", "check_fanout", "check_fanouts",
+    "SamplingInputError", "expected", "check_seed", "resolve_seed", "check_int", "check_bool", "check_fanout",
+    "check_fanouts",
     "check_nodes", "node_ids", "single_type_seeds", "seed_batch", "excluded_edge_ids", "check_prob", "check_indptr",
     "check_has_edges", "check_below", "check_length", "check_positive", "restart_probs", "check_sizes",
     "check_choice", "check_bulk", "check_spgemm", "check_memory_budget",
@@ -31,9 +35,13 @@ __all__ = [
 SEED_LIMIT = 2**64
 
 
-def expected(what: str, got, fix: str) -> ValueError:
+class SamplingInputError(ValueError):
+    """Bad input to a sampler, walk or choice function: what was expected, what came, how to fix it."""
+
+
+def expected(what: str, got, fix: str) -> SamplingInputError:
     """The error every check raises: ``expected <what> (got <got>). Fix: <fix>``."""
-    return ValueError(f"expected {what} (got {got}). Fix: {fix}")
+    return SamplingInputError(f"expected {what} (got {got}). Fix: {fix}")
 
 
 def _describe(x) -> str:
