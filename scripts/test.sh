@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Whole test suite: bootstrap the environment if needed, then three checks (extra arguments go to pytest):
+# Whole test suite: bootstrap the environment if needed, then four checks (extra arguments go to pytest):
 #   1. lint-imports  the architecture contracts in pyproject.toml ([tool.importlinter]: layers, DGL-free core)
 #   2. ruff check    the lint rules in pyproject.toml ([tool.ruff]; no `ruff format`, see the reason there)
 #   3. pytest        tests/ and the >>> examples in dgl_accel's docstrings (conftest.py at the root sets the
 #                    environment for both); tests/test_architecture.py holds the rules import-linter cannot say
+#   4. core-lane     the second lane: tests/core and the doctests of dgl_accel/core on the GPU image's stack
+#                    (Python 3.12, torch 2.11, triton 3.6) without DGL or numba, in .venv-core
+#                    (scripts/bootstrap_core.sh creates it once, ~90 s, and reuses it after)
 # Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
 # non-zero if any step failed.  Kernels run under the Triton interpreter (conftest.py sets
 # TRITON_INTERPRET=1) and are compiled ahead of time for sm_80/sm_90 in a subprocess
@@ -40,6 +43,21 @@ step ruff "lint rules (pyflakes, import order, bugbear basics, pyupgrade, 120 co
   "$bin/ruff" check --output-format concise "$root"
 step pytest "tests/ and the doctests of dgl_accel (architecture rules in tests/test_architecture.py)" \
   "$py" -m pytest -q "$@"
+
+core_py=""
+core_env() {  # .venv-core, created once; its python goes to $core_py
+  core_py="$(bash "$root/scripts/bootstrap_core.sh" 2> >(grep -v "^WARNING: Location" >&2) | tail -n 1)" &&
+    [ -x "$core_py" ]
+}
+core_lane() {
+  [ -n "$core_py" ] || { echo "core-lane: no .venv-core (see core-env above)"; return 1; }
+  "$core_py" -m pytest -q tests/core dgl_accel/core
+}
+step core-env "create or reuse .venv-core (scripts/bootstrap_core.sh)" core_env
+versions="$([ -n "$core_py" ] && "$core_py" -c 'import sys, torch, triton
+print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}")' 2>/dev/null ||
+  echo "no environment")"
+step core-lane "tests/core and the doctests of dgl_accel/core on $versions, without DGL and numba" core_lane
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}"
