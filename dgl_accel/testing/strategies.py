@@ -1,147 +1,52 @@
-"""Hypothesis strategies for graphs, blocks and features.
+"""Hypothesis strategies for DGL graphs, blocks and features.
 
-Hypothesis draws only a handful of small parameters (sizes, flags, a seed); edges and values are
-then generated with numpy/torch from the seed. That keeps generation O(1) Hypothesis draws
-even for graphs with thousands of edges, and shrinking still works on the parameters.
-
-Every generator shuffles node labels and edge order, so kernels cannot rely on sorted COO,
-on isolated nodes being the last ids, or on self-loops coming first.
+The graphs are the DGL-free edge lists of :mod:`.tensors` made into ``DGLGraph``\ s (same draws,
+same edges); features and edge weights are :mod:`.tensors`' own.  Every generator shuffles node
+labels and edge order, so kernels cannot rely on sorted COO, on isolated nodes being the last ids,
+or on self-loops coming first.
 """
 
 import dgl
-import numpy as np
 import torch
 from hypothesis import strategies as st
 
-IDTYPES = (torch.int32, torch.int64)
-_SEEDS = st.integers(0, 2**32 - 1)
+from .tensors import (
+    IDTYPES,
+    EdgeList,
+    block_edge_lists,
+    edge_lists,
+    edge_weights,
+    features,
+    power_law_edge_lists,
+)
 
 
-def _make_graph(src, dst, num_nodes, idtype):
-    return dgl.graph((torch.as_tensor(src, dtype=idtype), torch.as_tensor(dst, dtype=idtype)),
-                     num_nodes=num_nodes, idtype=idtype)
+def to_dgl(e: EdgeList):
+    """The ``DGLGraph`` (a block when ``e.bipartite``) of an :class:`~.tensors.EdgeList`."""
+    if e.bipartite:
+        return dgl.create_block((e.src, e.dst), num_src_nodes=e.num_src, num_dst_nodes=e.num_dst,
+                                idtype=e.src.dtype)
+    return dgl.graph((e.src, e.dst), num_nodes=e.num_src, idtype=e.src.dtype)
 
 
-@st.composite
-def graphs(draw, min_nodes=0, max_nodes=64, max_edges=256, idtypes=IDTYPES,
-           self_loops=True, multi_edges=True):
-    """Homogeneous `dgl.DGLGraph` with up to `max_nodes` nodes and `max_edges` edges.
-
-    Edge cases hit across examples (each one has a dedicated drawn parameter, so it is not
-    left to chance; tests/test_strategies.py checks they all occur):
-      * the empty graph (0 nodes) when min_nodes == 0, and n > 0 nodes with 0 edges;
-      * isolated nodes (no in- and no out-edges);
-      * zero-in-degree nodes that do have out-edges (the case mean/max must zero-fill);
-      * self-loops (if self_loops; with self_loops=False there are none at all);
-      * multi-edges, i.e. repeated (u, v) pairs (if multi_edges; with False there are none);
-      * every idtype in `idtypes`.
-    """
-    idtype = draw(st.sampled_from(idtypes))
-    # ~1 in 10 examples each is forced to the smallest graph / to zero edges, so even a
-    # 25-example CI run reliably sees them (uniform size draws would hit them ~3% of the time).
-    degenerate = draw(st.integers(0, 9))
-    n = min_nodes if degenerate == 0 else draw(st.integers(min_nodes, max_nodes))
-    if n == 0:
-        return _make_graph([], [], 0, idtype)
-    # Edges only touch the first `n_active` (pre-shuffle) labels: the rest are isolated.
-    # Only the first `n_recv` of those receive edges: the others are zero-in-degree sources.
-    n_active = draw(st.integers(1, n))
-    n_recv = draw(st.integers(1, n_active))
-    m = 0 if degenerate == 1 else draw(st.integers(0, max_edges))
-    force_loops = self_loops and draw(st.booleans())
-    force_multi = multi_edges and draw(st.booleans())
-    rng = np.random.default_rng(draw(_SEEDS))
-
-    src = rng.integers(0, n_active, m)
-    dst = rng.integers(0, n_recv, m)
-    if force_loops and m >= 1:
-        k = int(rng.integers(1, max(1, m // 4) + 1))
-        src[:k] = dst[:k]  # dst < n_recv <= n_active, so (v, v) keeps the active/recv split
-    if not self_loops:
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-    if not multi_edges:
-        pairs = np.unique(np.stack([src, dst], 1), axis=0)
-        src, dst = pairs[:, 0], pairs[:, 1]
-    elif force_multi and len(src) >= 2:
-        # Overwrite the tail with copies of edges from the head: guaranteed duplicates.
-        k = int(rng.integers(1, max(1, len(src) // 4) + 1))
-        copy_from = rng.integers(0, len(src) - k, k)
-        src[-k:], dst[-k:] = src[copy_from], dst[copy_from]
-    perm = rng.permutation(n)
-    order = rng.permutation(len(src))
-    return _make_graph(perm[src[order]], perm[dst[order]], n, idtype)
+def graphs(min_nodes=0, max_nodes=64, max_edges=256, idtypes=IDTYPES, self_loops=True, multi_edges=True):
+    """Homogeneous `dgl.DGLGraph`: :func:`~.tensors.edge_lists` (its docstring lists the edge cases
+    every run hits; tests/test_strategies.py checks they occur)."""
+    return edge_lists(min_nodes, max_nodes, max_edges, idtypes, self_loops, multi_edges).map(to_dgl)
 
 
-@st.composite
-def power_law_graphs(draw, min_nodes=1100, max_nodes=2048, max_background_edges=1000,
+def power_law_graphs(min_nodes=1100, max_nodes=2048, max_background_edges=1000,
                      hub_degree=(1025, 1100), max_in_hubs=2, max_out_hubs=2, idtypes=IDTYPES):
-    """Graph with Zipf-distributed degrees plus explicit hubs.
-
-    Guaranteed in every example: at least one node with in-degree > 1024 and at least one
-    with out-degree > 1024 (with the default `hub_degree`), i.e. rows longer than any single
-    Triton block, so kernels must loop/split over a row. Hubs draw distinct neighbours when
-    num_nodes allows; background edges are drawn with replacement from a Zipf law, so skewed
-    degrees, multi-edges, self-loops and zero-in-degree nodes occur typically but not
-    necessarily. Size stays modest: at most
-    (max_in_hubs + max_out_hubs) * hub_degree[1] + max_background_edges edges (~5.4k default).
-    """
-    idtype = draw(st.sampled_from(idtypes))
-    n = draw(st.integers(min_nodes, max_nodes))
-    n_in = draw(st.integers(1, max_in_hubs))
-    n_out = draw(st.integers(1, max_out_hubs))
-    in_degs = draw(st.lists(st.integers(*hub_degree), min_size=n_in, max_size=n_in))
-    out_degs = draw(st.lists(st.integers(*hub_degree), min_size=n_out, max_size=n_out))
-    m_bg = draw(st.integers(0, max_background_edges))
-    alpha = draw(st.sampled_from([1.2, 1.5, 2.0, 2.5]))  # Zipf exponent: mild to very skewed
-    rng = np.random.default_rng(draw(_SEEDS))
-
-    zipf = np.arange(1, n + 1, dtype=np.float64) ** -alpha
-    zipf /= zipf.sum()
-    # Independent popularity rankings for sending and receiving, so in- and out-hubs differ.
-    p_src, p_dst = zipf[rng.permutation(n)], zipf[rng.permutation(n)]
-    srcs, dsts = [rng.choice(n, m_bg, p=p_src)], [rng.choice(n, m_bg, p=p_dst)]
-    for hub, deg in zip(rng.choice(n, n_in, replace=False), in_degs):
-        srcs.append(rng.choice(n, deg, replace=deg > n))
-        dsts.append(np.full(deg, hub))
-    for hub, deg in zip(rng.choice(n, n_out, replace=False), out_degs):
-        srcs.append(np.full(deg, hub))
-        dsts.append(rng.choice(n, deg, replace=deg > n))
-    src, dst = np.concatenate(srcs), np.concatenate(dsts)
-    order = rng.permutation(len(src))
-    return _make_graph(src[order], dst[order], n, idtype)
+    """Zipf-degree `dgl.DGLGraph` with hubs above 1024 in- and out-neighbours:
+    :func:`~.tensors.power_law_edge_lists`."""
+    return power_law_edge_lists(min_nodes, max_nodes, max_background_edges, hub_degree, max_in_hubs,
+                                max_out_hubs, idtypes).map(to_dgl)
 
 
-@st.composite
-def blocks(draw, max_dst=32, max_extra_src=64, max_edges=256, idtypes=IDTYPES):
-    """Bipartite message-flow graph (`dgl.create_block`) with num_src >= num_dst.
-
-    Edge cases hit across examples: the 0-src/0-dst block; num_src == num_dst > 0; dst nodes
-    with zero in-degree next to dst nodes with edges (about half the examples); blocks where
-    every dst receives; both idtypes. Typical but not forced: src nodes with no out-edges,
-    repeated (u, v) pairs. Src ids
-    [0, num_dst) play the role of the dst nodes themselves, as in `dgl.to_block`, so
-    `feat[:num_dst]` is the dst feature slice GraphConv uses.
-    """
-    idtype = draw(st.sampled_from(idtypes))
-    # ~10% each forced 0x0 and square (num_src == num_dst) blocks, as in graphs(): uniform
-    # draws would hit them too rarely for a 25-example CI run.
-    shape_mode = draw(st.integers(0, 9))
-    num_dst = 0 if shape_mode == 0 else draw(st.integers(0, max_dst))
-    num_src = num_dst + (0 if shape_mode <= 1 else draw(st.integers(0, max_extra_src)))
-    # Half the examples: every dst receives; otherwise num_dst - n_recv >= 1 get no in-edges.
-    if num_dst == 0 or draw(st.booleans()):
-        n_recv = num_dst
-    else:
-        n_recv = draw(st.integers(0, num_dst - 1))
-    m = draw(st.integers(0, max_edges)) if n_recv > 0 and num_src > 0 else 0
-    rng = np.random.default_rng(draw(_SEEDS))
-    receivers = rng.choice(num_dst, n_recv, replace=False) if n_recv else np.zeros(0, np.int64)
-    src = rng.integers(0, max(num_src, 1), m)
-    dst = receivers[rng.integers(0, max(n_recv, 1), m)] if m else np.zeros(0, np.int64)
-    src, dst = torch.as_tensor(src, dtype=idtype), torch.as_tensor(dst, dtype=idtype)
-    return dgl.create_block((src, dst), num_src_nodes=num_src, num_dst_nodes=num_dst,
-                            idtype=idtype)
+def blocks(max_dst=32, max_extra_src=64, max_edges=256, idtypes=IDTYPES):
+    """Bipartite message-flow graph (`dgl.create_block`) with num_src >= num_dst:
+    :func:`~.tensors.block_edge_lists`."""
+    return block_edge_lists(max_dst, max_extra_src, max_edges, idtypes).map(to_dgl)
 
 
 def any_graph(idtypes=IDTYPES):
@@ -151,69 +56,6 @@ def any_graph(idtypes=IDTYPES):
     is correct for both graphs and blocks."""
     return st.one_of(graphs(idtypes=idtypes), power_law_graphs(idtypes=idtypes),
                      blocks(idtypes=idtypes))
-
-
-def _as_strategy(x):
-    return x if isinstance(x, st.SearchStrategy) else st.just(x)
-
-
-def _randn(shape, dtype, seed):
-    gen = torch.Generator().manual_seed(seed)
-    # Sample in fp32 then cast: the same seed gives the same values in every dtype (so an fp64
-    # copy of fp32 features is exact), and fp16/bf16 inputs are exactly representable.
-    return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
-
-
-def _layout(x, layout):
-    """Return a non-contiguous tensor equal to (a copy of) x, shape unchanged."""
-    n, d = x.shape
-    if layout == "col_slice":  # row stride > d: a slice of a wider feature matrix
-        out = torch.zeros(n, d + 3, dtype=x.dtype)[:, 1:d + 1]
-    elif layout == "transposed":  # column stride != 1: the .t() of a [d, n] tensor
-        out = torch.zeros(d, n, dtype=x.dtype).t()
-    else:  # "step": both strides doubled
-        out = torch.zeros(n, 2 * d, dtype=x.dtype)[:, ::2]
-    if out.is_contiguous():  # col_slice/transposed degenerate for n == 1 or d == 1
-        out = torch.zeros(n, 2 * d, dtype=x.dtype)[:, ::2]
-    out.copy_(x)
-    return out
-
-
-@st.composite
-def features(draw, num_rows, dim=st.integers(1, 32), dtypes=(torch.float32,),
-             non_contiguous=st.booleans()):
-    """Standard-normal [num_rows, dim] tensor; `dim`/`non_contiguous` may be values or strategies.
-
-    When non_contiguous is drawn True the tensor is a column slice of a wider tensor, a
-    transposed view, or a stride-2 view, and `is_contiguous()` is False whenever that is
-    possible at all (numel >= 2; torch deems 0- and 1-element tensors contiguous always).
-    Edge cases: num_rows == 0 (pass it), dim == 1, every dtype in `dtypes`.
-    """
-    d = draw(_as_strategy(dim))
-    dtype = draw(st.sampled_from(dtypes))
-    x = _randn((num_rows, d), dtype, draw(_SEEDS))
-    if draw(_as_strategy(non_contiguous)):
-        x = _layout(x, draw(st.sampled_from(["col_slice", "transposed", "step"])))
-    return x
-
-
-@st.composite
-def edge_weights(draw, num_edges, per_feature_dim=None, dtypes=(torch.float32,), positive=False):
-    """Edge data for u_mul_e: shape [E], [E, 1], or (if per_feature_dim is given) [E, F].
-
-    All three broadcasting shapes occur. positive=True draws from [0.5, 1.5) instead of
-    N(0, 1), for GCN-style weights that must stay > 0.
-    """
-    shapes = [(num_edges,), (num_edges, 1)]
-    if per_feature_dim is not None:
-        shapes.append((num_edges, per_feature_dim))
-    shape = draw(st.sampled_from(shapes))
-    dtype = draw(st.sampled_from(dtypes))
-    seed = draw(_SEEDS)
-    if positive:
-        gen = torch.Generator().manual_seed(seed)
-        return (torch.rand(shape, generator=gen) + 0.5).to(dtype)
-    return _randn(shape, dtype, seed)
 
 
 @st.composite
