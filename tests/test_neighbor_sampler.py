@@ -320,6 +320,34 @@ def test_sampler_real_graph_with_hub_and_prob():
     assert torch.equal(cnt, pos_deg[seeds].clamp(max=10))
 
 
+@pytest.mark.parametrize("replace", [False, True])
+def test_mask_picks_only_true_edges_uniformly(replace):
+    """DGL's ``mask=``: only edges whose mask is True can be picked, uniformly among them; the same
+    blocks as ``prob=`` on the mask, and DGL's rule that the two exclude each other."""
+    g = _hub_graph()
+    g.edata["m"] = torch.rand(g.num_edges(), generator=torch.Generator().manual_seed(4)) > 0.5
+    seeds = torch.arange(0, 3000, 5)
+    _, _, blocks = NeighborSampler([4, 10], mask="m", replace=replace, seed=2).sample_blocks(g, seeds)
+    for b in blocks:
+        assert b.num_edges() > 0 and bool(g.edata["m"][b.edata[dgl.EID].long()].all())
+    true_deg = torch.zeros(g.num_nodes(), dtype=torch.int64).index_add_(0, g.edges()[1], g.edata["m"].long())
+    cnt = torch.bincount(blocks[-1].edges()[1].long(), minlength=seeds.numel())
+    want = torch.where(true_deg[seeds] > 0, torch.full_like(cnt, 10), 0) if replace else true_deg[seeds].clamp(max=10)
+    assert torch.equal(cnt, want)
+    # the same draw as prob= on the 0/1 weights (the mask is read as weights, as in DGL)
+    g.edata["p"] = g.edata["m"].float()
+    _, _, by_prob = NeighborSampler([4, 10], prob="p", replace=replace, seed=2).sample_blocks(g, seeds)
+    assert all(torch.equal(a.edata[dgl.EID], b.edata[dgl.EID]) for a, b in zip(blocks, by_prob))
+    # uniform among the True in-edges: node 0 has 20 in-edges, 10 of them True
+    star = dgl.graph((torch.arange(1, 21), torch.zeros(20, dtype=torch.int64)))
+    star.edata["m"] = torch.arange(20) % 2 == 0
+    s = NeighborSampler([3], mask="m", replace=replace, seed=5)
+    picks = torch.cat([s.sample_blocks(star, torch.tensor([0]))[2][0].edata[dgl.EID] for _ in range(1000)])
+    counts = torch.bincount(picks.long(), minlength=20).numpy()
+    assert counts[1::2].sum() == 0
+    chi2_ok(counts[::2], np.full(10, 300.0))
+
+
 def test_same_seed_same_blocks_different_seed_differ():
     g = _hub_graph()
     seeds = torch.arange(0, 3000, 7)

@@ -71,7 +71,7 @@ CALLS = {
     "LADIESSampler": lambda g, s: LADIESSampler([6, 6], seed=s).sample_blocks(g, torch.arange(5)),
     "FastGCNSampler": lambda g, s: FastGCNSampler([6, 6], seed=s).sample_blocks(g, torch.arange(5)),
     "SAINTSampler": lambda g, s: SAINTSampler("walk", (5, 2), seed=s).sample(g),
-    "random_walk": lambda g, s: random_walk(g, torch.arange(10), 4, seed=s),
+    "random_walk": lambda g, s: random_walk(g, torch.arange(10), length=4, seed=s),
     "node2vec_random_walk": lambda g, s: node2vec_random_walk(g, torch.arange(10), 0.5, 2.0, 4, seed=s),
     "multi_dimensional_random_walk": lambda g, s: multi_dimensional_random_walk(g, 3, 8, seed=s),
     "frontier_sample": lambda g, s: frontier_sample(g, 3, 8, seed=s),

@@ -68,7 +68,7 @@ def test_traces_are_walks(kind):
         tr, ei = node2vec_random_walk(g, nodes, 0.5, 2.0, 12, seed=3, return_eids=True)
     else:
         kw = {"prob": "w"} if kind == "weighted" else {"restart_prob": 0.2} if kind == "restart" else {}
-        tr, ei, types = random_walk(g, nodes, 12, seed=3, return_eids=True, **kw)
+        tr, ei, types = random_walk(g, nodes, length=12, seed=3, return_eids=True, **kw)
         assert torch.equal(types, torch.zeros(13, dtype=g.idtype))
     assert tr.shape == (nodes.numel(), 13) and ei.shape == (nodes.numel(), 12)
     assert torch.equal(tr[:, 0], nodes)
@@ -79,7 +79,7 @@ def test_traces_are_walks(kind):
 
 def test_dead_ends_stop_walks():
     g = dgl.graph(([0, 1], [1, 2]), num_nodes=4)
-    tr, _ = random_walk(g, [0, 1, 2, 3], 3, seed=0)
+    tr, _ = random_walk(g, [0, 1, 2, 3], length=3, seed=0)
     assert tr.tolist() == [[0, 1, 2, -1], [1, 2, -1, -1], [2, -1, -1, -1], [3, -1, -1, -1]]
     tr2 = node2vec_random_walk(g, [0, 1, 2, 3], 1.0, 1.0, 3, seed=0)
     assert tr2.tolist() == tr.tolist()
@@ -88,12 +88,12 @@ def test_dead_ends_stop_walks():
 def test_reproducible_and_batch_independent():
     g = _random_graph()
     nodes = torch.arange(g.num_nodes()).repeat(3)
-    a, _ = random_walk(g, nodes, 20, seed=7)
-    b, _ = random_walk(g, nodes, 20, seed=7)
-    c, _ = random_walk(g, nodes, 20, seed=8)
+    a, _ = random_walk(g, nodes, length=20, seed=7)
+    b, _ = random_walk(g, nodes, length=20, seed=7)
+    c, _ = random_walk(g, nodes, length=20, seed=8)
     assert torch.equal(a, b) and not torch.equal(a, c)
     # Walk i depends only on (seed, i, nodes[i]): a prefix batch gives the same rows.
-    p, _ = random_walk(g, nodes[:10], 20, seed=7)
+    p, _ = random_walk(g, nodes[:10], length=20, seed=7)
     assert torch.equal(p, a[:10])
     n1 = node2vec_random_walk(g, nodes, 0.5, 2.0, 20, seed=7)
     n2 = node2vec_random_walk(g, nodes, 0.5, 2.0, 20, seed=7)
@@ -105,14 +105,14 @@ def test_reproducible_and_batch_independent():
     old = walks._CHUNK, walks_node2vec._CHUNK
     walks._CHUNK = walks_node2vec._CHUNK = 7
     try:
-        assert torch.equal(random_walk(g, nodes, 20, seed=7)[0], a)
+        assert torch.equal(random_walk(g, nodes, length=20, seed=7)[0], a)
         assert torch.equal(node2vec_random_walk(g, nodes, 0.5, 2.0, 20, seed=7), n1)
     finally:
         walks._CHUNK, walks_node2vec._CHUNK = old
     torch.manual_seed(0)
-    d1, _ = random_walk(g, nodes, 5)
+    d1, _ = random_walk(g, nodes, length=5)
     torch.manual_seed(0)
-    d2, _ = random_walk(g, nodes, 5)
+    d2, _ = random_walk(g, nodes, length=5)
     assert torch.equal(d1, d2)
 
 
@@ -130,10 +130,10 @@ def test_uniform_and_weighted_transitions():
     g = dgl.graph(([0] * 6, dst), num_nodes=7)
     g.edata["w"] = torch.tensor([1.0, 2, 3, 4, 5, 0])
     nodes = torch.zeros(30000, dtype=torch.int64)
-    tr, _ = random_walk(g, nodes, 1, seed=11)
+    tr, _ = random_walk(g, nodes, length=1, seed=11)
     counts = np.bincount(tr[:, 1].numpy(), minlength=7)[1:]
     assert _chisq_ok(counts, [1 / 6] * 6)
-    tr, _ = random_walk(g, nodes, 1, seed=12, prob="w")
+    tr, _ = random_walk(g, nodes, length=1, seed=12, prob="w")
     counts = np.bincount(tr[:, 1].numpy(), minlength=7)[1:]
     assert _chisq_ok(counts, np.array([1, 2, 3, 4, 5, 0]) / 15)
 
@@ -141,7 +141,7 @@ def test_uniform_and_weighted_transitions():
 def test_restart_lengths_geometric():
     g = dgl.graph(([0, 1, 2], [1, 2, 0]))  # a cycle: no dead ends
     L, rp, W = 10, 0.3, 20000
-    tr, _ = random_walk(g, torch.zeros(W, dtype=torch.int64), L, restart_prob=rp, seed=5)
+    tr, _ = random_walk(g, torch.zeros(W, dtype=torch.int64), length=L, restart_prob=rp, seed=5)
     steps = (tr >= 0).sum(1) - 1  # transitions made
     # P(steps >= k) = (1 - rp)^k for k <= L.
     probs = [(1 - rp) ** k * rp for k in range(L)] + [(1 - rp) ** L]
@@ -149,7 +149,7 @@ def test_restart_lengths_geometric():
     mean = sum((1 - rp) ** k for k in range(1, L + 1))
     assert abs(float(steps.double().mean()) - mean) < 4 * float(steps.double().std()) / W ** 0.5
     # Per-step tensor: terminate only before transition 2.
-    tr2, _ = random_walk(g, torch.zeros(1000, dtype=torch.int64), 4,
+    tr2, _ = random_walk(g, torch.zeros(1000, dtype=torch.int64), length=4,
                          restart_prob=torch.tensor([0.0, 0.0, 1.0, 0.0]), seed=5)
     assert bool((tr2[:, :3] >= 0).all()) and bool((tr2[:, 3:] == -1).all())
 
@@ -208,12 +208,12 @@ def test_compatible_with_dgl(idtype):
     nodes = torch.arange(g.num_nodes(), dtype=idtype)
     for kw in ({}, {"prob": "p"}, {"restart_prob": 0.3}):
         ref = dgl.sampling.random_walk(g, nodes, length=6, **kw)
-        out = random_walk(g, nodes, 6, seed=0, **kw)
+        out = random_walk(g, nodes, length=6, seed=0, **kw)
         assert len(out) == len(ref)
         for a, b in zip(out, ref):
             assert a.shape == b.shape and a.dtype == b.dtype
         ref = dgl.sampling.random_walk(g, nodes, length=6, return_eids=True, **kw)
-        out = random_walk(g, nodes, 6, seed=0, return_eids=True, **kw)
+        out = random_walk(g, nodes, length=6, seed=0, return_eids=True, **kw)
         for a, b in zip(out, ref):
             assert a.shape == b.shape and a.dtype == b.dtype
         assert torch.equal(out[2], ref[2])
@@ -227,7 +227,7 @@ def test_compatible_with_dgl(idtype):
     # Same padding on a graph with dead ends.
     gd = dgl.graph(([0, 1], [1, 2]), num_nodes=3).astype(idtype)
     ref, _ = dgl.sampling.random_walk(gd, torch.tensor([0, 1, 2], dtype=idtype), length=3)
-    out, _ = random_walk(gd, torch.tensor([0, 1, 2], dtype=idtype), 3, seed=0)
+    out, _ = random_walk(gd, torch.tensor([0, 1, 2], dtype=idtype), length=3, seed=0)
     assert torch.equal(out, ref)
 
 
@@ -267,16 +267,16 @@ def test_bad_inputs():
     g.edata["neg"] = -torch.ones(g.num_edges())
     g.edata["short"] = torch.ones(g.num_edges(), 2)  # not one scalar per edge
     bad = [
-        lambda: random_walk(g, [0], -1),
-        lambda: random_walk(g, [0, g.num_nodes()], 3),
-        lambda: random_walk(g, [-1], 3),
-        lambda: random_walk(g, [0], 3, prob="missing"),
-        lambda: random_walk(g, [0], 3, prob="neg"),
-        lambda: random_walk(g, [0], 3, prob="short"),
-        lambda: random_walk(g, [0], 3, restart_prob=1.5),
-        lambda: random_walk(g, [0], 3, restart_prob=-0.1),
-        lambda: random_walk(g, [0], 3, restart_prob=torch.tensor([0.1, 0.2])),
-        lambda: random_walk(g, [0], 3, seed=-1),
+        lambda: random_walk(g, [0], length=-1),
+        lambda: random_walk(g, [0, g.num_nodes()], length=3),
+        lambda: random_walk(g, [-1], length=3),
+        lambda: random_walk(g, [0], length=3, prob="missing"),
+        lambda: random_walk(g, [0], length=3, prob="neg"),
+        lambda: random_walk(g, [0], length=3, prob="short"),
+        lambda: random_walk(g, [0], length=3, restart_prob=1.5),
+        lambda: random_walk(g, [0], length=3, restart_prob=-0.1),
+        lambda: random_walk(g, [0], length=3, restart_prob=torch.tensor([0.1, 0.2])),
+        lambda: random_walk(g, [0], length=3, seed=-1),
         lambda: node2vec_random_walk(g, [0], 0.0, 1.0, 3),
         lambda: node2vec_random_walk(g, [0], 1.0, -2.0, 3),
         lambda: node2vec_random_walk(g, [0], 1.0, 1.0, -3),

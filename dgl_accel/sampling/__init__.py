@@ -15,7 +15,7 @@ from .errors import DGLSamplingInputError, dgl_errors
 from .frontier import frontier_sample, frontier_sample_sequential
 from .khop import KHopSamples, khop_sample
 from .layer import FastGCNSampler, LADIESSampler
-from .neighbor import NeighborSampler
+from .neighbor import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
 from .saint import SAINTSampler
 from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 
@@ -25,7 +25,8 @@ weighted_neighbor_choice = dgl_errors(choice.weighted_neighbor_choice)
 classify, group_by_transit = dgl_errors(engine.classify), dgl_errors(engine.group_by_transit)
 choose_neighbors = dgl_errors(core_neighbor.choose_neighbors)
 
-__all__ = ["DGLSamplingInputError", "NeighborSampler", "BulkNeighborSampler", "SAINTSampler", "LADIESSampler",
+__all__ = ["DGLSamplingInputError", "NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler",
+           "BulkNeighborSampler", "SAINTSampler", "LADIESSampler",
            "FastGCNSampler", "random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "neighbor_choice",
            "weighted_neighbor_choice", "choose_neighbors", "classify", "group_by_transit", "frontier_sample",
            "frontier_sample_sequential", "khop_sample", "KHopSamples"]

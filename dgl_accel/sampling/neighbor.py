@@ -21,6 +21,7 @@ from dgl.dataloading import BlockSampler
 from ..core.sampling.arrays import np64
 from ..core.sampling.checks import (
     check_fanouts,
+    check_int,
     check_nodes,
     check_prob,
     excluded_edge_ids,
@@ -35,7 +36,7 @@ from .base import CallSeeds
 from .blocks import check_homogeneous, make_block, packed_pairs
 from .errors import dgl_errors
 
-__all__ = ["NeighborSampler", "HETERO_FIX"]
+__all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "HETERO_FIX"]
 
 HETERO_FIX = "use dgl.dataloading.NeighborSampler for heterographs"
 
@@ -44,33 +45,59 @@ HETERO_FIX = "use dgl.dataloading.NeighborSampler for heterographs"
 class NeighborSampler(CallSeeds, BlockSampler):
     """Sample a fixed number of in-neighbours per node and layer, building DGL blocks (MFGs).
 
-    Parameters follow ``dgl.dataloading.NeighborSampler``:
+    Parameters are ``dgl.dataloading.NeighborSampler``'s, in its order and with its defaults (a
+    positional call written for DGL means the same here); ours come after them, keyword-only:
 
     fanouts : list[int]
-        Neighbours per node for each layer, input layer first; -1 = all in-neighbours.
+        Neighbours per node for each layer, input layer first; -1 = all in-neighbours.  (Per-edge-type
+        dicts, for heterographs, are refused with a ``DGLSamplingInputError``.)
     edge_dir : "in" only (sample in-edges, messages flow to the seeds).
     prob : str, optional
         Name of an ``edata`` field of non-negative per-edge weights; zero-weight edges are never
-        chosen (so a boolean mask works too).
+        chosen.
+    mask : str, optional
+        Name of a boolean ``edata`` field: only edges whose mask is True can be picked, uniformly.
+        As in DGL the field is used as the edge weights (a boolean one as 0/1), so it is exclusive
+        with ``prob`` (multiply the two instead).
     replace : bool
         Sample with replacement (each node then gets exactly ``fanout`` edges when it has any
         positive-weight in-edge; repeated edges appear repeatedly in the block).
     prefetch_node_feats, prefetch_labels, prefetch_edge_feats, output_device :
         As in ``dgl.dataloading.BlockSampler``.
+    fused : bool
+        Accepted for DGL's signature and stored; it changes nothing here.  In DGL it picks the CPU
+        kernel that samples and builds the block in one pass (requiring unique seeds); this sampler
+        always works that way (choice and relabelling per layer straight into a CSC block), on every
+        device, and keeps duplicated seeds either way.
+
+    Keyword-only extras:
+
     seed : int, optional
         Sampler seed in [0, 2^64); default ``torch.randint(2**62, ())`` at construction, so
         ``torch.manual_seed`` makes runs reproducible.
 
     Block layout, as ``dgl.to_block(frontier, seeds)``: ``dstdata[NID]`` = the seeds in the given
-    order; ``srcdata[NID]`` = the seeds first, then the other sampled sources in increasing id
-    (DGL orders those by first appearance; both are valid DGL blocks); ``edata[EID]`` = original
-    edge ids, edges grouped by destination in seed order.  Blocks are built directly in CSC form
-    (what in-edge message passing uses), so no format conversion happens later.
+    order; ``srcdata[NID]`` = the seeds first, then the other sampled sources in increasing id;
+    ``edata[EID]`` = original edge ids, edges grouped by destination in seed order.  Blocks are built
+    directly in CSC form (what in-edge message passing uses), so no format conversion happens later.
+
+    Order of the non-seed sources, a decision against DGL 2.1.0: DGL lists them in first appearance
+    in its own edge order, and that order is an implementation detail that differs between DGL's
+    own paths (with fanout -1, where there is nothing random, the fused CPU kernel, DGL's default,
+    and the unfused one return different source orders for the same seeds:
+    ``tests/test_sampler_contract.py``), so DGL code cannot rely on it; what DGL's blocks do
+    guarantee (the seeds first, in order, then every other sampled source once) holds here.
+    Increasing id is kept because it is the order that all four relabelling twins (numpy, numba,
+    bulk, Triton) produce in one pass and that the golden outputs pin, and it reads input
+    features in ascending rows.
 
     ``exclude_eids`` (from ``as_edge_prediction_sampler(exclude=...)``): sampled edges whose id is
-    excluded are dropped after the choice, so they never appear in a block.  (DGL removes them
-    before choosing; here a node whose chosen edges include excluded ones ends up with fewer than
-    ``fanout`` edges.)
+    excluded are dropped after the choice, so they never appear in a block, and a node whose chosen
+    edges include excluded ones ends up with fewer than ``fanout`` edges even when other in-edges
+    were available.  This is DGL 2.1.0's behaviour too (checked in
+    ``tests/test_sampler_contract.py``: its CPU kernels, fused or not, drop excluded edges from the
+    sampled frontier, and its GPU path applies ``EidExcluder`` to the frontier after sampling), so
+    it is kept: excluding first would change the distribution a DGL user's code was tuned on.
 
     Duplicated seed nodes are kept, as ``dgl.dataloading.NeighborSampler`` keeps them (the DataLoader
     never passes any): each copy is its own destination node (``dstdata[NID]`` repeats it, and so does
@@ -83,19 +110,25 @@ class NeighborSampler(CallSeeds, BlockSampler):
     ([0], 2)
     """
 
-    def __init__(self, fanouts, edge_dir="in", prob=None, replace=False, prefetch_node_feats=None,
-                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None, seed=None):
+    def __init__(self, fanouts, edge_dir="in", prob=None, mask=None, replace=False, prefetch_node_feats=None,
+                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None, fused=True, *, seed=None):
         super().__init__(prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
                          prefetch_edge_feats=prefetch_edge_feats, output_device=output_device)
         self.fanouts = check_fanouts(fanouts)
         if edge_dir != "in":
             raise expected("edge_dir='in'", repr(edge_dir), "use dgl.dataloading.NeighborSampler for edge_dir='out'.")
         self.edge_dir = edge_dir
-        if prob is not None and not isinstance(prob, str):
-            raise expected("prob to be the name of an edata field", type(prob).__name__,
-                           "store the weights with g.edata['p'] = w and pass prob='p'.")
-        self.prob = prob
+        for name, field in (("prob", prob), ("mask", mask)):
+            if field is not None and not isinstance(field, str):
+                raise expected(f"{name} to be the name of an edata field", type(field).__name__,
+                               f"store the values with g.edata['{name[0]}'] = values and pass {name}='{name[0]}'.")
+        if prob is not None and mask is not None:
+            raise expected("at most one of prob and mask (DGL's rule)", f"prob={prob!r} and mask={mask!r}",
+                           "multiply the weights by the mask, g.edata['pm'] = p * m, and pass prob='pm'.")
+        self.mask = mask
+        self.prob = prob or mask  # as DGL: the mask is read as 0/1 weights
         self.replace = bool(replace)
+        self.fused = bool(fused)
         self.seed = resolve_seed(seed)
         self.calls = 0
 
@@ -116,9 +149,10 @@ class NeighborSampler(CallSeeds, BlockSampler):
         pairs = packed_pairs(g, csr)
         tab = None
         if self.prob is not None:
+            kind = "prob" if self.mask is None else "mask"
             if self.prob not in g.edata:
-                raise expected(f"g.edata to have the prob field {self.prob!r}", f"fields {list(g.edata.keys())}",
-                               f"set g.edata[{self.prob!r}] = weights.")
+                raise expected(f"g.edata to have the {kind} field {self.prob!r}", f"fields {list(g.edata.keys())}",
+                               f"set g.edata[{self.prob!r}] = {'weights' if kind == 'prob' else 'one bool per edge'}.")
             p = g.edata[self.prob]
             check_prob(p, g.num_edges(), f"g.edata[{self.prob!r}]")
             tab = weight_tables(csr.indptr, csr.eids, p, indptr, np64(csr.eids))
@@ -138,3 +172,21 @@ class NeighborSampler(CallSeeds, BlockSampler):
             blocks = [b.to(out_dev) for b in blocks]
         input_nodes = blocks[0].srcdata[dgl.NID]
         return input_nodes, output_nodes, blocks
+
+
+MultiLayerNeighborSampler = NeighborSampler  # DGL's alias
+
+
+@dgl_errors
+class MultiLayerFullNeighborSampler(NeighborSampler):
+    """Every in-neighbour in each of ``num_layers`` layers: ``NeighborSampler([-1] * num_layers,
+    **kwargs)``, a drop-in for ``dgl.dataloading.MultiLayerFullNeighborSampler`` (same signature).
+
+    >>> g = dgl.graph(([1, 2, 0], [0, 0, 1]))
+    >>> MultiLayerFullNeighborSampler(1).sample_blocks(g, torch.tensor([0]))[2][0].num_edges()
+    2
+    """
+
+    def __init__(self, num_layers, **kwargs):
+        super().__init__([-1] * check_int(num_layers, "num_layers", 1, fix="pass the number of GNN layers, e.g. 2."),
+                         **kwargs)

@@ -111,7 +111,8 @@ class SAINTSampler(CallSeeds, Sampler):
         one sampler may serve several graphs even with ``cache=True``); False rebuilds them per call.
     prefetch_ndata, prefetch_edata : list[str]
         Features to attach lazily to the subgraph (fetched by the DataLoader).
-    output_device : device of the returned subgraph (default: the graph's device).
+    output_device : device of the returned subgraph; default ``"cpu"`` as DGL's (None: the graph's
+        device).
 
     Keyword-only extras:
 
@@ -142,7 +143,7 @@ class SAINTSampler(CallSeeds, Sampler):
     (True, True)
     """
 
-    def __init__(self, mode, budget, cache=True, prefetch_ndata=None, prefetch_edata=None, output_device=None,
+    def __init__(self, mode, budget, cache=True, prefetch_ndata=None, prefetch_edata=None, output_device="cpu",
                  *, seed=None, normalize=False, train_mask=None, coverage=50, aggr_norm="both", exact_norm=True,
                  frontier_options=None, node_prob="norm"):
         super().__init__()

@@ -320,13 +320,13 @@ def fam_random_walk(G, out):
 
     g = G["g"]
     nodes, few = torch.arange(300), torch.arange(0, 300, 3)
-    _put(out, "uniform", random_walk(g, nodes, 8, seed=1))
-    _put(out, "uniform_eids", random_walk(g, few, 8, seed=2, return_eids=True))
-    _put(out, "prob_eids", random_walk(g, few, 6, prob="prob", seed=3, return_eids=True))
-    _put(out, "restart", random_walk(g, few, 10, restart_prob=0.2, seed=4, return_eids=True))
+    _put(out, "uniform", random_walk(g, nodes, length=8, seed=1))
+    _put(out, "uniform_eids", random_walk(g, few, length=8, seed=2, return_eids=True))
+    _put(out, "prob_eids", random_walk(g, few, length=6, prob="prob", seed=3, return_eids=True))
+    _put(out, "restart", random_walk(g, few, length=10, restart_prob=0.2, seed=4, return_eids=True))
     rp = torch.linspace(0.0, 0.5, 7)
-    _put(out, "restart_tensor_prob", random_walk(g, few, 7, prob="prob", restart_prob=rp, seed=5))
-    _put(out, "int32", random_walk(G["g32"], few.int(), 5, seed=6, return_eids=True))
+    _put(out, "restart_tensor_prob", random_walk(g, few, length=7, prob="prob", restart_prob=rp, seed=5))
+    _put(out, "int32", random_walk(G["g32"], few.int(), length=5, seed=6, return_eids=True))
 
 
 def fam_node2vec_random_walk(G, out):
@@ -473,8 +473,8 @@ def tri_random_walk(G, out):
 
     g = G["tiny"]
     nodes = torch.arange(0, 60, 2)
-    _put(out, "uniform", random_walk(g, nodes, 5, seed=1, return_eids=True))
-    _put(out, "prob_restart", random_walk(g, nodes, 5, prob="prob", restart_prob=0.2, seed=2, return_eids=True))
+    _put(out, "uniform", random_walk(g, nodes, length=5, seed=1, return_eids=True))
+    _put(out, "prob_restart", random_walk(g, nodes, length=5, prob="prob", restart_prob=0.2, seed=2, return_eids=True))
 
 
 def tri_node2vec_random_walk(G, out):
