@@ -227,18 +227,3 @@ def test_tensor_graph_matches_the_dgl_graph(path, op, reduce, norm):
     assert_close(got, want)
     for a, b in zip(got_grads, want_grads):
         assert_close(a, b)
-
-
-def test_tensor_graph_bipartite_sizes_and_bad_edges():
-    g = TensorGraph(torch.tensor([0, 4]), torch.tensor([1, 0]), num_src=5, num_dst=2)
-    assert (g.num_src, g.num_dst, g.bipartite) == (5, 2, True)
-    out = aggregate(g, "copy_u", "sum", torch.arange(5.0).reshape(5, 1))
-    assert out.flatten().tolist() == [4.0, 0.0]
-    with pytest.raises(ValueError, match="expected source ids in"):
-        TensorGraph(torch.tensor([0, 7]), torch.tensor([1, 0]), num_nodes=3)
-    with pytest.raises(ValueError, match="1-D int32/int64"):
-        TensorGraph(torch.tensor([0.0]), torch.tensor([1]))
-    with pytest.raises(ValueError, match="expected ufeat with 5 rows"):
-        aggregate(g, "copy_u", "sum", torch.ones(3, 2))
-    with pytest.raises(ValueError, match="reduce 'sum' or 'mean' in the core"):
-        aggregate(g, "copy_u", "max", torch.ones(5, 2))

@@ -8,7 +8,7 @@ import torch
 
 import dgl_accel
 from dgl_accel.core import backend
-from dgl_accel.functional import scale
+from dgl_accel.core.vector_scale import scale
 
 
 def test_default_is_auto_and_cpu_runs_native(monkeypatch):
@@ -75,7 +75,7 @@ def _run(code, **env):
 
 def test_env_triton_on_cpu_machine_runs_kernels_in_a_fresh_process():
     # The README promise: DGL_ACCEL_BACKEND=triton alone (no TRITON_INTERPRET) runs the kernels on CPU.
-    code = ("import torch, dgl_accel; from dgl_accel.functional import scale; "
+    code = ("import torch, dgl_accel; from dgl_accel.core.vector_scale import scale; "
             "y = scale(torch.arange(5.), 3.0); assert torch.equal(y, torch.arange(5.) * 3); "
             "print(dgl_accel.stats())")
     proc = _run(code, DGL_ACCEL_BACKEND="triton")
@@ -85,7 +85,7 @@ def test_env_triton_on_cpu_machine_runs_kernels_in_a_fresh_process():
 
 def test_compiled_process_refuses_cpu_kernels_clearly():
     # triton imported in compiled mode first: CPU tensors then cannot run kernels; say how to fix.
-    code = ("import triton, triton.language, torch, dgl_accel; from dgl_accel.functional import scale\n"
+    code = ("import triton, triton.language, torch, dgl_accel; from dgl_accel.core.vector_scale import scale\n"
             "dgl_accel.set_backend('triton')\n"
             "try:\n    scale(torch.ones(3), 2.0)\nexcept ValueError as e:\n    print('ERR', e)\n")
     proc = _run(code, TRITON_INTERPRET="0")

@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel.functional import scale
+from dgl_accel.core.vector_scale import scale
 from dgl_accel.testing.reference import ref_scale
-from dgl_accel.testing.strategies import features
+from dgl_accel.testing.tensors import features
 from dgl_accel.testing.tolerances import assert_matches_reference
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
