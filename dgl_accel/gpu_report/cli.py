@@ -1,0 +1,79 @@
+"""``python -m dgl_accel.gpu_report``: measure every kernel on a GPU, DGL-free, in one command.
+
+Writes ``<out>/bench/results/gpu_<section>.jsonl`` (appended; every row carries the device, driver,
+torch / triton / CUDA versions, mode and a timestamp), ``<out>/docs/gpu_report.md`` and
+``<out>/docs/gpu_report_roofline.png``.  ``<out>`` is the checkout (``--out``, default ``.``; a
+temporary folder under ``--interpret`` when none is given).  Sections: correctness on the device
+(every registered kernel specialisation, the test suite's tolerance rule, launch coverage),
+aggregation against torch.sparse / PyG / DGL, sampling, execution paths.  Exit status 1 when any
+check mismatched or a registered specialisation was never launched.
+
+Modes:
+* default (a CUDA GPU; about 8 minutes on one H100): R-MAT scales 18-23 and the shared graphs.
+* ``--quick`` (about 2 minutes): R-MAT 20 and the largest shared graph, fewer widths and repeats.
+* ``--interpret --tiny`` (CI, no GPU; under 2 minutes on 2 cores): the Triton interpreter on tiny
+  graphs, every code path of the report, the same files.
+
+On a lent GPU (the ``device`` tool; its machine has Python 3.12, torch 2.11, triton 3.6, PyG, no
+DGL): stage the shared graphs here once (``python -m dgl_accel.gpu_report.graphs stage`` -> the
+ignored ``data/gpu/``, about 11 MB), then call ``run`` with ``carry=["data/gpu"]`` and::
+
+    bash dgl_accel/gpu_report/device.sh && cp -r bench/results/gpu_*.jsonl docs/gpu_report* $OUT/
+
+``device.sh`` makes ``dgl_accel.kernels`` importable from the carried tree (pyproject maps it to
+``kernels/``; a symlink stands in for an install) and runs the report with ``PYTHONUNBUFFERED=1``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from . import runner
+
+SIZES = {  # (warmup, repeats) per mode
+    "full": dict(warmup=2, repeats=7), "quick": dict(warmup=1, repeats=3), "tiny": dict(warmup=0, repeats=1)}
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m dgl_accel.gpu_report", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="a 2-minute subset")
+    p.add_argument("--interpret", action="store_true", help="run the kernels under the Triton interpreter on CPU")
+    p.add_argument("--tiny", action="store_true", help="tiny graphs (with --interpret: the CI run)")
+    p.add_argument("--out", type=Path, default=None, help="folder for bench/results/ and docs/ (default: .)")
+    p.add_argument("--data", type=Path, default=None, help="folder of shared npz graphs (default: data/gpu)")
+    p.add_argument("--skip", default="", help="comma-separated sections to skip: aggregation,sampling,exec_paths")
+    return p.parse_args(argv)
+
+
+def choose_mode(args) -> torch.device:
+    """Fix the process's Triton mode before anything imports triton (kernels/loader.py)."""
+    if args.interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+        os.environ["DGL_ACCEL_BACKEND"] = "triton"
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise SystemExit("gpu_report: expected a CUDA device (got none). Fix: run on a GPU machine, or pass "
+                         "--interpret --tiny for the CPU run of every code path.")
+    os.environ.setdefault("DGL_ACCEL_BACKEND", "auto")
+    return torch.device("cuda")
+
+
+def main(argv=None) -> int:
+    args = parse(argv if argv is not None else sys.argv[1:])
+    device = choose_mode(args)  # nothing above imported triton: the mode is still open
+    out = args.out or (Path(tempfile.mkdtemp(prefix="gpu_report_")) if args.interpret else Path("."))
+    size = "tiny" if args.tiny else "quick" if args.quick else "full"
+    started = time.perf_counter()
+
+    def progress(msg: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f} s] {msg}", flush=True)
+
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    command = "python -m dgl_accel.gpu_report " + " ".join(argv if argv is not None else sys.argv[1:])
+    return runner.run(device, size, out, args.data, SIZES[size], skip, command, progress, started)

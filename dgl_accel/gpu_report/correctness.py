@@ -1,0 +1,165 @@
+"""Correctness on hardware: every kernel family launched on the report's device and compared with
+the test suite's references under the test suite's rule (``dgl_accel.testing.tolerances``).
+
+Floating ops (``scale``, aggregation forward and backward) follow the FlashAttention rule
+(:func:`~dgl_accel.testing.tolerances.assert_matches_reference`: at most twice as far from the fp64
+reference as plain torch in the same dtype, plus the dtype's atol) in fp32, fp16, bf16 and fp64,
+with atomic and deterministic combine, int32 and int64 ids, every feature tile, and a hub of more
+than 1,024 neighbours in both directions.  The samplers (:mod:`.correctness_sampling`) must equal
+their CPU twins exactly (integer outputs: the tolerance table's exact rule).  Launches are counted
+by :class:`~.coverage.LaunchLog`; a registered specialisation that no check launched fails the report.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+
+import torch
+
+from ..core.aggregation.function import aggregate
+from ..core.aggregation.views import TensorGraph
+from ..core.vector_scale import scale
+from ..kernels.registry import specialisations
+from ..testing.reference import ref_gspmm, ref_scale
+from ..testing.tolerances import assert_matches_reference
+from . import correctness_sampling
+from .coverage import LaunchLog
+from .graphs import Graph, hub_graph
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+WIDTHS = (16, 32, 64, 128)  # one per feature tile of kernels/gspmm_grouped.py (FEATURE_TILES)
+MODES = ("copy_u", "u_mul_e scalar", "u_mul_e per-feature")
+
+
+def ref_aggregate(src, dst, n, x, w, gout):
+    """(out, grad x[, grad w]) of the GCN-normalised ("both") sum in plain torch, in x's dtype."""
+    x = x.detach().requires_grad_(True)
+    inputs = [x]
+    if w is not None:
+        w = w.detach().requires_grad_(True)
+        inputs.append(w)
+    out_deg = torch.bincount(src, minlength=n).clamp(min=1).to(x.dtype).pow(-0.5)
+    in_deg = torch.bincount(dst, minlength=n).clamp(min=1).to(x.dtype).pow(-0.5)
+    with torch.enable_grad():
+        out = ref_gspmm((src, dst, n), "u_mul_e" if w is not None else "copy_u", "sum", x * out_deg[:, None], w)
+        out = out * in_deg[:, None]
+        grads = torch.autograd.grad(out, inputs, gout)
+    return (out.detach(), *grads)
+
+
+def ours_aggregate(g: TensorGraph, x, w, gout, deterministic: bool):
+    x = x.detach().requires_grad_(True)
+    inputs = [x]
+    if w is not None:
+        w = w.detach().requires_grad_(True)
+        inputs.append(w)
+    with torch.enable_grad():
+        out = aggregate(g, "copy_u" if w is None else "u_mul_e", "sum", x, w, norm="both",
+                        deterministic=deterministic)
+        grads = torch.autograd.grad(out, inputs, gout)
+    return (out.detach(), *grads)
+
+
+class Checks:
+    """Runs checks, one row each: ``{family, case, ok, error, seconds}``."""
+
+    def __init__(self, results, progress):
+        self.results, self.progress = results, progress
+        self.failures = 0
+
+    def run(self, family: str, case: str, fn) -> bool:
+        t0 = time.perf_counter()
+        try:
+            fn()
+            ok, error = True, ""
+        except Exception as exc:  # a mismatch or a crash: both are findings, the run goes on
+            ok, error = False, f"{type(exc).__name__}: {exc}"[:2000]
+            self.progress(f"  MISMATCH {family} {case}: {error.splitlines()[0][:300]}")
+            if not isinstance(exc, AssertionError):
+                self.progress(traceback.format_exc(limit=3))
+        self.failures += not ok
+        self.results.add("correctness", family=family, case=case, ok=ok, error=error,
+                         seconds=round(time.perf_counter() - t0, 4))
+        return ok
+
+
+def check_scale(checks: Checks, device) -> None:
+    gen = torch.Generator().manual_seed(0)
+    for dtype in DTYPES:
+        x = torch.randn(3000, generator=gen).to(device=device, dtype=dtype)
+        checks.run("scale", str(dtype).replace("torch.", ""),
+                   lambda x=x: assert_matches_reference(scale(x, 1.7), ref_scale, x, 1.7))
+
+
+def _inputs(g: Graph, width: int, mode: str, dtype, device, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(g.num_nodes, width, generator=gen).to(device=device, dtype=dtype)
+    gout = torch.randn(g.num_nodes, width, generator=gen).to(device=device, dtype=dtype)
+    w = None
+    if mode != "copy_u":
+        cols = 1 if mode == "u_mul_e scalar" else width
+        w = torch.rand(g.num_edges, cols, generator=gen).add_(0.5).to(device=device, dtype=dtype)
+    return x, w, gout
+
+
+def check_aggregation_case(checks: Checks, g: Graph, idtype, dtype, mode: str, width: int, det: bool,
+                           device, seed: int) -> None:
+    src, dst = g.src.to(device), g.dst.to(device)
+    views = TensorGraph(src.to(idtype), dst.to(idtype), num_nodes=g.num_nodes)
+    x, w, gout = _inputs(g, width, mode, dtype, device, seed)
+    case = (f"{g.name} {str(idtype)[6:]} {str(dtype)[6:]} {mode} F={width} "
+            f"{'deterministic' if det else 'atomic'}")
+
+    def check():
+        ours = ours_aggregate(views, x, w, gout, det)
+        names = ("forward", "grad x", "grad w")
+        for k, actual in enumerate(ours):
+            assert_matches_reference(actual, lambda *a, k=k: ref_aggregate(*a)[k], src, dst, g.num_nodes, x, w, gout,
+                                     msg=names[k])
+
+    checks.run("aggregation", case, check)
+
+
+def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tiny: bool) -> None:
+    """Every registered forward/reduce/SDDMM variant on a small graph (3 dtypes x 2 id types x 3
+    message kinds x 2 combines x 4 tiles), fp64 on a subset, and hub rows in both directions
+    (every dtype; fp32 and bf16 under ``tiny``, where the interpreter's time is the limit)."""
+    seed = 0
+    for dtype in DTYPES[:3]:
+        for idtype in (torch.int32, torch.int64):
+            for mode in MODES:
+                for det in (False, True):
+                    for width in WIDTHS:
+                        seed += 1
+                        check_aggregation_case(checks, small, idtype, dtype, mode, width, det, device, seed)
+    for mode in MODES:
+        for det in (False, True):
+            seed += 1
+            check_aggregation_case(checks, small, torch.int64, torch.float64, mode, 24, det, device, seed)
+    hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, device)
+    cases = [(d, m, det) for d in DTYPES for m in ("copy_u", "u_mul_e scalar") for det in (False, True)]
+    if tiny:  # the interpreter pays per program: both combines, one message kind each
+        cases = [(torch.float32, "copy_u", False), (torch.bfloat16, "u_mul_e scalar", True)]
+    for dtype, mode, det in cases:
+        seed += 1
+        check_aggregation_case(checks, hub, torch.int64, dtype, mode, 32, det, device, seed)
+
+
+def run(results, device, *, small: Graph, hub_degree: int, sampling_graph: Graph, tiny: bool, progress) -> dict:
+    """All checks with launch recording on; returns the coverage report (also added as a row)."""
+    log = LaunchLog(specialisations())
+    checks = Checks(results, progress)
+    t0 = time.perf_counter()
+    with log.active():
+        check_scale(checks, device)
+        progress(f"  scale: done ({time.perf_counter() - t0:.1f} s)")
+        check_aggregation(checks, small, hub_degree, device, tiny)
+        progress(f"  aggregation: done ({time.perf_counter() - t0:.1f} s)")
+        correctness_sampling.run(checks, sampling_graph, hub_degree, device, tiny, progress)
+        progress(f"  sampling: done ({time.perf_counter() - t0:.1f} s)")
+    cov = log.report()
+    results.add("coverage", registered=cov["registered"], launched=cov["launched"], missing=cov["missing"],
+                extra=cov["extra"], launches=cov["launches"], per_kernel=cov["per_kernel"],
+                checks=len(results.section("correctness")), mismatches=checks.failures,
+                ok=checks.failures == 0 and not cov["missing"])
+    return {**cov, "mismatches": checks.failures, "checks": len(results.section("correctness"))}

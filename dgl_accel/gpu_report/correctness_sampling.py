@@ -1,0 +1,145 @@
+"""The samplers' kernels on the report's device against their CPU twins: same seed, same output.
+
+One check per registered variant of each kernel: neighbour choice (sub-warp, block and grid
+classes, with and without replacement, with counter ids through k-hop sampling), random walks
+(weights x restarts x edge ids), node2vec (uniform, weighted), the multi-dimensional random walk,
+GraphSAINT's frontier kernel, and bulk sampling's draw / compact / relabel kernels.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..core.backend import use_backend
+from ..core.csr import Structure
+from ..core.sampling.bulk_matrix import canonical_adjacency
+from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
+from ..core.sampling.bulk_sampling_triton import relabel_triton
+from ..core.sampling.khop import khop_sample
+from ..core.sampling.neighbor import choose_neighbors, relabel_block
+from ..core.sampling.saint_frontier import frontier_sample
+from ..core.sampling.walks import WalkCSR, random_walk
+from ..core.sampling.walks_mdrw import multi_dimensional_random_walk
+from ..core.sampling.walks_node2vec import node2vec_random_walk
+from .graphs import Graph, hub_graph
+
+
+def structure(g: Graph, device, direction: str = "in") -> Structure:
+    """CSR of ``g`` on ``device`` (``"in"``: a row per destination; ``"out"``: per source)."""
+    rows, cols = (g.dst, g.src) if direction == "in" else (g.src, g.dst)
+    rows, cols = rows.to(device), cols.to(device)
+    order = torch.argsort(rows * g.num_nodes + cols)
+    indptr = torch.zeros(g.num_nodes + 1, dtype=torch.int64, device=device)
+    torch.cumsum(torch.bincount(rows, minlength=g.num_nodes), 0, out=indptr[1:])
+    return Structure(indptr=indptr, indices=cols[order], eids=order, num_rows=g.num_nodes, num_cols=g.num_nodes,
+                     device=torch.device(device))
+
+
+def assert_same(actual, expected, what: str) -> None:
+    """Exact equality of (nested) tensors / arrays, compared on the CPU."""
+    if isinstance(actual, (tuple, list)):
+        assert len(actual) == len(expected), f"{what}: {len(actual)} vs {len(expected)} outputs"
+        for k, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{what}[{k}]")
+        return
+    if actual is None or expected is None:
+        assert actual is None and expected is None, f"{what}: one output is None"
+        return
+    a, e = torch.as_tensor(np.asarray(actual.cpu() if isinstance(actual, torch.Tensor) else actual)), \
+        torch.as_tensor(np.asarray(expected.cpu() if isinstance(expected, torch.Tensor) else expected))
+    assert a.shape == e.shape, f"{what}: shape {tuple(a.shape)} vs CPU twin {tuple(e.shape)}"
+    bad = int((a != e).sum())
+    assert bad == 0, f"{what}: {bad}/{a.numel()} entries differ from the CPU twin"
+
+
+def twin(fn, g: Graph, device, direction: str = "in"):
+    """``(fn(csr on device), fn(csr on the CPU, native path))``."""
+    ours = fn(structure(g, device, direction))
+    with use_backend("native"):
+        ref = fn(structure(g, "cpu", direction))
+    return ours, ref
+
+
+def check_neighbors(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
+    s_dev, s_cpu = structure(hub, device), structure(hub, "cpu")
+    for replace in (False, True):
+        for fanout in (10, 20, 100, 600, 1100):  # K_PAD 16, 32 (sub-warp), 128, 1024 (block), grid
+            # the hub (node 0) twice, plus other rows: fewer under tiny for the wide tiles
+            many = (1 if fanout >= 600 else 3) if tiny and fanout >= 100 else 40
+            transits = torch.cat([torch.arange(many), torch.tensor([0, 0])])
+            def check(fanout=fanout, replace=replace):
+                ours = choose_neighbors(s_dev.indptr, transits.to(device), fanout, seed=7, step=1,
+                                        num_nodes=hub.num_nodes, replace=replace)
+                with use_backend("native"):
+                    ref = choose_neighbors(s_cpu.indptr, transits, fanout, seed=7, step=1,
+                                           num_nodes=hub.num_nodes, replace=replace)
+                assert_same(ours, ref, "positions")
+            checks.run("neighbor", f"fanout={fanout} replace={replace}", check)
+            # counter ids: k-hop sampling keys every (sample, step) draw by its own counter
+            seeds = torch.arange(2 if tiny and fanout >= 100 else 30)
+            checks.run("neighbor", f"khop fanout={fanout} replace={replace}", lambda fanout=fanout, replace=replace:
+                       assert_same(*twin(lambda s: tuple(khop_sample(s, seeds.to(s.device), [fanout, 3],
+                                                                     replace=replace, seed=11).steps), hub, device),
+                                   "k-hop steps"))
+
+
+def check_walks(checks, g: Graph, device) -> None:
+    gen = torch.Generator().manual_seed(3)
+    w = torch.rand(g.num_edges, generator=gen) * (torch.rand(g.num_edges, generator=gen) > 0.2)
+    nodes = torch.randint(g.num_nodes, (64,), generator=gen)
+    for weighted in (False, True):
+        for restart in (0.0, 0.2):
+            for eids in (False, True):
+                def walk(s, weighted=weighted, restart=restart, eids=eids):
+                    weights = w.to(s.device) if weighted else None
+                    return random_walk(WalkCSR(s), nodes.to(s.device), 12, weights=weights, restart_prob=restart,
+                                       seed=5, return_eids=eids)
+                checks.run("walks", f"random walk weighted={weighted} restart={restart} eids={eids}",
+                           lambda walk=walk: assert_same(*twin(walk, g, device, "out"), "walk"))
+        def n2v(s, weighted=weighted):
+            weights = w.to(s.device) if weighted else None
+            return node2vec_random_walk(WalkCSR(s), nodes.to(s.device), 0.5, 2.0, 10, weights=weights, seed=9,
+                                        return_eids=True)
+        checks.run("walks", f"node2vec weighted={weighted}", lambda n2v=n2v: assert_same(*twin(n2v, g, device, "out"),
+                                                                                          "node2vec"))
+    checks.run("walks", "multi-dimensional random walk", lambda: assert_same(*twin(
+        lambda s: tuple(multi_dimensional_random_walk(WalkCSR(s), 8, 40, num_instances=6, seed=4)), g, device, "out"),
+        "mdrw"))
+    checks.run("saint_frontier", "frontier sample", lambda: assert_same(*twin(
+        lambda s: frontier_sample(s, 8, 30, num_instances=5, seed=6), g, device, "out"), "frontier"))
+
+
+def check_bulk(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
+    s = structure(hub, "cpu")
+    ip, eids = s.indptr.numpy(), s.eids.numpy()
+    values = np.random.default_rng(0).random(ip[-1]) + 0.1
+    prefix = np.cumsum(quantise(ip, values))
+    for uniform in (True, False):
+        for replace in (False, True):
+            for fan in (10, 50, 200):  # S_PAD 16, 64, 256
+                rows = np.arange((2 if fan > 50 else 4) if tiny and fan > 10 else 48, dtype=np.int64)  # row 0 is the hub
+                batch_ptr = np.array([0, rows.shape[0] // 2, rows.shape[0]], dtype=np.int64)
+                rs = RowSet(ip[rows], np.diff(ip)[rows], row_label(0, hub.num_nodes, rows), [3, 4], batch_ptr,
+                            None if uniform else prefix)
+
+                def check(rs=rs, fan=fan, replace=replace):
+                    assert_same(its_sample(rs, fan, replace, device), its_sample_np(rs, fan, replace), "ITS picks")
+                checks.run("bulk_sampling", f"ITS uniform={uniform} replace={replace} s={fan}", check)
+    canon = canonical_adjacency(ip, s.indices.numpy().astype(np.int64), eids.astype(np.int64), hub.num_nodes)
+    front = np.arange(min(hub.num_nodes, 40), dtype=np.int64)
+    rs = RowSet(canon.indptr[front], np.diff(canon.indptr)[front], row_label(0, hub.num_nodes, front), [1],
+                np.array([0, front.shape[0]]))
+    flat, counts = its_sample_np(rs, 12, False)
+    excl = np.sort(eids[:50]).astype(np.int64)
+    checks.run("bulk_sampling", "relabel", lambda: assert_same(
+        relabel_triton(flat, counts, front, canon, excl, hub.num_nodes, device),
+        relabel_block(flat, counts, front, canon.pairs, excl, hub.num_nodes), "block"))
+
+
+def run(checks, g: Graph, hub_degree: int, device, tiny: bool, progress) -> None:
+    hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, "cpu", seed=1)
+    check_neighbors(checks, g, hub, device, tiny)
+    progress("  sampling: neighbour choice done")
+    check_walks(checks, g, device)
+    progress("  sampling: walks and frontier done")
+    check_bulk(checks, g, hub, device, tiny)

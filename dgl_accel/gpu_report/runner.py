@@ -1,0 +1,126 @@
+"""One run of the report: the graphs of the mode, the sections in order, the files, the summary."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from . import aggregation, correctness, exec_paths, graphs, roofline, sampling, table
+from .env import Results, environment
+from .timing import copy_bandwidth, matmul_rate
+
+# Per mode: R-MAT scales with the full op x width x dtype grid, scales with one case (copy_u, F=128),
+# how many shared graphs, widths, dtypes; the sampling and execution-path graphs.
+PLANS = {
+    "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, widths=(32, 64, 128, 256),
+                 sampling=("rmat22", "largest"), exec_paths=("rmat22", "largest"), small=5, hub=1100),
+    "quick": dict(grid_scales=(20,), line_scales=(), shared=1, widths=(64, 128), sampling=("rmat20", "largest"),
+                  exec_paths=("rmat20",), small=5, hub=1100),
+    "tiny": dict(grid_scales=(6,), line_scales=(5,), shared=1, widths=(32, 256), sampling=("rmat6", "largest"),
+                 exec_paths=("rmat6",), small=4, hub=1030),
+}
+DTYPES = (torch.float32, torch.bfloat16)
+
+
+def _ceilings(device, size: str) -> dict:
+    nbytes = {"full": 1 << 30, "quick": 1 << 30, "tiny": 1 << 22}[size]
+    n = 8192 if device.type == "cuda" else 128
+    return {"copy_bytes_per_s": copy_bandwidth(device, nbytes),
+            "matmul": {"fp32": matmul_rate(device, n, torch.float32), "bf16": matmul_rate(device, n, torch.bfloat16)}}
+
+
+def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progress) -> dict:
+    gs = {}
+    for scale in plan["grid_scales"] + plan["line_scales"]:
+        t0 = time.perf_counter()
+        gs[f"rmat{scale}"] = graphs.rmat(scale, device)
+        progress(f"R-MAT scale {scale}: {gs[f'rmat{scale}'].num_edges:,} edges ({time.perf_counter() - t0:.1f} s)")
+    paths = graphs.shared_paths(data)
+    if size == "tiny":  # the loader's code path on a graph of our own (CI may have no shared data)
+        tiny = out / "tiny_graph.npz"
+        graphs.save_npz(tiny, graphs.rmat(5, "cpu", seed=9))
+        paths = [tiny]
+    for p in paths[:plan["shared"]]:
+        gs[p.stem] = graphs.load_npz(p, device)
+    if not paths:
+        progress("no shared graphs found (stage them: python -m dgl_accel.gpu_report.graphs stage)")
+    gs["largest"] = gs[paths[0].stem] if paths else gs[f"rmat{plan['grid_scales'][0]}"]
+    return gs
+
+
+def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started) -> int:
+    plan = PLANS[size]
+    mode = "interpret" if device.type != "cuda" else "gpu"
+    results = Results({**environment(device, mode), "size": size})
+    progress(f"gpu_report on {results.env['device']} (torch {results.env['torch']}, triton {results.env['triton']}, "
+             f"{size})")
+    out.mkdir(parents=True, exist_ok=True)
+    ceilings = _ceilings(device, size)
+    progress(f"copy bandwidth {ceilings['copy_bytes_per_s'] / 1e9:,.1f} GB/s, fp32 product "
+             f"{ceilings['matmul']['fp32'] / 1e12:.3g} TFLOP/s")
+    results.add("environment", copy_bytes_per_s=ceilings["copy_bytes_per_s"], matmul=ceilings["matmul"],
+                command=command)
+    gs = _graphs(plan, size, device, data, out, progress)
+
+    progress("correctness: every registered kernel specialisation against the references")
+    cov = correctness.run(results, device, small=graphs.rmat(plan["small"], device), hub_degree=plan["hub"],
+                          sampling_graph=graphs.rmat(plan["small"] + 2, device), tiny=size == "tiny",
+                          progress=progress)
+    progress(f"correctness: {cov['checks']} checks, {cov['mismatches']} mismatches; launched "
+             f"{cov['launched']}/{cov['registered']} registered specialisations")
+
+    if "aggregation" not in skip:
+        progress("aggregation")
+        agg_plan = [(f"rmat{s}", aggregation.OPS, plan["widths"], DTYPES) for s in plan["grid_scales"]]
+        agg_plan += [(f"rmat{s}", ("copy_u",), (128,), DTYPES) for s in plan["line_scales"]]
+        shared = [k for k, g in gs.items() if g.kind == "shared" and k != "largest"]
+        agg_plan += [(k, aggregation.OPS, plan["widths"], DTYPES) for k in shared]
+        aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress)
+    if "sampling" not in skip:
+        progress("sampling")
+        sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny", progress)
+    if "exec_paths" not in skip:
+        progress("execution paths")
+        exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing, 128 if size != "tiny" else 16,
+                       progress)
+
+    seconds = time.perf_counter() - started
+    written = results.write(out)
+    docs = out / "docs"
+    png = roofline.plot(results.section("aggregation"), ceilings, results.env["device"],
+                        docs / "gpu_report_roofline.png")
+    md = docs / "gpu_report.md"
+    md.write_text(table.render(results, cov, ceilings, command, png.name, seconds))
+    progress("wrote " + ", ".join(str(p) for p in written + [md, png]))
+    _summary(results, cov, progress)
+    return 0 if cov["mismatches"] == 0 and not cov["missing"] else 1
+
+
+def _unique(gs: dict, names) -> list:
+    seen, out = set(), []
+    for n in names:
+        if n in gs and id(gs[n]) not in seen:
+            seen.add(id(gs[n]))
+            out.append(gs[n])
+    return out
+
+
+def _summary(results, cov: dict, progress) -> None:
+    agg = [r for r in results.section("aggregation") if r.get("ok")]
+    ours = [r for r in agg if r["provider"].startswith("dgl_accel") and "linear" not in r["provider"]]
+    lines = [f"correctness: {cov['checks']} checks, {cov['mismatches']} mismatches, "
+             f"{cov['launched']}/{cov['registered']} specialisations launched"
+             + (f" ({len(cov['missing'])} never launched: FAIL)" if cov["missing"] else "")]
+    if ours:
+        best = max(ours, key=lambda r: r["bw_fraction_fwd"])
+        lines.append(f"aggregation: {len(agg)} timings; best forward {best['gbps_fwd']:.3g} GB/s "
+                     f"({100 * best['bw_fraction_fwd']:.0f}% of copy) on {best['graph']} {best['op']} F={best['width']}")
+    for r in results.section("sampling"):
+        if r["where"] == "device" and r.get("ok"):
+            lines.append(f"sampling: {r['graph']} {r['sampler']}: {r['rate']:.3g} {r['unit']}")
+    for r in results.section("exec_paths"):
+        if r.get("ok"):
+            lines.append(f"execution paths: {r['graph']} {r['train_fraction']:.0%} depth {r['depth']}: "
+                         f"{r['speedup']:.2f}x")
+    progress("summary\n  " + "\n  ".join(lines))

@@ -1,0 +1,124 @@
+"""Sampling throughput on the device beside our CPU path on the same machine, DGL-free (the core's
+entries in ``dgl_accel.core.sampling``):
+
+* neighbour sampling, fanouts [15, 10, 5], batch 1,024 seeds (``sample_neighbors`` per layer, the
+  next frontier = seeds + new sources): sampled edges/s;
+* DeepWalk (``random_walk``) and node2vec (p=0.5, q=2; ``node2vec_random_walk``), length 80: steps/s;
+* GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper; the node set of
+  the walks, then its induced edges by a mask over the edge list): subgraphs/s;
+* bulk sampling, k = 32 minibatches of 1,024 seeds at once, fanouts [15, 10, 5] (``sample_layer``
+  of the matrix formulation): sampled edges/s.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+
+from ..core.backend import use_backend
+from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
+from ..core.sampling.bulk_neighbor import sample_layer
+from ..core.sampling.neighbor import sample_neighbors
+from ..core.sampling.walks import WalkCSR, random_walk
+from ..core.sampling.walks_node2vec import node2vec_random_walk
+from .correctness_sampling import structure
+from .graphs import Graph
+from .timing import median_seconds
+
+FANOUTS = (15, 10, 5)
+
+
+def neighbor_sampling(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) -> int:
+    """Multi-layer sampling from ``seeds``; returns the number of sampled edges."""
+    frontier, total = seeds, 0
+    for layer, fanout in enumerate(fanouts):
+        src, dst, _ = sample_neighbors(csr, frontier, fanout, seed=seed, step=layer)
+        total += src.numel()
+        frontier = torch.unique(torch.cat([frontier, src.to(frontier.dtype)]))
+    return total
+
+
+def walk_steps(wcsr: WalkCSR, starts: torch.Tensor, length: int, seed: int) -> int:
+    random_walk(wcsr, starts, length, seed=seed)
+    return starts.numel() * length
+
+
+def node2vec_steps(wcsr: WalkCSR, starts: torch.Tensor, length: int, seed: int) -> int:
+    node2vec_random_walk(wcsr, starts, 0.5, 2.0, length, seed=seed)
+    return starts.numel() * length
+
+
+def saint_walk_subgraph(wcsr: WalkCSR, g_src, g_dst, num_nodes: int, roots: int, length: int, seed: int) -> int:
+    """One GraphSAINT walk subgraph (its node set and induced edges); returns 1 (one subgraph)."""
+    gen = torch.Generator().manual_seed(seed)
+    start = torch.randint(num_nodes, (roots,), generator=gen).to(g_src.device)
+    traces, _ = random_walk(wcsr, start, length, seed=seed)
+    nodes = traces[traces >= 0]
+    mask = torch.zeros(num_nodes, dtype=torch.bool, device=g_src.device)
+    mask[nodes] = True
+    (mask[g_src] & mask[g_dst]).nonzero()
+    return 1
+
+
+def bulk_sampling(canon, seeds: np.ndarray, k: int, path: str, device, fanouts=FANOUTS, seed: int = 0) -> int:
+    """k minibatches of ``len(seeds) // k`` seeds, all layers; returns the number of sampled edges."""
+    frontiers = [np.unique(b) for b in np.array_split(seeds, k)]
+    keys, total = [seed * 1000 + b for b in range(k)], 0
+    for step, fanout in enumerate(fanouts):
+        parts, _ = sample_layer(canon, frontiers, keys, step, fanout, replace=False, spgemm=None, excl=None,
+                                path=path, device=device, adjacency=lambda: adjacency_tensor(canon))
+        total += sum(int(p[1].shape[0]) for p in parts)
+        frontiers = [np.concatenate([f, p[2]]) for f, p in zip(frontiers, parts)]
+    return total
+
+
+def _sizes(tiny: bool) -> dict:
+    return dict(batch=64 if tiny else 1024, walks=32 if tiny else 100_000, cpu_walks=32 if tiny else 10_000,
+                length=8 if tiny else 80, roots=16 if tiny else 3000, k=4 if tiny else 32, n2v_walks=16 if tiny
+                else 50_000)
+
+
+def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress) -> None:
+    sz = _sizes(tiny)
+    for g in graphs:
+        progress(f"  sampling on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
+        gen = torch.Generator().manual_seed(0)
+        seeds = torch.randint(g.num_nodes, (sz["batch"],), generator=gen)
+        bulk_seeds = torch.randint(g.num_nodes, (sz["batch"] * sz["k"],), generator=gen).numpy()
+        cpu_g = Graph(g.name, g.kind, g.src.cpu(), g.dst.cpu(), g.num_nodes)
+        s_cpu = structure(cpu_g, "cpu")
+        canon = canonical_adjacency(s_cpu.indptr.numpy(), s_cpu.indices.numpy(), s_cpu.eids.numpy(), g.num_nodes)
+        for where, dev in (("device", device), ("cpu", torch.device("cpu"))):
+            backend = "native" if where == "cpu" else None
+            s_in, s_out = structure(g, dev, "in"), structure(g, dev, "out")
+            wcsr = WalkCSR(s_out)
+            walks = sz["walks"] if where == "device" else sz["cpu_walks"]
+            starts = torch.randint(g.num_nodes, (walks,), generator=gen).to(dev)
+            n2v_starts = starts[:sz["n2v_walks"] if where == "device" else sz["cpu_walks"] // 4 or 1]
+            src_d, dst_d = g.src.to(dev), g.dst.to(dev)
+            cases = [
+                ("neighbor [15,10,5] batch %d" % sz["batch"], "sampled edges/s",
+                 lambda: neighbor_sampling(s_in, seeds.to(dev))),
+                (f"DeepWalk length {sz['length']}", "steps/s", lambda: walk_steps(wcsr, starts, sz["length"], 1)),
+                (f"node2vec length {sz['length']}", "steps/s",
+                 lambda: node2vec_steps(wcsr, n2v_starts, sz["length"], 2)),
+                (f"GraphSAINT walk ({sz['roots']} roots, length 2)", "subgraphs/s",
+                 lambda: saint_walk_subgraph(wcsr, src_d, dst_d, g.num_nodes, sz["roots"], 2, 3)),
+                (f"bulk k={sz['k']} [15,10,5] batch {sz['batch']}", "sampled edges/s",
+                 lambda: bulk_sampling(canon, bulk_seeds, sz["k"], "native" if where == "cpu" else "triton", dev)),
+            ]
+            for name, unit, fn in cases:
+                row = dict(graph=g.name, nodes=g.num_nodes, edges=g.num_edges, sampler=name, unit=unit,
+                           where=where, path="native CPU" if where == "cpu" else f"triton on {dev.type}")
+                try:
+                    with use_backend(backend) if backend else contextlib.nullcontext():
+                        count = fn()  # warm-up, and the work count of one call
+                        t = median_seconds(fn, dev, **timing)
+                    row.update(ok=True, ms=t * 1e3, rate=float(count) / t, count=int(count))
+                except Exception as exc:  # a failing sampler is a row, not the end of the report
+                    row.update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
+                results.add("sampling", **row)
+            progress(f"    {where}: " + ", ".join(f"{r['sampler'].split(' ')[0]} {r.get('rate', float('nan')):.3g}"
+                                                  for r in results.section("sampling")[-len(cases):]))
+

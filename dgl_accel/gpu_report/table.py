@@ -1,0 +1,158 @@
+"""The markdown report (``docs/gpu_report.md``): environment, correctness and coverage, aggregation
+against the peers and the issue's goals, sampling, execution paths, and the roofline plot."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+SECTIONS = ("Environment", "Correctness", "Aggregation", "Sampling", "Execution paths", "Roofline")
+GOALS = {"float32": 1.5, "bfloat16": 2.0}  # geomean of ours vs torch.sparse.mm CSR, forward+backward, F >= 64
+BW_GOAL, SAMPLING_GOAL = 0.70, 100e6
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def _f(x, digits=3):
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}g}"
+
+
+def _verdict(ok: bool) -> str:
+    return "**pass**" if ok else "**FAIL**"
+
+
+def environment(env: dict, ceilings: dict, args: str) -> list[str]:
+    lines = ["## Environment", "", "| | |", "|---|---|"]
+    for k in ("device", "compute_capability", "driver", "cuda", "torch", "triton", "python", "mode"):
+        lines.append(f"| {k} | {env.get(k, '')} |")
+    lines.append(f"| copy bandwidth (read + write) | {ceilings['copy_bytes_per_s'] / 1e9:,.0f} GB/s |")
+    for name, rate in ceilings.get("matmul", {}).items():
+        lines.append(f"| {name} matrix product | {rate / 1e12:.3g} TFLOP/s |")
+    lines += [f"| command | `{args}` |", ""]
+    return lines
+
+
+def correctness(rows: list[dict], cov: dict) -> list[str]:
+    bad = [r for r in rows if not r["ok"]]
+    lines = ["## Correctness", "",
+             f"{len(rows)} checks, {len(bad)} mismatches {_verdict(not bad)}; kernel specialisations launched: "
+             f"{cov['launched']}/{cov['registered']} {_verdict(not cov['missing'])} ({cov['launches']} launches, "
+             f"{len(cov['extra'])} launched variants not in the registry).", "",
+             "| family | checks | mismatches |", "|---|---|---|"]
+    fam = defaultdict(lambda: [0, 0])
+    for r in rows:
+        fam[r["family"]][0] += 1
+        fam[r["family"]][1] += not r["ok"]
+    lines += [f"| {k} | {n} | {b} |" for k, (n, b) in fam.items()]
+    lines += ["", "| kernel | specialisations launched |", "|---|---|"]
+    lines += [f"| `{k}` | {v} |" for k, v in cov["per_kernel"].items()]
+    if bad:
+        lines += ["", "Mismatches:", ""] + [f"- {r['family']} {r['case']}: {r['error'].splitlines()[0][:300]}"
+                                            for r in bad]
+    if cov["missing"]:
+        lines += ["", f"Registered but never launched ({len(cov['missing'])}):", ""]
+        lines += [f"- `{m}`" for m in cov["missing"][:60]]
+        if len(cov["missing"]) > 60:
+            lines.append(f"- ... and {len(cov['missing']) - 60} more (see gpu_coverage.jsonl)")
+    if cov.get("other_mode"):
+        lines += ["", "Launched only in the other Triton mode (not counted): "
+                  + ", ".join(f"`{m}`" for m in cov["other_mode"])]
+    return lines + [""]
+
+
+def _ours(provider: str) -> bool:
+    return provider.startswith("dgl_accel")
+
+
+def aggregation(rows: list[dict]) -> list[str]:
+    lines = ["## Aggregation", "",
+             "Forward / forward+backward in ms; GB/s and % of copy bandwidth for our forward (compulsory bytes: "
+             "indptr + indices + a gathered row per edge + the output write); `x` columns: the peer's "
+             "forward+backward time over ours (autotuned gs; > 1: ours is faster).", "",
+             "| graph | op | F | dtype | ours fwd | ours fwd+bwd | GB/s | % copy | linear gs fwd+bwd | "
+             "torch.sparse | PyG spmm | PyG MP | DGL |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    cases = defaultdict(dict)
+    for r in rows:
+        cases[(r["graph"], r["op"], r["width"], r["dtype"])][r["provider"].split(" (")[0] + (
+            " linear" if "linear" in r["provider"] else "")] = r
+    ratios = defaultdict(list)
+    for (graph, op, width, dtype), p in cases.items():
+        ours = p.get("dgl_accel")
+        if ours is None:
+            continue
+        base = ours.get("fwd_bwd_ms")
+
+        def x(name):
+            r = p.get(name)
+            if not r or not r.get("ok") or not base:
+                return "n/a" if not r or not r.get("ok") else "—"
+            return f"{r['fwd_bwd_ms']:.3g} ({r['fwd_bwd_ms'] / base:.2f}x)"
+        if ours.get("ok") and p.get("torch.sparse.mm", {}).get("ok") and width >= 64:
+            ratios[dtype].append(p["torch.sparse.mm"]["fwd_bwd_ms"] / base)
+        lin = p.get("dgl_accel linear", {})
+        lines.append(f"| {graph} | {op} | {width} | {dtype} | {_f(ours.get('fwd_ms'))} | {_f(base)} | "
+                     f"{_f(ours.get('gbps_fwd'))} | {_f(100 * ours['bw_fraction_fwd'] if ours.get('ok') else None)}% | "
+                     f"{_f(lin.get('fwd_bwd_ms'))} (gs {lin.get('gs')}) | {x('torch.sparse.mm')} | {x('PyG spmm')} | "
+                     f"{x('PyG MessagePassing')} | {x('DGL')} |")
+    lines += ["", "Goals (issue 16):", ""]
+    for dtype, goal in GOALS.items():
+        g = geomean(ratios.get(dtype, []))
+        lines.append(f"- {dtype}, F >= 64, forward+backward vs torch.sparse.mm CSR: geomean {_f(g)}x "
+                     f"(goal {goal}x) {_verdict(g >= goal) if math.isfinite(g) else '(no data)'}"
+                     + (f", {goal / g:.2f}x short" if math.isfinite(g) and g < goal else ""))
+    bw = [r for r in rows if r["graph"] == "rmat22" and r["op"] == "copy_u" and r["width"] == 128
+          and _ours(r["provider"]) and "linear" not in r["provider"] and r.get("ok")]
+    for r in bw:
+        lines.append(f"- R-MAT 22, F=128, {r['dtype']} forward: {100 * r['bw_fraction_fwd']:.0f}% of copy bandwidth "
+                     f"(goal {BW_GOAL:.0%}) {_verdict(r['bw_fraction_fwd'] >= BW_GOAL)}")
+    if not bw:
+        lines.append("- R-MAT 22, F=128 forward bandwidth: not measured in this run")
+    errors = sorted({f"{r['provider']}: {r['error']}" for r in rows if not r.get("ok")})
+    if errors:
+        lines += ["", "Providers that did not run:", ""] + [f"- {e}" for e in errors[:20]]
+    return lines + [""]
+
+
+def sampling(rows: list[dict]) -> list[str]:
+    lines = ["## Sampling", "", "| graph | sampler | unit | device | CPU (native) | device / CPU |", "|---|---|---|---|---|---|"]
+    pairs = defaultdict(dict)
+    for r in rows:
+        pairs[(r["graph"], r["sampler"], r["unit"])][r["where"]] = r
+    for (graph, sampler, unit), p in pairs.items():
+        dev, cpu = p.get("device", {}), p.get("cpu", {})
+        rd, rc = dev.get("rate"), cpu.get("rate")
+        lines.append(f"| {graph} | {sampler} | {unit} | {_f(rd) if dev.get('ok') else dev.get('error', 'n/a')[:80]} | "
+                     f"{_f(rc) if cpu.get('ok') else cpu.get('error', 'n/a')[:80]} | "
+                     f"{_f(rd / rc) if rd and rc else '—'} |")
+    goal = [p["device"] for (graph, sampler, _), p in pairs.items()
+            if graph == "rmat22" and sampler.startswith("neighbor") and p.get("device", {}).get("ok")]
+    lines += ["", "Goal (issue 16): neighbour sampling >= 100 M sampled edges/s on R-MAT 22: " + (
+        f"{goal[0]['rate'] / 1e6:.3g} M/s {_verdict(goal[0]['rate'] >= SAMPLING_GOAL)}" if goal else "not measured")]
+    return lines + [""]
+
+
+def exec_paths(rows: list[dict]) -> list[str]:
+    lines = ["## Execution paths", "", "Backward aggregation (GCN-normalised copy_u-sum, fp32) with the output gradient "
+             "nonzero on N^depth(training rows) only.", "",
+             "| graph | training nodes | depth | path edges | full ms | paths ms | speedup |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['graph']} | {r['train_fraction']:.0%} | {r['depth']} | {r.get('path_edges', '—')} | "
+                     f"{_f(r.get('full_ms'))} | {_f(r.get('paths_ms'))} | "
+                     f"{_f(r.get('speedup')) if r.get('ok') else r.get('error', '')[:120]} |")
+    return lines + [""]
+
+
+def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds: float) -> str:
+    env = results.env
+    lines = [f"# GPU report: {env['device']}", "",
+             f"Written by `python -m dgl_accel.gpu_report` at {results.section('correctness')[0]['timestamp']} "
+             f"in {seconds:.0f} s; the rows are in `bench/results/gpu_*.jsonl`.", ""]
+    lines += environment(env, ceilings, args)
+    lines += correctness(results.section("correctness"), cov)
+    lines += aggregation(results.section("aggregation"))
+    lines += sampling(results.section("sampling"))
+    lines += exec_paths(results.section("exec_paths"))
+    lines += ["## Roofline", "", f"![roofline]({png_name})", ""]
+    return "\n".join(lines)
