@@ -40,7 +40,15 @@ def _weights(g, prob):
     if prob not in g.edata:
         raise expected(f"an edge feature named {prob!r}", f"edge features {sorted(g.edata.keys())}",
                        f"set g.edata[{prob!r}] = weights (one non-negative value per edge).")
-    return g.edata[prob]
+    return _scalar_per_edge(g.edata[prob], prob)
+
+
+def _scalar_per_edge(w, prob: str):
+    """``w`` unless it is not 1-D (DGL refuses a [E, 1] weight column too)."""
+    if w.dim() != 1:
+        raise expected(f"edge feature {prob!r} to hold one scalar per edge, shape (num_edges,)",
+                       f"shape {tuple(w.shape)}", f"store it flat, e.g. g.edata[{prob!r}] = w.reshape(-1).")
+    return w
 
 
 @dgl_errors
@@ -153,7 +161,7 @@ def _relation_weights(g, prob, relations) -> list:
     if not isinstance(prob, str):
         raise expected("prob to be the name of an edge feature (str) or None", repr(prob),
                        "store the weights with g.edges[etype].data['w'] = w and pass prob='w'.")
-    found = {r: g.edges[r].data[prob] for r in set(relations) if prob in g.edges[r].data}
+    found = {r: _scalar_per_edge(g.edges[r].data[prob], prob) for r in set(relations) if prob in g.edges[r].data}
     if relations and not found:
         raise expected(f"an edge feature named {prob!r} on at least one edge type of the metapath",
                        f"none on {sorted(set(relations))}",
