@@ -1,9 +1,7 @@
-"""The compiled CPU loops (numba, ``dgl_accel.core.jit``) reproduce the numpy path bit for bit:
-neighbour choice (uniform, with and without replacement, all neighbours) and block relabelling,
-induced subgraphs, node2vec walks and the aggregation's ``rows_spmm``; NeighborSampler blocks are
-identical with and without them."""
+"""The compiled CPU loops (numba, ``dgl_accel.core.jit``) reproduce the numpy path bit for bit on DGL
+graphs: induced subgraphs, node2vec walks, and NeighborSampler blocks with and without them.  (The
+DGL-free ones, neighbour choice, relabelling, ``rows_spmm`` and the row scan: tests/core/test_cpu_jit.py.)"""
 import contextlib
-from unittest import mock
 
 import dgl
 import numpy as np
@@ -12,9 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_accel.core.jit import aggregation, runtime
-from dgl_accel.core.jit import neighbor as jit_neighbor
-from dgl_accel.core.sampling import choice, walks_node2vec
+from dgl_accel.core.jit import runtime
+from dgl_accel.core.sampling import walks_node2vec
 from dgl_accel.sampling import NeighborSampler
 from dgl_accel.testing.strategies import graphs
 
@@ -32,48 +29,6 @@ def jit(on: bool):
         runtime.MIN_WORK = saved
 
 
-@st.composite
-def csr_and_transits(draw):
-    n = draw(st.integers(1, 60))
-    # light rows (deg <= fanout: copied) and heavy rows (Floyd / modulo draws), hubs above 2^8
-    degrees = draw(st.lists(st.one_of(st.integers(0, 6), st.integers(20, 70), st.integers(300, 400)),
-                            min_size=n, max_size=n))
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(degrees)
-    v = np.asarray(draw(st.lists(st.integers(0, n - 1), min_size=0, max_size=40, unique=True)), dtype=np.int64)
-    return indptr, v, n
-
-
-@settings(max_examples=40, deadline=None)
-@given(case=csr_and_transits(), fanout=st.sampled_from([-1, 0, 1, 3, 4, 5, 10, 15, 33]), replace=st.booleans(),
-       seed=st.integers(0, 2**64 - 1), step=st.integers(0, 5))
-def test_choice_matches_numpy(case, fanout, replace, seed, step):
-    indptr, v, n = case
-    with jit(True):
-        pos, counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
-    with jit(False):
-        ref_pos, ref_counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
-    np.testing.assert_array_equal(counts, ref_counts)
-    np.testing.assert_array_equal(pos, ref_pos)
-    if not replace:  # a k-subset per transit: no position twice
-        offs = np.concatenate([[0], np.cumsum(counts)])
-        for i in range(v.size):
-            row = pos[offs[i]:offs[i + 1]]
-            assert np.unique(row).size == row.size
-
-
-@settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 500), data=st.data())
-def test_relabel_matches_numpy(n, data):
-    dst = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=50, unique=True)), dtype=np.int64)
-    src = np.asarray(data.draw(st.lists(st.integers(0, n - 1), max_size=300)), dtype=np.int64)
-    new, local = jit_neighbor.relabel(src, dst, n)
-    expect_new = np.setdiff1d(np.unique(src), dst)
-    np.testing.assert_array_equal(new, expect_new)
-    ids = np.concatenate([dst, new])
-    np.testing.assert_array_equal(ids[local], src)  # local ids point back at the sources
-
-
 @settings(max_examples=15, deadline=None)
 @given(g=graphs(min_nodes=1, max_nodes=80, max_edges=600), replace=st.booleans(), seed=st.integers(0, 2**32))
 def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
@@ -89,14 +44,6 @@ def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
             assert torch.equal(x, y)
         assert torch.equal(b.edata[dgl.EID], r.edata[dgl.EID])
         assert torch.equal(b.srcdata[dgl.NID], r.srcdata[dgl.NID])
-
-
-def test_disabled_by_environment(tmp_path):
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, "-c", "from dgl_accel.core.jit import runtime; print(runtime.enabled())"],
-                         env={**__import__("os").environ, "DGL_ACCEL_NUMBA": "0"}, capture_output=True, text=True)
-    assert out.stdout.strip() == "False", out.stderr
 
 
 @settings(max_examples=20, deadline=None)
@@ -153,50 +100,3 @@ def test_node2vec_matches_numpy(g, pq, length, seed, trials):
         walks_node2vec.MAX_TRIALS = saved
     assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
     assert got[0].is_contiguous() and got[0].dtype == g.idtype
-
-
-@settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 700), m=st.integers(0, 3000), feats=st.integers(1, 20), scaled=st.booleans(),
-       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**31))
-def test_rows_spmm_matches_dense_reference(n, m, feats, scaled, dtype, seed):
-    """Every output row written (empty rows exactly 0), parallel == serial bit for bit, and equal
-    to the dense product in float64 within rounding."""
-    rng = np.random.default_rng(seed)
-    row, col = rng.integers(0, n, m), rng.integers(0, n, m)
-    order = np.argsort(row, kind="stable")
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(np.bincount(row, minlength=n))
-    indices = col[order].astype(np.int64)
-    x = rng.standard_normal((n, feats)).astype(dtype)
-    cs, rs = (rng.random(n).astype(dtype) + 0.5 for _ in range(2)) if scaled else (None, None)
-    outs = []
-    for parallel in (True, False):
-        out = np.full((n, feats), np.nan, dtype=dtype)  # garbage: every row must be overwritten
-        with mock.patch.object(runtime, "parallel_allowed", lambda p=parallel: p):
-            aggregation.rows_spmm(indptr, indices, x, cs, rs, out)
-        outs.append(out)
-    assert np.array_equal(outs[0], outs[1])
-    a = np.zeros((n, n))
-    np.add.at(a, (row, col), 1.0)
-    xs = x.astype(np.float64) * (1.0 if cs is None else cs[:, None])
-    ref = (a @ xs) * (1.0 if rs is None else rs[:, None])
-    tol = 1e-4 if dtype == np.float32 else 1e-10
-    np.testing.assert_allclose(outs[0], ref, rtol=tol, atol=tol)
-    assert np.all(outs[0][np.diff(indptr) == 0] == 0)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_count_nonzero_rows_matches_torch(dtype):
-    """The guard's compiled scan says what torch says, with -0.0 as zero and NaN, denormals and
-    tiny values as nonzero, on the given rows only."""
-    from dgl_accel.core.jit.aggregation import count_nonzero_rows
-
-    rng = np.random.default_rng(0)
-    x = np.zeros((500, 7), dtype=dtype)
-    picks = rng.integers(0, 500, 60)
-    specials = np.array([-0.0, np.nan, np.finfo(dtype).smallest_subnormal, -1e-30, 2.5], dtype=dtype)
-    x[picks, rng.integers(0, 7, 60)] = specials[rng.integers(0, len(specials), 60)]
-    rows = rng.permutation(500)[:300].astype(np.int64)
-    t = torch.from_numpy(x)
-    want = int((t[torch.from_numpy(rows)] != 0).any(1).sum())  # NaN != 0 is True; -0.0 != 0 is False
-    assert count_nonzero_rows(x, rows) == want

@@ -88,37 +88,6 @@ def test_node_inclusion_matches_sequential_on_random_graph():
 
 
 # ------------------------------------------------------------------------ dashboard pop
-def test_dashboard_pop_proportional_to_pins():
-    # Slot s owns deg[s] live pins, interleaved with stale pins (old tags); 20000 independent
-    # pops (one per row of identical dashboards) follow deg / sum(deg): chi-square GOF.
-    deg = np.array([1, 2, 3, 5, 9, 0, 4])
-    m = deg.size
-    ftag = np.full(m, 7, dtype=np.int64)
-    live = np.repeat(np.arange(m), deg) | (7 << 20)
-    stale = np.arange(40) % m | (3 << 20)  # popped-before pins of every slot
-    row = np.concatenate([stale[:20], live, stale[20:]])
-    R = 20000
-    db = np.tile(row, (R, 1))
-    hit = probe_dashboard(db, np.full(R, row.size), np.tile(ftag, (R, 1)), np.arange(R), np.arange(R),
-                          step=0, seed=3)
-    assert (hit >> 20 == 7).all()  # only live pins are ever returned
-    counts = np.bincount(hit & 0xFFFFF, minlength=m)
-    assert counts[5] == 0
-    nz = deg > 0
-    assert stats.chisquare(counts[nz], R * deg[nz] / deg.sum())[1] > ALPHA
-
-
-def test_dashboard_pop_rejects_wrong_law():
-    # Power: the same pops are far from uniform over slots.
-    deg = np.array([1, 9])
-    R = 4000
-    row = np.repeat(np.arange(2), deg)
-    hit = probe_dashboard(np.tile(row, (R, 1)), np.full(R, row.size), np.zeros((R, 2), np.int64), np.arange(R),
-                          np.arange(R), step=0, seed=4)
-    counts = np.bincount(hit & 0xFFFFF, minlength=2)
-    assert stats.chisquare(counts, [R / 2, R / 2])[1] < ALPHA
-
-
 # ------------------------------------------------------------------------------ validity
 def _check_valid(g, samples, m, n):
     src, dst = g.edges()

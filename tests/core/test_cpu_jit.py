@@ -1,0 +1,127 @@
+"""The CPU loops of ``dgl_accel.core.jit``: compiled by numba where it is installed, plain Python
+(the same source) where it is not, as in this lane.  Either way they compute what numpy and torch
+compute: block relabelling, the aggregation's ``rows_spmm`` (parallel == serial) and the gradient
+guard's row scan; with numba, neighbour choice is bit-identical to the numpy path.  (The DGL
+samplers with and without the compiled loops: tests/test_cpu_jit.py.)"""
+import contextlib
+import os
+import subprocess
+import sys
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_accel.core.jit import aggregation, runtime
+from dgl_accel.core.jit import neighbor as jit_neighbor
+from dgl_accel.core.sampling import choice
+
+
+@contextlib.contextmanager
+def jit(on: bool):
+    """Force the compiled loops on (every size) or off (the numpy path) inside the block."""
+    saved = runtime.MIN_WORK
+    runtime.MIN_WORK = 0 if on else 2**62
+    try:
+        yield
+    finally:
+        runtime.MIN_WORK = saved
+
+
+@st.composite
+def csr_and_transits(draw):
+    n = draw(st.integers(1, 60))
+    # light rows (deg <= fanout: copied) and heavy rows (Floyd / modulo draws), hubs above 2^8
+    degrees = draw(st.lists(st.one_of(st.integers(0, 6), st.integers(20, 70), st.integers(300, 400)),
+                            min_size=n, max_size=n))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(degrees)
+    v = np.asarray(draw(st.lists(st.integers(0, n - 1), min_size=0, max_size=40, unique=True)), dtype=np.int64)
+    return indptr, v, n
+
+
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed: both sides would be the numpy path")
+@settings(max_examples=40, deadline=None)
+@given(case=csr_and_transits(), fanout=st.sampled_from([-1, 0, 1, 3, 4, 5, 10, 15, 33]), replace=st.booleans(),
+       seed=st.integers(0, 2**64 - 1), step=st.integers(0, 5))
+def test_choice_matches_numpy(case, fanout, replace, seed, step):
+    indptr, v, n = case
+    with jit(True):
+        pos, counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
+    with jit(False):
+        ref_pos, ref_counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_array_equal(pos, ref_pos)
+    if not replace:  # a k-subset per transit: no position twice
+        offs = np.concatenate([[0], np.cumsum(counts)])
+        for i in range(v.size):
+            row = pos[offs[i]:offs[i + 1]]
+            assert np.unique(row).size == row.size
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 500), data=st.data())
+def test_relabel_matches_numpy(n, data):
+    dst = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=50, unique=True)), dtype=np.int64)
+    src = np.asarray(data.draw(st.lists(st.integers(0, n - 1), max_size=300)), dtype=np.int64)
+    new, local = jit_neighbor.relabel(src, dst, n)
+    expect_new = np.setdiff1d(np.unique(src), dst)
+    np.testing.assert_array_equal(new, expect_new)
+    ids = np.concatenate([dst, new])
+    np.testing.assert_array_equal(ids[local], src)  # local ids point back at the sources
+
+
+def test_disabled_by_environment(tmp_path):
+    out = subprocess.run([sys.executable, "-c", "from dgl_accel.core.jit import runtime; print(runtime.enabled())"],
+                         env={**os.environ, "DGL_ACCEL_NUMBA": "0"}, capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 700), m=st.integers(0, 3000), feats=st.integers(1, 20), scaled=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**31))
+def test_rows_spmm_matches_dense_reference(n, m, feats, scaled, dtype, seed):
+    """Every output row written (empty rows exactly 0), parallel == serial bit for bit, and equal
+    to the dense product in float64 within rounding."""
+    rng = np.random.default_rng(seed)
+    row, col = rng.integers(0, n, m), rng.integers(0, n, m)
+    order = np.argsort(row, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.bincount(row, minlength=n))
+    indices = col[order].astype(np.int64)
+    x = rng.standard_normal((n, feats)).astype(dtype)
+    cs, rs = (rng.random(n).astype(dtype) + 0.5 for _ in range(2)) if scaled else (None, None)
+    outs = []
+    for parallel in (True, False):
+        out = np.full((n, feats), np.nan, dtype=dtype)  # garbage: every row must be overwritten
+        with mock.patch.object(runtime, "parallel_allowed", lambda p=parallel: p):
+            aggregation.rows_spmm(indptr, indices, x, cs, rs, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    a = np.zeros((n, n))
+    np.add.at(a, (row, col), 1.0)
+    xs = x.astype(np.float64) * (1.0 if cs is None else cs[:, None])
+    ref = (a @ xs) * (1.0 if rs is None else rs[:, None])
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(outs[0], ref, rtol=tol, atol=tol)
+    assert np.all(outs[0][np.diff(indptr) == 0] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_count_nonzero_rows_matches_torch(dtype):
+    """The guard's compiled scan says what torch says, with -0.0 as zero and NaN, denormals and
+    tiny values as nonzero, on the given rows only."""
+    from dgl_accel.core.jit.aggregation import count_nonzero_rows
+
+    rng = np.random.default_rng(0)
+    x = np.zeros((500, 7), dtype=dtype)
+    picks = rng.integers(0, 500, 60)
+    specials = np.array([-0.0, np.nan, np.finfo(dtype).smallest_subnormal, -1e-30, 2.5], dtype=dtype)
+    x[picks, rng.integers(0, 7, 60)] = specials[rng.integers(0, len(specials), 60)]
+    rows = rng.permutation(500)[:300].astype(np.int64)
+    t = torch.from_numpy(x)
+    want = int((t[torch.from_numpy(rows)] != 0).any(1).sum())  # NaN != 0 is True; -0.0 != 0 is False
+    assert count_nonzero_rows(x, rows) == want
