@@ -77,3 +77,27 @@ def test_core_runs_without_dgl_and_numba():
     assert out.returncode == 0, out.stdout + out.stderr
     for line in ("aggregation ok", "sampling ok", "interpreter ok", "blocked packages never loaded"):
         assert line in out.stdout, out.stdout + out.stderr
+
+
+# The core lane's test of each kernel family (kernels/registry.py KERNEL_MODULES), run under the
+# Triton interpreter against a pure-torch reference or the CPU twin: a new family needs one here.
+FAMILY_TESTS = {
+    "vector_scale": "test_vector_scale.py",
+    "gspmm_grouped": "test_aggregation.py",
+    "sampling": "test_sampling_engine.py",
+    "saint_frontier": "test_saint_frontier.py",
+    "bulk_sampling": "test_bulk_sampling.py",
+    "walks": "test_walks.py",
+}
+
+
+def test_every_kernel_family_has_a_core_test_on_the_triton_path():
+    from pathlib import Path
+
+    from dgl_accel.kernels.registry import KERNEL_MODULES
+
+    assert set(FAMILY_TESTS) == set(KERNEL_MODULES), "add the new kernel family's tests/core test to FAMILY_TESTS"
+    here = Path(__file__).parent
+    for family, name in FAMILY_TESTS.items():
+        text = (here / name).read_text(encoding="utf-8")
+        assert "triton" in text, f"{name} never runs {family}'s kernels on the Triton path"
