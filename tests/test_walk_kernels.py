@@ -54,7 +54,7 @@ def test_random_walk_kernel_equals_cpu(g, seed, weighted, restart):
     if weighted:
         _weighted(g, seed % 1000)
     nodes = _start_nodes(g, seed=seed % 1000)
-    a, b = _both(lambda: random_walk(g, nodes, 5, prob=prob, restart_prob=restart, seed=seed,
+    a, b = _both(lambda: random_walk(g, nodes, length=5, prob=prob, restart_prob=restart, seed=seed,
                                      return_eids=True))
     _assert_same(a, b)
 
@@ -100,7 +100,7 @@ def test_dead_ends_and_restart_tensor():
     # 0 -> 1 -> 2 -> 3 (3 has no out-edges), 4 isolated, 5 -> 5 self-loop.
     g = dgl.graph((torch.tensor([0, 1, 2, 5]), torch.tensor([1, 2, 3, 5])), num_nodes=6)
     nodes = torch.tensor([0, 2, 3, 4, 5, 1])
-    a, b = _both(lambda: random_walk(g, nodes, 4, seed=1, return_eids=True))
+    a, b = _both(lambda: random_walk(g, nodes, length=4, seed=1, return_eids=True))
     _assert_same(a, b)
     traces, eids = b[0], b[1]
     assert traces[0].tolist() == [0, 1, 2, 3, -1]
@@ -108,7 +108,7 @@ def test_dead_ends_and_restart_tensor():
     assert traces[4].tolist() == [5] * 5 and eids[4].tolist() == [3] * 4
     # Restart probability per step, including an always-terminate step (1.0).
     rp = torch.tensor([0.0, 0.5, 1.0, 0.0])
-    a, b = _both(lambda: random_walk(g, nodes, 4, restart_prob=rp, seed=3, return_eids=True))
+    a, b = _both(lambda: random_walk(g, nodes, length=4, restart_prob=rp, seed=3, return_eids=True))
     _assert_same(a, b)
     assert (b[0][:, 3:] == -1).all()
     a, b = _both(lambda: node2vec_random_walk(g, nodes, 0.5, 2.0, 4, seed=2, return_eids=True))
@@ -121,7 +121,7 @@ def test_weighted_zero_rows_and_large_seed():
     g.edata["w"] = torch.tensor([1.0, 3.0, 0.0, 0.0, 0.5, 0.25, 2.0])  # node 1's weights sum to 0
     nodes = torch.tensor([0, 1, 2, 3] * 4)
     seed = 2 ** 64 - 12345  # a seed past 2^63: the kernel receives its bit pattern as int64
-    a, b = _both(lambda: random_walk(g, nodes, 6, prob="w", seed=seed, return_eids=True))
+    a, b = _both(lambda: random_walk(g, nodes, length=6, prob="w", seed=seed, return_eids=True))
     _assert_same(a, b)
     assert (b[0][nodes == 1, 1:] == -1).all()
     a, b = _both(lambda: node2vec_random_walk(g, nodes, 2.0, 0.5, 6, prob="w", seed=seed, return_eids=True))
@@ -132,18 +132,18 @@ def test_triton_path_is_recorded_and_degenerate_calls():
     g = dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 0])), num_nodes=3, idtype=torch.int32)
     dgl_accel.reset_stats()
     with dgl_accel.use_backend("triton"):
-        tr, types = random_walk(g, torch.tensor([0, 2]), 3, seed=0)
+        tr, types = random_walk(g, torch.tensor([0, 2]), length=3, seed=0)
         assert tr.dtype == torch.int32 and tr.tolist() == [[0, 1, 0, 1], [2, -1, -1, -1]]
         assert types.tolist() == [0, 0, 0, 0]
         # length 0 and no walks: nothing to launch, shapes as on the CPU path
-        a = random_walk(g, torch.tensor([1]), 0, seed=0, return_eids=True)
+        a = random_walk(g, torch.tensor([1]), length=0, seed=0, return_eids=True)
         assert a[0].tolist() == [[1]] and a[1].shape == (1, 0)
         assert node2vec_random_walk(g, torch.tensor([], dtype=torch.int64), 1.0, 1.0, 3, seed=0).shape == (0, 4)
     stats = dgl_accel.stats()
     assert stats["random_walk"] == {"triton-interpreter": 2}
     assert stats["node2vec_random_walk"] == {"triton-interpreter": 1}
     with dgl_accel.use_backend("native"):
-        random_walk(g, torch.tensor([0]), 2, seed=0)
+        random_walk(g, torch.tensor([0]), length=2, seed=0)
     assert dgl_accel.stats()["random_walk"]["native-cpu"] == 1
 
 

@@ -59,7 +59,8 @@ from .rng import philox4x32
 from .walks_triton import random_walk_triton
 
 __all__ = ["WalkCSR", "WalkWeights", "random_walk", "walk_path", "walk_words", "edge_weights", "choose_edge",
-           "nonzero_idx", "take_rows", "pick_index", "record_step", "positions_to_eids", "indices32", "TWO32"]
+           "nonzero_idx", "take_rows", "pick_index", "record_step", "positions_to_eids", "indices32", "walk_chunk",
+           "TWO32"]
 
 TWO32 = float(2 ** 32)
 _CHUNK = 1 << 17      # walks per chunk: bounds temporaries; larger chunks amortise per-op overhead
@@ -262,22 +263,28 @@ def random_walk(csr: WalkCSR, nodes, length, *, weights: torch.Tensor | None = N
     with OneThread():
         for lo in range(0, W, _CHUNK):
             hi = min(W, lo + _CHUNK)
-            tr, ei = _walk_chunk(csr, wt, deg_arr, nodes[lo:hi], lo, length, thresh, seed, return_eids)
+            tr, ei = walk_chunk([csr] * length, [wt] * length, [deg_arr] * length, nodes[lo:hi], lo, thresh, seed,
+                                return_eids, indices=[indices32(csr)] * length)  # node ids as int32 when they fit
             traces[lo:hi] = tr.t()
             if return_eids:
                 eids[lo:hi] = ei.t()
     return traces, eids
 
 
-def _walk_chunk(csr, wt, deg_arr, start_nodes, first_id, length, thresh, seed, return_eids):
-    C = start_nodes.numel()
-    indices = indices32(csr)     # node ids as int32 when they fit
-    tr = torch.full((length + 1, C), -1, dtype=indices.dtype)  # step-major: contiguous row writes
-    ei = torch.full((length, C), -1, dtype=torch.int64) if return_eids else None
+def walk_chunk(steps, wts, degs, start_nodes, first_id, thresh, seed, return_eids, indices=None):
+    """One chunk of walks, step-major: ``(traces [steps + 1, C], eids [steps, C] or None)``.  Step
+    ``s`` moves along ``steps[s]`` (a :class:`WalkCSR`) with weights ``wts[s]`` and live degrees
+    ``degs[s]``, gathering node ids from ``indices[s]`` (default: the CSR's own); one relation
+    repeated is :func:`random_walk`, one per metapath step is :mod:`.walks_metapath`."""
+    C, length, device = start_nodes.numel(), len(steps), start_nodes.device
+    indices = [c.indices for c in steps] if indices is None else indices
+    dtype = indices[0].dtype if length else torch.int64
+    tr = torch.full((length + 1, C), -1, dtype=dtype, device=device)  # step-major: contiguous row writes
+    ei = torch.full((length, C), -1, dtype=torch.int64, device=device) if return_eids else None
     tr[0] = start_nodes
     pos = None                    # positions (within the chunk) of live walks; None = all
-    ids = torch.arange(first_id, first_id + C, dtype=torch.int64)
-    cur = start_nodes.to(indices.dtype)
+    ids = torch.arange(first_id, first_id + C, dtype=torch.int64, device=device)
+    cur = start_nodes.to(dtype)
     K = 1 if thresh is None else 2
     words, words_block = None, -1
     for s in range(length):
@@ -293,7 +300,7 @@ def _walk_chunk(csr, wt, deg_arr, start_nodes, first_id, length, thresh, seed, r
             t = thresh[s]
             if t > 0:
                 keep = words[(j + 1) % 4] >= t
-        deg = deg_arr.index_select(0, cur)
+        deg = degs[s].index_select(0, cur)
         alive = deg > 0 if keep is None else (deg > 0) & keep
         if keep is not None or not bool(alive.all()):
             sel = alive.nonzero().squeeze(1)
@@ -303,7 +310,7 @@ def _walk_chunk(csr, wt, deg_arr, start_nodes, first_id, length, thresh, seed, r
                 pos = sel if pos is None else pos[sel]
                 if cur.numel() == 0:
                     break
-        e = choose_edge(csr, wt, cur, deg, choice_w)
-        cur = indices.index_select(0, e)
-        record_step(tr, ei, s, pos, cur, csr.eids, e, return_eids)
+        e = choose_edge(steps[s], wts[s], cur, deg, choice_w)
+        cur = indices[s].index_select(0, e)
+        record_step(tr, ei, s, pos, cur, steps[s].eids, e, return_eids)
     return tr, ei

@@ -25,7 +25,7 @@ import torch
 from ..csr import Structure
 from .arrays import OneThread
 from .checks import expected, node_ids, resolve_seed, restart_probs
-from .walks import TWO32, WalkCSR, choose_edge, edge_weights, record_step, walk_words
+from .walks import TWO32, WalkCSR, edge_weights, walk_chunk
 
 __all__ = ["relation_csr", "metapath_walk", "check_chain"]
 
@@ -76,49 +76,11 @@ def metapath_walk(steps: list, nodes, num_start_nodes: int, *, weights: list | N
     with OneThread():
         for lo in range(0, W, CHUNK):
             hi = min(W, lo + CHUNK)
-            tr, ei = _chunk(steps, wts, degs, nodes[lo:hi], lo, thresh, seed, return_eids)
+            tr, ei = walk_chunk(steps, wts, degs, nodes[lo:hi], lo, thresh, seed, return_eids)
             traces[lo:hi] = tr.t()
             if return_eids:
                 eids[lo:hi] = ei.t()
     return traces, eids
-
-
-def _chunk(steps, wts, degs, start_nodes, first_id, thresh, seed, return_eids):
-    """One chunk of walks, step-major, as :func:`.walks.random_walk`'s chunk loop."""
-    C, length, device = start_nodes.numel(), len(steps), start_nodes.device
-    tr = torch.full((length + 1, C), -1, dtype=torch.int64, device=device)
-    ei = torch.full((length, C), -1, dtype=torch.int64, device=device) if return_eids else None
-    tr[0] = start_nodes
-    pos = None  # positions (within the chunk) of live walks; None = all
-    ids = torch.arange(first_id, first_id + C, dtype=torch.int64, device=device)
-    cur = start_nodes
-    K = 1 if thresh is None else 2
-    words, words_block = None, -1
-    for s, (csr, wt, deg_arr) in enumerate(zip(steps, wts, degs)):
-        if cur.numel() == 0:
-            break
-        j = s * K
-        if j // 4 != words_block:
-            words_block = j // 4
-            words = walk_words(seed, ids, words_block)
-        choice_w = words[j % 4]
-        keep = None
-        if thresh is not None and thresh[s] > 0:
-            keep = words[(j + 1) % 4] >= thresh[s]
-        deg = deg_arr.index_select(0, cur)
-        alive = deg > 0 if keep is None else (deg > 0) & keep
-        if keep is not None or not bool(alive.all()):
-            sel = alive.nonzero().squeeze(1)
-            if sel.numel() != cur.numel():
-                cur, deg, ids, choice_w = cur[sel], deg[sel], ids[sel], choice_w[sel]
-                words = tuple(w[sel] for w in words)
-                pos = sel if pos is None else pos[sel]
-                if cur.numel() == 0:
-                    break
-        e = choose_edge(csr, wt, cur, deg, choice_w)
-        cur = csr.indices.index_select(0, e)
-        record_step(tr, ei, s, pos, cur, csr.eids, e, return_eids)
-    return tr, ei
 
 
 def check_chain(relations: list) -> None:
