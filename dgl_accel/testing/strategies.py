@@ -1,6 +1,6 @@
 """Hypothesis strategies for DGL graphs, blocks and features.
 
-The graphs are the DGL-free edge lists of :mod:`.tensors` made into ``DGLGraph``\ s (same draws,
+The graphs are the DGL-free edge lists of :mod:`.tensors` made into DGL graphs (same draws,
 same edges); features and edge weights are :mod:`.tensors`' own.  Every generator shuffles node
 labels and edge order, so kernels cannot rely on sorted COO, on isolated nodes being the last ids,
 or on self-loops coming first.
