@@ -100,12 +100,11 @@ def group_sizes(views, width: int, dtype, device) -> list[tuple[str, int]]:
 
 
 def bench_case(results, g: Graph, op: str, width: int, dtype, device, copy_bw: float, timing: dict, progress):
-    views = g.cached_views if hasattr(g, "cached_views") else None
+    views = g.cache.get("views")
     if views is None:
         id32 = g.num_nodes < 2**31 and g.num_edges < 2**31
-        views = TensorGraph(g.src.to(torch.int32) if id32 else g.src, g.dst.to(torch.int32) if id32 else g.dst,
-                            num_nodes=g.num_nodes)
-        g.cached_views = views
+        views = g.cache["views"] = TensorGraph(g.src.to(torch.int32) if id32 else g.src,
+                                               g.dst.to(torch.int32) if id32 else g.dst, num_nodes=g.num_nodes)
     gen = torch.Generator(device=device).manual_seed(width)
     x = torch.randn(g.num_nodes, width, generator=gen, device=device).to(dtype)
     gout = torch.randn(g.num_nodes, width, generator=gen, device=device).to(dtype)

@@ -103,15 +103,21 @@ def _inputs(g: Graph, width: int, mode: str, dtype, device, seed: int):
 
 
 def check_aggregation_case(checks: Checks, g: Graph, idtype, dtype, mode: str, width: int, det: bool,
-                           device, seed: int) -> None:
+                           device, seed: int, backward: bool = True) -> None:
     src, dst = g.src.to(device), g.dst.to(device)
     views = TensorGraph(src.to(idtype), dst.to(idtype), num_nodes=g.num_nodes)
     x, w, gout = _inputs(g, width, mode, dtype, device, seed)
     case = (f"{g.name} {str(idtype)[6:]} {str(dtype)[6:]} {mode} F={width} "
-            f"{'deterministic' if det else 'atomic'}")
+            f"{'deterministic' if det else 'atomic'}{'' if backward else ' (forward)'}")
 
     def check():
-        ours = ours_aggregate(views, x, w, gout, det)
+        if backward:
+            ours = ours_aggregate(views, x, w, gout, det)
+        else:
+            with torch.no_grad():
+                efeat = None if w is None else w
+                ours = (aggregate(views, "copy_u" if w is None else "u_mul_e", "sum", x, efeat, norm="both",
+                                  deterministic=det),)
         names = ("forward", "grad x", "grad w")
         for k, actual in enumerate(ours):
             assert_matches_reference(actual, lambda *a, k=k: ref_aggregate(*a)[k], src, dst, g.num_nodes, x, w, gout,
@@ -131,7 +137,9 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
                 for det in (False, True):
                     for width in WIDTHS:
                         seed += 1
-                        check_aggregation_case(checks, small, idtype, dtype, mode, width, det, device, seed)
+                        # tiny: the backward (and its SDDMM) at one width; the interpreter's time is the limit
+                        check_aggregation_case(checks, small, idtype, dtype, mode, width, det, device, seed,
+                                               backward=not tiny or width == 32)
     for mode in MODES:
         for det in (False, True):
             seed += 1
@@ -157,8 +165,9 @@ def run(results, device, *, small: Graph, hub_degree: int, sampling_graph: Graph
         progress(f"  aggregation: done ({time.perf_counter() - t0:.1f} s)")
         correctness_sampling.run(checks, sampling_graph, hub_degree, device, tiny, progress)
         progress(f"  sampling: done ({time.perf_counter() - t0:.1f} s)")
-    cov = log.report()
+    cov = log.report(compiled=device.type == "cuda")
     results.add("coverage", registered=cov["registered"], launched=cov["launched"], missing=cov["missing"],
+                other_mode=cov["other_mode"],
                 extra=cov["extra"], launches=cov["launches"], per_kernel=cov["per_kernel"],
                 checks=len(results.section("correctness")), mismatches=checks.failures,
                 ok=checks.failures == 0 and not cov["missing"])

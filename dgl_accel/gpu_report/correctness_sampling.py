@@ -67,7 +67,7 @@ def check_neighbors(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
             # the hub (node 0) twice, plus other rows: fewer under tiny for the wide tiles
             many = (1 if fanout >= 600 else 3) if tiny and fanout >= 100 else 40
             transits = torch.cat([torch.arange(many), torch.tensor([0, 0])])
-            def check(fanout=fanout, replace=replace):
+            def check(fanout=fanout, replace=replace, transits=transits):
                 ours = choose_neighbors(s_dev.indptr, transits.to(device), fanout, seed=7, step=1,
                                         num_nodes=hub.num_nodes, replace=replace)
                 with use_backend("native"):
@@ -77,10 +77,10 @@ def check_neighbors(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
             checks.run("neighbor", f"fanout={fanout} replace={replace}", check)
             # counter ids: k-hop sampling keys every (sample, step) draw by its own counter
             seeds = torch.arange(2 if tiny and fanout >= 100 else 30)
-            checks.run("neighbor", f"khop fanout={fanout} replace={replace}", lambda fanout=fanout, replace=replace:
-                       assert_same(*twin(lambda s: tuple(khop_sample(s, seeds.to(s.device), [fanout, 3],
-                                                                     replace=replace, seed=11).steps), hub, device),
-                                   "k-hop steps"))
+            def khop(s, fanout=fanout, replace=replace, seeds=seeds):
+                return tuple(khop_sample(s, seeds.to(s.device), [fanout, 3], replace=replace, seed=11).steps)
+            checks.run("neighbor", f"khop fanout={fanout} replace={replace}",
+                       lambda khop=khop: assert_same(*twin(khop, hub, device), "k-hop steps"))
 
 
 def check_walks(checks, g: Graph, device) -> None:
@@ -117,7 +117,8 @@ def check_bulk(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
     for uniform in (True, False):
         for replace in (False, True):
             for fan in (10, 50, 200):  # S_PAD 16, 64, 256
-                rows = np.arange((2 if fan > 50 else 4) if tiny and fan > 10 else 48, dtype=np.int64)  # row 0 is the hub
+                # row 0 is the hub; fewer rows for the wide tiles under tiny
+                rows = np.arange((2 if fan > 50 else 4) if tiny and fan > 10 else 48, dtype=np.int64)
                 batch_ptr = np.array([0, rows.shape[0] // 2, rows.shape[0]], dtype=np.int64)
                 rs = RowSet(ip[rows], np.diff(ip)[rows], row_label(0, hub.num_nodes, rows), [3, 4], batch_ptr,
                             None if uniform else prefix)

@@ -5,7 +5,9 @@ like a :class:`~dgl_accel.kernels.registry.Specialisation`: kernel, the element 
 pointer argument, every constexpr value, ``num_warps`` and ``num_stages``.  Scalar arguments are
 not part of the key (the registry does not enumerate them).  A specialisation counts as launched
 only when a launch has exactly its key; any not launched is a failure of the report, since the AOT
-table would then vouch for code that never runs (or miss code that does).
+table would then vouch for code that never runs (or miss code that does).  One exception, by
+design: the frontier kernel's lane count depends on the Triton mode (``block_for``: 128 lanes
+compiled, 32 interpreted), so each mode launches its own variant and the other is listed apart.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import contextlib
 
 import torch
 
-from ..core.launch import record_launches
+from ..core.launch import kernel_module, record_launches
 
 TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
                 torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
@@ -65,13 +67,23 @@ class LaunchLog:
         finally:
             record_launches(previous)
 
-    def report(self) -> dict:
-        """``{"registered", "launched", "missing": [tags], "extra": [launched keys not registered]}``."""
-        keys = {spec_key(s): s for s in self.specs}
+    def report(self, compiled: bool) -> dict:
+        """``{"registered", "launched", "missing": [tags], "extra": [launched keys not registered],
+        "other_mode": [tags of the other Triton mode's variants]}``; ``compiled``: on a GPU."""
+        other = [s for s in self.specs if not in_mode(s, compiled)]
+        keys = {spec_key(s): s for s in self.specs if in_mode(s, compiled)}
         missing = [f"{s.kernel} {s.tag}" for k, s in keys.items() if k not in self.counts]
         extra = sorted({f"{k[1]} {dict(k[2])} {dict(k[3])} w{k[4]}" for k in self.counts if k not in keys})
         by_kernel = collections.Counter(s.kernel for k, s in keys.items() if k in self.counts)
-        totals = collections.Counter(s.kernel for s in self.specs)
+        totals = collections.Counter(s.kernel for s in keys.values())
         return {"registered": len(keys), "launched": len(keys) - len(missing), "missing": missing,
+                "other_mode": [f"{s.kernel} {s.tag}" for s in other],
                 "extra": extra, "launches": sum(self.counts.values()),
                 "per_kernel": {k: f"{by_kernel[k]}/{n}" for k, n in totals.items()}}
+
+
+def in_mode(spec, compiled: bool) -> bool:
+    """Whether this Triton mode's launchers can select ``spec`` (see the module docstring)."""
+    if spec.kernel == "_frontier_kernel":
+        return spec.constexprs["BLOCK"] == kernel_module("saint_frontier").block_for(compiled)
+    return True

@@ -43,6 +43,10 @@ def frontier(g: Graph, rows: torch.Tensor, depth: int) -> torch.Tensor:
     return mask
 
 
+def _backward(out, x, gout):
+    return lambda: torch.autograd.grad(out, x, gout, retain_graph=True)
+
+
 def run(results, graphs: list[Graph], device, timing: dict, width: int, progress) -> None:
     for g in graphs:
         views = TensorGraph(g.src.to(torch.int32), g.dst.to(torch.int32), num_nodes=g.num_nodes)
@@ -67,10 +71,8 @@ def run(results, graphs: list[Graph], device, timing: dict, width: int, progress
                     full = torch.autograd.grad(out_full, x, gout, retain_graph=True)[0]
                     path = torch.autograd.grad(out_path, x, gout, retain_graph=True)[0]
                     assert_close(path, full.double(), msg="path backward vs full backward")
-                    t_full = median_seconds(lambda: torch.autograd.grad(out_full, x, gout, retain_graph=True), device,
-                                            **timing)
-                    t_path = median_seconds(lambda: torch.autograd.grad(out_path, x, gout, retain_graph=True), device,
-                                            **timing)
+                    t_full = median_seconds(_backward(out_full, x, gout), device, **timing)
+                    t_path = median_seconds(_backward(out_path, x, gout), device, **timing)
                     row.update(ok=True, path_edges=int(keep.sum()), frontier_rows=int(mask.sum()),
                                full_ms=t_full * 1e3, paths_ms=t_path * 1e3, speedup=t_full / t_path,
                                prep_ms=prep * 1e3)

@@ -34,6 +34,7 @@ class Graph:
     src: torch.Tensor
     dst: torch.Tensor
     num_nodes: int
+    cache: dict = dataclasses.field(default_factory=dict, repr=False)  # views built from it, by name
 
     @property
     def num_edges(self) -> int:

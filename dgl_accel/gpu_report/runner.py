@@ -13,12 +13,13 @@ from .timing import copy_bandwidth, matmul_rate
 # Per mode: R-MAT scales with the full op x width x dtype grid, scales with one case (copy_u, F=128),
 # how many shared graphs, widths, dtypes; the sampling and execution-path graphs.
 PLANS = {
-    "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, widths=(32, 64, 128, 256),
-                 sampling=("rmat22", "largest"), exec_paths=("rmat22", "largest"), small=5, hub=1100),
-    "quick": dict(grid_scales=(20,), line_scales=(), shared=1, widths=(64, 128), sampling=("rmat20", "largest"),
-                  exec_paths=("rmat20",), small=5, hub=1100),
-    "tiny": dict(grid_scales=(6,), line_scales=(5,), shared=1, widths=(32, 256), sampling=("rmat6", "largest"),
-                 exec_paths=("rmat6",), small=4, hub=1030),
+    "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, shared_ops=aggregation.OPS,
+                 widths=(32, 64, 128, 256), sampling=("rmat22", "largest"), exec_paths=("rmat22", "largest"),
+                 small=5, hub=1100),
+    "quick": dict(grid_scales=(20,), line_scales=(), shared=1, shared_ops=aggregation.OPS, widths=(64, 128),
+                  sampling=("rmat20", "largest"), exec_paths=("rmat20",), small=5, hub=1100),
+    "tiny": dict(grid_scales=(5,), line_scales=(6,), shared=1, shared_ops=("copy_u",), widths=(32,),
+                 sampling=("largest",), exec_paths=("rmat6",), small=4, hub=1030),
 }
 DTYPES = (torch.float32, torch.bfloat16)
 
@@ -65,7 +66,7 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
 
     progress("correctness: every registered kernel specialisation against the references")
     cov = correctness.run(results, device, small=graphs.rmat(plan["small"], device), hub_degree=plan["hub"],
-                          sampling_graph=graphs.rmat(plan["small"] + 2, device), tiny=size == "tiny",
+                          sampling_graph=graphs.rmat(plan["small"] + 2, "cpu"), tiny=size == "tiny",
                           progress=progress)
     progress(f"correctness: {cov['checks']} checks, {cov['mismatches']} mismatches; launched "
              f"{cov['launched']}/{cov['registered']} registered specialisations")
@@ -75,7 +76,7 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
         agg_plan = [(f"rmat{s}", aggregation.OPS, plan["widths"], DTYPES) for s in plan["grid_scales"]]
         agg_plan += [(f"rmat{s}", ("copy_u",), (128,), DTYPES) for s in plan["line_scales"]]
         shared = [k for k, g in gs.items() if g.kind == "shared" and k != "largest"]
-        agg_plan += [(k, aggregation.OPS, plan["widths"], DTYPES) for k in shared]
+        agg_plan += [(k, plan["shared_ops"], plan["widths"], DTYPES) for k in shared]
         aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress)
     if "sampling" not in skip:
         progress("sampling")
@@ -115,7 +116,8 @@ def _summary(results, cov: dict, progress) -> None:
     if ours:
         best = max(ours, key=lambda r: r["bw_fraction_fwd"])
         lines.append(f"aggregation: {len(agg)} timings; best forward {best['gbps_fwd']:.3g} GB/s "
-                     f"({100 * best['bw_fraction_fwd']:.0f}% of copy) on {best['graph']} {best['op']} F={best['width']}")
+                     f"({100 * best['bw_fraction_fwd']:.0f}% of copy) on {best['graph']} {best['op']} "
+                     f"F={best['width']} {best['dtype']}")
     for r in results.section("sampling"):
         if r["where"] == "device" and r.get("ok"):
             lines.append(f"sampling: {r['graph']} {r['sampler']}: {r['rate']:.3g} {r['unit']}")

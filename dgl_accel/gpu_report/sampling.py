@@ -73,6 +73,20 @@ def bulk_sampling(canon, seeds: np.ndarray, k: int, path: str, device, fanouts=F
     return total
 
 
+def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds, path: str):
+    """[(name, unit, fn)]: ``fn()`` runs one unit of work and returns its count."""
+    src_d, dst_d = g.src.to(dev), g.dst.to(dev)
+    return [
+        (f"neighbor [15,10,5] batch {sz['batch']}", "sampled edges/s", lambda: neighbor_sampling(s_in, seeds.to(dev))),
+        (f"DeepWalk length {sz['length']}", "steps/s", lambda: walk_steps(wcsr, starts, sz["length"], 1)),
+        (f"node2vec length {sz['length']}", "steps/s", lambda: node2vec_steps(wcsr, n2v_starts, sz["length"], 2)),
+        (f"GraphSAINT walk ({sz['roots']} roots, length 2)", "subgraphs/s",
+         lambda: saint_walk_subgraph(wcsr, src_d, dst_d, g.num_nodes, sz["roots"], 2, 3)),
+        (f"bulk k={sz['k']} [15,10,5] batch {sz['batch']}", "sampled edges/s",
+         lambda: bulk_sampling(canon, bulk_seeds, sz["k"], path, dev)),
+    ]
+
+
 def _sizes(tiny: bool) -> dict:
     return dict(batch=64 if tiny else 1024, walks=32 if tiny else 100_000, cpu_walks=32 if tiny else 10_000,
                 length=8 if tiny else 80, roots=16 if tiny else 3000, k=4 if tiny else 32, n2v_walks=16 if tiny
@@ -96,18 +110,8 @@ def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress
             walks = sz["walks"] if where == "device" else sz["cpu_walks"]
             starts = torch.randint(g.num_nodes, (walks,), generator=gen).to(dev)
             n2v_starts = starts[:sz["n2v_walks"] if where == "device" else sz["cpu_walks"] // 4 or 1]
-            src_d, dst_d = g.src.to(dev), g.dst.to(dev)
-            cases = [
-                ("neighbor [15,10,5] batch %d" % sz["batch"], "sampled edges/s",
-                 lambda: neighbor_sampling(s_in, seeds.to(dev))),
-                (f"DeepWalk length {sz['length']}", "steps/s", lambda: walk_steps(wcsr, starts, sz["length"], 1)),
-                (f"node2vec length {sz['length']}", "steps/s",
-                 lambda: node2vec_steps(wcsr, n2v_starts, sz["length"], 2)),
-                (f"GraphSAINT walk ({sz['roots']} roots, length 2)", "subgraphs/s",
-                 lambda: saint_walk_subgraph(wcsr, src_d, dst_d, g.num_nodes, sz["roots"], 2, 3)),
-                (f"bulk k={sz['k']} [15,10,5] batch {sz['batch']}", "sampled edges/s",
-                 lambda: bulk_sampling(canon, bulk_seeds, sz["k"], "native" if where == "cpu" else "triton", dev)),
-            ]
+            cases = _cases(g, dev, sz, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds,
+                           "native" if where == "cpu" else "triton")
             for name, unit, fn in cases:
                 row = dict(graph=g.name, nodes=g.num_nodes, edges=g.num_edges, sampler=name, unit=unit,
                            where=where, path="native CPU" if where == "cpu" else f"triton on {dev.type}")

@@ -84,7 +84,7 @@ def aggregation(rows: list[dict]) -> list[str]:
             continue
         base = ours.get("fwd_bwd_ms")
 
-        def x(name):
+        def x(name, p=p, base=base):
             r = p.get(name)
             if not r or not r.get("ok") or not base:
                 return "n/a" if not r or not r.get("ok") else "—"
@@ -116,7 +116,8 @@ def aggregation(rows: list[dict]) -> list[str]:
 
 
 def sampling(rows: list[dict]) -> list[str]:
-    lines = ["## Sampling", "", "| graph | sampler | unit | device | CPU (native) | device / CPU |", "|---|---|---|---|---|---|"]
+    lines = ["## Sampling", "", "| graph | sampler | unit | device | CPU (native) | device / CPU |",
+             "|---|---|---|---|---|---|"]
     pairs = defaultdict(dict)
     for r in rows:
         pairs[(r["graph"], r["sampler"], r["unit"])][r["where"]] = r
@@ -134,9 +135,10 @@ def sampling(rows: list[dict]) -> list[str]:
 
 
 def exec_paths(rows: list[dict]) -> list[str]:
-    lines = ["## Execution paths", "", "Backward aggregation (GCN-normalised copy_u-sum, fp32) with the output gradient "
-             "nonzero on N^depth(training rows) only.", "",
-             "| graph | training nodes | depth | path edges | full ms | paths ms | speedup |", "|---|---|---|---|---|---|---|"]
+    lines = ["## Execution paths", "", "Backward aggregation (GCN-normalised copy_u-sum, fp32) with the output "
+             "gradient nonzero on N^depth(training rows) only.", "",
+             "| graph | training nodes | depth | path edges | full ms | paths ms | speedup |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['graph']} | {r['train_fraction']:.0%} | {r['depth']} | {r.get('path_edges', '—')} | "
                      f"{_f(r.get('full_ms'))} | {_f(r.get('paths_ms'))} | "
