@@ -187,7 +187,11 @@ def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_lay
     Gradients equal plain DGL training for any loss: a backward step keeps to its frontier only
     where its incoming gradient is 0 outside it, and runs in full otherwise (one warning); with
     ``strict=True`` that raises instead, and with ``restrict_forward=True`` it always raises (the
-    forward computed those rows as 0).
+    forward computed those rows as 0).  That check reads the autograd graph first: a loss that
+    reaches the output only through ``out[train_idx]`` (or another selection of training rows,
+    after row-wise ops) is proved 0 outside them without reading the gradient; any other loss has
+    its gradient rows read.  The one thing the graph cannot show is a ``Tensor.register_hook`` on a
+    tensor between the model output and that selection: such a hook must not write other rows.
     """
     with open_session(graph, train_idx, restrict_forward=restrict_forward, num_layers=num_layers,
                       model=model, strict=strict) as session:

@@ -13,6 +13,7 @@ import torch
 from ...core.jit import runtime as jit_runtime
 from ...core.jit.aggregation import count_nonzero_rows
 from ...graph.structure import cached, check_graph, structure_id
+from .gradient_proof import BackwardCall, tracking_roots
 from .paths import Paths
 from .plan import LayerPlan
 
@@ -117,12 +118,17 @@ class Session:
         self.warned = False
         self._confined: dict = {}  # id -> (weakref, version, depth) of gradients our restricted steps wrote
         self._idx, self._key = _checked(graph, train_idx)
+        # the user's index object, checked at this version: `out[train_idx]` proves rows by identity
+        self._known = (train_idx, _tensor_version(train_idx)) if isinstance(train_idx, torch.Tensor) else (None, None)
+        self.call = None  # the backward call in flight, read before it ran (gradient_proof.tracking_roots)
+        self._trusted: dict = {}  # id(node) -> (node, graph task, depth): our steps that wrote 0 outside N^depth
         self._sid = structure_id(graph)
         self._sizes = (graph.num_src_nodes(), graph.num_dst_nodes(), graph.num_edges())
         self.restrict_forward = restrict_forward
         self.num_layers = num_layers  # L, given or learned from the first step
         self.calls = 0                 # aggregations so far in the current step
         self.backward_seen = False
+        self.proofs = self.scans = 0   # guard checks settled by the autograd graph / by reading rows
 
     @property
     def paths(self) -> Paths:
@@ -167,7 +173,18 @@ class Session:
         new object, or a new version if added in place), so :meth:`restricts` may trust it."""
         if len(self._confined) > 16:
             self._confined.clear()
+            self._trusted.clear()
         self._confined[id(tensor)] = (weakref.ref(tensor), tensor._version, depth)
+        node, task = _current_node(), _graph_task()
+        if node is not None and task is not None:  # for proofs through row-wise ops (e.g. dropout)
+            self._trusted[id(node)] = (node, task, depth)
+
+    def read_backward_call(self, roots) -> BackwardCall:
+        return BackwardCall(roots, self.paths.frontier(0), self._known)
+
+    def _trusts(self, node, depth: int) -> bool:
+        hit = self._trusted.get(id(node))
+        return hit is not None and hit[0] is node and hit[1] == _graph_task() and hit[2] <= depth
 
     def restricts(self, grad: torch.Tensor, depth: int, what: str) -> bool:
         """Whether a backward op whose incoming gradient is ``grad`` (one row per node) may keep to
@@ -183,6 +200,12 @@ class Session:
         outside = self.paths.outside(depth)
         if outside.numel() == 0 or grad.shape[0] != self._sizes[1]:
             return outside.numel() == 0
+        # the loss reads out[train_idx] (through row-wise ops): 0 outside N^0, a subset of N^depth
+        if self.call is not None and self.call.proves_rows(_current_node(), grad.dim(), grad.shape[0],
+                                                           lambda node: self._trusts(node, depth)):
+            self.proofs += 1
+            return True
+        self.scans += 1
         if not _nonzero_rows(grad, outside):
             return True
         problem = (f"expected the gradient reaching {what} to be 0 outside the {depth}-hop frontier of the "
@@ -201,6 +224,17 @@ class Session:
                           f"execution paths save nothing there. Fix: compute the loss on out[train_idx] only.",
                           RuntimeWarning, stacklevel=2)
         return False
+
+
+def _current_node():
+    """The autograd node whose backward runs now on this thread (None where torch cannot say)."""
+    current = getattr(torch._C, "_current_autograd_node", None)
+    return current() if current is not None else None
+
+
+def _graph_task():
+    task = getattr(torch._C, "_current_graph_task_id", None)
+    return task() if task is not None else None
 
 
 def _nonzero_rows(grad: torch.Tensor, rows: torch.Tensor) -> bool:
@@ -259,7 +293,8 @@ def open_session(graph, train_idx, *, restrict_forward: bool = False, num_layers
         session.num_layers = paths.learned_layers
     stack.append(session)
     try:
-        yield session
+        with tracking_roots(session):
+            yield session
     finally:
         stack.pop()
         if restrict_forward and session.calls and session.backward_seen:
