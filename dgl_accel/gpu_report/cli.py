@@ -67,6 +67,8 @@ def choose_mode(args) -> torch.device:
 def main(argv=None) -> int:
     args = parse(argv if argv is not None else sys.argv[1:])
     device = choose_mode(args)  # nothing above imported triton: the mode is still open
+    if args.tiny:  # tiny tensors: intra-op threads only add fork/join waits (100 ms per op on a busy 2-core box)
+        torch.set_num_threads(1)
     out = args.out or (Path(tempfile.mkdtemp(prefix="gpu_report_")) if args.interpret else Path("."))
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
     started = time.perf_counter()
