@@ -189,9 +189,9 @@ def execution_paths(graph, train_idx, *, restrict_forward: bool = False, num_lay
     ``strict=True`` that raises instead, and with ``restrict_forward=True`` it always raises (the
     forward computed those rows as 0).  That check reads the autograd graph first: a loss that
     reaches the output only through ``out[train_idx]`` (or another selection of training rows,
-    after row-wise ops) is proved 0 outside them without reading the gradient; any other loss has
-    its gradient rows read.  The one thing the graph cannot show is a ``Tensor.register_hook`` on a
-    tensor between the model output and that selection: such a hook must not write other rows.
+    after row-wise ops) is proved 0 outside them without reading the gradient; any other loss, or a
+    ``Tensor.register_hook`` on the way, has its gradient rows read.  Not seen: a hook put on an
+    autograd node directly (``out.grad_fn.register_prehook``) that writes other rows.
     """
     with open_session(graph, train_idx, restrict_forward=restrict_forward, num_layers=num_layers,
                       model=model, strict=strict) as session:

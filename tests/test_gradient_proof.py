@@ -172,3 +172,18 @@ def test_torch_entry_points_are_wrapped_only_inside_the_block():
     with pytest.raises(KeyError), dgl_accel.execution_paths(g, train):
         raise KeyError("boom")
     assert (torch.autograd.backward, torch.autograd.grad) == original
+
+
+def test_a_hook_on_the_way_to_the_selection_is_not_proved_and_stays_exact():
+    """A Tensor.register_hook on the model output may write any row of its gradient."""
+    def spread(grad):
+        return grad + 0.1  # every row, not only the training rows
+
+    def hooked_loss(out, y, t, m):
+        out.register_hook(spread)
+        return F.cross_entropy(out[t], y[t])
+
+    session = _compare(hooked_loss, dropout=0.0)
+    assert session.scans >= 1, (session.proofs, session.scans)
+    assert torch.Tensor.register_hook.__name__ == "register_hook" and not hasattr(
+        torch.Tensor.register_hook, "__wrapped__")  # restored after the block

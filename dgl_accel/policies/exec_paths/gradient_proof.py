@@ -7,13 +7,14 @@ the training nodes.  Reading that gradient costs a pass over every row outside t
 answer is already in the graph autograd recorded: the model output reaches the loss only through
 ``out[train_idx]`` (``IndexBackward0``), possibly after row-wise ops (bias, activation, dropout,
 ``log_softmax`` over features, a linear head).  Such a gradient is 0 outside ``train_idx`` by
-construction.  :func:`proves_rows` walks the part of the autograd graph between the backward's roots
-and the current node and says yes only when every path from a root to that node passes a selection
-of training rows through ops from a short list that keep rows apart; anything else (a slice, a view,
-a reduction, a custom Function, the node being a root itself) gives no proof, and the caller reads the
-gradient as before.  So the proof can only make the guard cheaper, never looser, with one limit it
-cannot see: a gradient hook (``Tensor.register_hook``) on a tensor between the model output and the
-loss's row selection that writes rows outside ``train_idx`` (documented in ``execution_paths``).
+construction.  :meth:`BackwardCall.proves_rows` says yes only when every path from a root of the
+backward call to the current node passes a selection of training rows through ops from a short
+list that keep rows apart; anything else (a slice, a view, a reduction, a custom Function, a node
+that is itself a root, a tensor hook on the way) gives no proof, and the caller reads the gradient
+as before.  So the proof can only make the guard cheaper, never looser.  Hooks are seen when they
+are registered with ``Tensor.register_hook`` while a session is open (the tensors of a training
+step are made inside the block); a hook put on an autograd node directly
+(``grad_fn.register_prehook``) is not seen (documented in ``execution_paths``).
 
 The roots are those of the ``backward()``/``autograd.grad`` call in flight: :func:`tracking_roots`
 wraps torch's two entry points while a session is open (reference-counted, restored when the last
@@ -83,12 +84,15 @@ class BackwardCall:
             return False
         roots = {id(r) for r in self.roots}
         memo: dict = {}
+        if _hooked.get("overflow"):
+            return False
 
         def confined(n) -> bool:
             if id(n) not in memo:
                 memo[id(n)] = False  # autograd graphs have no cycles; this only bounds the recursion
                 uses = self.consumers.get(id(n), ())
-                memo[id(n)] = (id(n) not in roots and bool(uses)
+                # a hook on n's output tensor may rewrite the gradient that reaches n: no proof
+                memo[id(n)] = (id(n) not in roots and bool(uses) and n._sequence_nr() not in _hooked
                                and all(use_confined(u, slot) for u, slot in uses))
             return memo[id(n)]
 
@@ -174,6 +178,23 @@ def _recording(entry, first_arg: str):
     return wrapper
 
 
+def _noting_hooks(register):
+    @functools.wraps(register)
+    def wrapper(tensor, hook):
+        node = tensor.grad_fn
+        if node is not None:
+            # By sequence number: node wrappers come and go, and a number shared with a node of
+            # another thread only costs that node its proof.
+            if len(_hooked) > MAX_HOOKED:
+                _hooked["overflow"] = True
+            else:
+                _hooked[node._sequence_nr()] = True
+        return register(tensor, hook)
+    return wrapper
+
+
+MAX_HOOKED = 65536  # beyond this many hooked tensors in one block, no more proofs
+_hooked: dict = {}  # sequence numbers of nodes whose output got a Tensor.register_hook while a session is open
 _listeners = threading.local()  # sessions open in this thread, told of its backward calls
 _lock = threading.Lock()
 _users = 0
@@ -185,13 +206,16 @@ def tracking_roots(session):
     """While open, ``session.call`` holds ``session.read_backward_call(roots)`` (a
     :class:`BackwardCall`) for the torch.autograd.backward/.grad call in flight on this thread (None
     outside one).  Torch's two entry points are wrapped while any session in any thread is open (the
-    wrapper passes straight through in threads without one)."""
+    wrapper passes straight through in threads without one), and so is ``Tensor.register_hook``,
+    to know the nodes whose gradient a hook may rewrite."""
     global _users
     with _lock:
         if _users == 0:
             _saved["backward"], _saved["grad"] = torch.autograd.backward, torch.autograd.grad
             torch.autograd.backward = _recording(_saved["backward"], "tensors")
             torch.autograd.grad = _recording(_saved["grad"], "outputs")
+            _saved["hook"] = torch.Tensor.register_hook
+            torch.Tensor.register_hook = _noting_hooks(_saved["hook"])
         _users += 1
     sessions = getattr(_listeners, "sessions", None)
     if sessions is None:
@@ -206,3 +230,5 @@ def tracking_roots(session):
             _users -= 1
             if _users == 0:
                 torch.autograd.backward, torch.autograd.grad = _saved.pop("backward"), _saved.pop("grad")
+                torch.Tensor.register_hook = _saved.pop("hook")
+                _hooked.clear()
