@@ -144,7 +144,8 @@ def _fwd(t, idx, efeat, per_feat, atomic, block_f):
            "num_groups": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_efeat": "i64",
            "stride_out": "i64"}
     consts = {"BLOCK_G": BLOCK_G, "BLOCK_F": block_f, "HAS_EFEAT": efeat, "EFEAT_PER_FEAT": per_feat,
-              "HAS_SRC_SCALE": True, "HAS_DST_SCALE": True, "ATOMIC": atomic, "ACC_FP64": False}
+              # the deterministic path leaves the destination scale to _segment_reduce_kernel
+              "HAS_SRC_SCALE": True, "HAS_DST_SCALE": atomic, "ATOMIC": atomic, "ACC_FP64": False}
     sig.update({k: "constexpr" for k in consts})
     return Specialisation("gspmm_grouped", "_gspmm_grouped_fwd_kernel", sig, consts,
                           num_warps=num_warps_for(BLOCK_G, block_f))
@@ -155,7 +156,9 @@ def _reduce(t, block_f):
     sig = {"row_group_ptr": "*i64", "partial_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": f"*{t}",
            "num_feats": "i32", "stride_partial": "i64", "stride_out": "i64"}
     sig.update({k: "constexpr" for k in consts})
-    return Specialisation("gspmm_grouped", "_segment_reduce_kernel", sig, consts)
+    # launched with one row per program: the warps of a 1 x BLOCK_F tile (launchers.gspmm_forward)
+    return Specialisation("gspmm_grouped", "_segment_reduce_kernel", sig, consts,
+                          num_warps=num_warps_for(1, block_f))
 
 
 def _sddmm(t, idx, per_feat):

@@ -21,15 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV_FIELDS = ("device", "driver", "torch", "triton", "cuda", "mode", "timestamp")
 
 
-def registry_drift(tag: str) -> bool:
-    """Registered variants that the aggregation launcher never selects (reported on issue 16): the
-    deterministic forward pass runs with HAS_DST_SCALE=False (the segmented reduce scales), and the
-    reduce with num_warps_for(1, BLOCK_F) = 1 warp, while the registry lists True and 4 warps.
-    Empty once kernels/gspmm_grouped.py registers what runs."""
-    fwd = tag.startswith("_gspmm_grouped_fwd_kernel") and "ATOMIC=False" in tag and "HAS_DST_SCALE=True" in tag
-    return fwd or (tag.startswith("_segment_reduce_kernel") and tag.endswith("w4"))
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu_report")
@@ -65,10 +56,11 @@ def test_tiny_run_finds_no_mismatch_and_launches_every_specialisation(report):
     assert cov["other_mode"] == ["_frontier_kernel " + next(
         s.tag for s in specialisations() if s.kernel == "_frontier_kernel" and s.constexprs["BLOCK"] == 128)]
     assert cov["registered"] == len(specialisations()) - 1
-    unexplained = [m for m in cov["missing"] if not registry_drift(m)]
-    assert not unexplained, unexplained
-    assert cov["launched"] == cov["registered"] - len(cov["missing"])
-    assert proc.returncode == (1 if cov["missing"] else 0), proc.stdout[-2000:] + proc.stderr[-2000:]
+    # every registered variant is the one a launcher selects (this found 84 that were not: the
+    # deterministic forward without the destination scale, the reduce at 1 warp)
+    assert not cov["missing"], cov["missing"][:10]
+    assert cov["launched"] == cov["registered"]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 def test_tiny_run_times_every_provider_and_sampler(report):
