@@ -41,8 +41,10 @@ step lint-imports "layers (kernels < core < graph < policies < functional < DGL 
   lint_imports
 step ruff "lint rules (pyflakes, import order, bugbear basics, pyupgrade, 120 columns) over every Python file" \
   "$bin/ruff" check --output-format concise "$root"
+# tests/core/test_gpu_report.py runs `python -m dgl_accel.gpu_report --interpret --tiny` (about 80 s):
+# once is enough, in the core lane, on the GPU image's versions.
 step pytest "tests/ and the doctests of dgl_accel (architecture rules in tests/test_architecture.py)" \
-  "$py" -m pytest -q "$@"
+  "$py" -m pytest -q --ignore=tests/core/test_gpu_report.py "$@"
 
 core_py=""
 core_env() {  # .venv-core, created once; its python goes to $core_py
@@ -57,7 +59,7 @@ step core-env "create or reuse .venv-core (scripts/bootstrap_core.sh)" core_env
 versions="$([ -n "$core_py" ] && "$core_py" -c 'import sys, torch, triton
 print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}")' 2>/dev/null ||
   echo "no environment")"
-step core-lane "tests/core and the doctests of dgl_accel/core on $versions, without DGL and numba" core_lane
+step core-lane "tests/core (with the GPU report's --interpret --tiny run) and the doctests of dgl_accel/core on $versions, without DGL and numba" core_lane
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}"

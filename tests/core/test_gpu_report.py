@@ -17,7 +17,7 @@ from dgl_accel.core.vector_scale import scale
 from dgl_accel.gpu_report import aggregation, coverage, rmat, table, timing
 from dgl_accel.kernels.registry import specialisations
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV_FIELDS = ("device", "driver", "torch", "triton", "cuda", "mode", "timestamp")
 
 
