@@ -40,7 +40,7 @@ def bench_walks(graph_names=DEFAULT_GRAPHS, quick: bool = False, num_walks: int 
         cases = {
             "deepwalk": {
                 "dgl": lambda: dgl.sampling.random_walk(g, nodes, length=LENGTH),
-                "dgl_accel": lambda: random_walk(g, nodes, LENGTH, seed=1),
+                "dgl_accel": lambda: random_walk(g, nodes, length=LENGTH, seed=1),
             },
             "node2vec": {
                 "dgl": lambda: dgl.sampling.node2vec_random_walk(g, nodes, P, Q, LENGTH),
