@@ -1,7 +1,6 @@
 """The compiled CPU loops (numba, ``dgl_accel.core.jit``) reproduce the numpy path bit for bit on DGL
 graphs: induced subgraphs, node2vec walks, and NeighborSampler blocks with and without them.  (The
 DGL-free ones, neighbour choice, relabelling, ``rows_spmm`` and the row scan: tests/core/test_cpu_jit.py.)"""
-import contextlib
 
 import dgl
 import numpy as np
@@ -13,29 +12,19 @@ from hypothesis import strategies as st
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling import walks_node2vec
 from dgl_accel.sampling import NeighborSampler
+from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.strategies import graphs
 
 pytestmark = pytest.mark.skipif(not runtime.enabled(), reason="numba not installed (the numpy path runs)")
-
-
-@contextlib.contextmanager
-def jit(on: bool):
-    """Force the compiled loops on (every size) or off (the numpy path) inside the block."""
-    saved = runtime.MIN_WORK
-    runtime.MIN_WORK = 0 if on else 2**62
-    try:
-        yield
-    finally:
-        runtime.MIN_WORK = saved
 
 
 @settings(max_examples=15, deadline=None)
 @given(g=graphs(min_nodes=1, max_nodes=80, max_edges=600), replace=st.booleans(), seed=st.integers(0, 2**32))
 def test_sampler_blocks_identical_with_and_without_jit(g, replace, seed):
     seeds = torch.arange(0, g.num_nodes(), 2, dtype=g.idtype)
-    with jit(True):
+    with forced_jit(True):
         got = NeighborSampler([4, 3], replace=replace, seed=seed).sample_blocks(g, seeds)
-    with jit(False):
+    with forced_jit(False):
         ref = NeighborSampler([4, 3], replace=replace, seed=seed).sample_blocks(g, seeds)
     assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
     for b, r in zip(got[2], ref[2]):
@@ -66,7 +55,7 @@ def test_induced_subgraphs_match_numpy(n, m, frac, loops, seed):
     for g in (directed, sym):
         outs = []
         for on in (True, False):
-            with jit(on):
+            with forced_jit(on):
                 outs.append(induced_subgraph(g, nodes))
                 half = half_csr(g)
                 if half is not None:
@@ -92,9 +81,9 @@ def test_node2vec_matches_numpy(g, pq, length, seed, trials):
     saved = walks_node2vec.MAX_TRIALS
     walks_node2vec.MAX_TRIALS = trials
     try:
-        with jit(True):
+        with forced_jit(True):
             got = node2vec_random_walk(g, nodes, *pq, length, seed=seed, return_eids=True)
-        with jit(False):
+        with forced_jit(False):
             ref = node2vec_random_walk(g, nodes, *pq, length, seed=seed, return_eids=True)
     finally:
         walks_node2vec.MAX_TRIALS = saved

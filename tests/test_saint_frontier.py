@@ -18,6 +18,7 @@ from dgl_accel.core.sampling import saint_frontier_triton as fr_triton
 from dgl_accel.core.sampling.saint_frontier_cpu import probe_dashboard
 from dgl_accel.kernels import saint_frontier as kfrontier
 from dgl_accel.sampling.frontier import frontier_sample, frontier_sample_sequential
+from dgl_accel.testing.cpu_loops import both_frontier_loops
 
 ALPHA = 1e-3
 
@@ -171,14 +172,6 @@ def test_same_seed_same_output_and_instance_independence():
 
 
 # ------------------------------------------------- scalar loop, vectorised loop, Triton
-def _both_cpu_loops(monkeypatch, g, *args, **kw):
-    """Samples of the scalar per-instance loop and of the loop vectorised over instances."""
-    monkeypatch.setattr(fr, "_SCALAR_MAX", 1 << 30)
-    scalar = frontier_sample(g, *args, **kw)
-    monkeypatch.setattr(fr, "_SCALAR_MAX", 0)
-    vector = frontier_sample(g, *args, **kw)
-    assert all(torch.equal(x, y) for x, y in zip(scalar, vector))
-    return scalar
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(eta=1.05, degree_clip=3), dict(eta=1.3, max_steps=9)])
@@ -186,7 +179,7 @@ def test_triton_kernel_matches_cpu_path(monkeypatch, kw):
     # The kernel probes the same positions in the same order and takes the same Philox words as
     # both CPU loops: identical samples.  eta 1.05 forces frequent cleanups and capacity doubling.
     g = _random_graph(24, 40, seed=4)
-    cpu = _both_cpu_loops(monkeypatch, g, 3, 10, num_instances=3, seed=7, **kw)
+    cpu = both_frontier_loops(frontier_sample, monkeypatch, g, 3, 10, num_instances=3, seed=7, **kw)
     with dgl_accel.use_backend("triton"):
         tri = frontier_sample(g, 3, 10, num_instances=3, seed=7, **kw)
     assert dgl_accel.stats()["frontier_sample"] == {"native-cpu": 2, "triton-interpreter": 1}
@@ -198,7 +191,7 @@ def test_cpu_loops_agree_on_larger_graph(monkeypatch):
     # loop runs in chunks of 2 instances.
     monkeypatch.setattr(fr, "_VEC_CHUNK", 2)
     g = _random_graph(300, 900, seed=3)
-    out = _both_cpu_loops(monkeypatch, g, 20, 150, num_instances=5, seed=2, eta=1.1)
+    out = both_frontier_loops(frontier_sample, monkeypatch, g, 20, 150, num_instances=5, seed=2, eta=1.1)
     assert all(x.numel() == 150 for x in out)
 
 
@@ -215,7 +208,7 @@ def test_triton_exact_fallback_and_scratch_rerun_match_cpu(monkeypatch):
     monkeypatch.setattr(fr_cpu, "_probe", lambda *a: misses.append(int((probe(*a) < 0).sum())) or probe(*a))
     monkeypatch.setattr(fr_cpu, "_grow", lambda *a: grows.append(1) or grow(*a))
     g = _random_graph(40, 60, seed=6)
-    cpu = _both_cpu_loops(monkeypatch, g, 2, 30, num_instances=2, seed=8, eta=4.0)
+    cpu = both_frontier_loops(frontier_sample, monkeypatch, g, 2, 30, num_instances=2, seed=8, eta=4.0)
     assert sum(misses) > 0 and len(grows) > 2  # fallback and cleanups exercised
     with dgl_accel.use_backend("triton"):
         tri = frontier_sample(g, 2, 30, num_instances=2, seed=8, eta=4.0)

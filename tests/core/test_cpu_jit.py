@@ -3,7 +3,6 @@
 compute: block relabelling, the aggregation's ``rows_spmm`` (parallel == serial) and the gradient
 guard's row scan; with numba, neighbour choice is bit-identical to the numpy path.  (The DGL
 samplers with and without the compiled loops: tests/test_cpu_jit.py.)"""
-import contextlib
 import os
 import subprocess
 import sys
@@ -18,17 +17,7 @@ from hypothesis import strategies as st
 from dgl_accel.core.jit import aggregation, runtime
 from dgl_accel.core.jit import neighbor as jit_neighbor
 from dgl_accel.core.sampling import choice
-
-
-@contextlib.contextmanager
-def jit(on: bool):
-    """Force the compiled loops on (every size) or off (the numpy path) inside the block."""
-    saved = runtime.MIN_WORK
-    runtime.MIN_WORK = 0 if on else 2**62
-    try:
-        yield
-    finally:
-        runtime.MIN_WORK = saved
+from dgl_accel.testing.cpu_loops import forced_jit
 
 
 @st.composite
@@ -49,9 +38,9 @@ def csr_and_transits(draw):
        seed=st.integers(0, 2**64 - 1), step=st.integers(0, 5))
 def test_choice_matches_numpy(case, fanout, replace, seed, step):
     indptr, v, n = case
-    with jit(True):
+    with forced_jit(True):
         pos, counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
-    with jit(False):
+    with forced_jit(False):
         ref_pos, ref_counts = choice.uniform_choice_flat(indptr, v, fanout, seed, step, n, replace)
     np.testing.assert_array_equal(counts, ref_counts)
     np.testing.assert_array_equal(pos, ref_pos)

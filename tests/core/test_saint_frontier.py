@@ -9,9 +9,9 @@ from scipy import stats
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling import saint_frontier as fr
 from dgl_accel.core.sampling.saint_frontier import frontier_sample
 from dgl_accel.core.sampling.saint_frontier_cpu import probe_dashboard
+from dgl_accel.testing.cpu_loops import both_frontier_loops
 
 ALPHA = 1e-3
 
@@ -24,16 +24,6 @@ def random_graph(n=30, e=70, seed=0):
     s, d = torch.cat([s, ring]), torch.cat([d, (ring + 1) % n])
     src, dst = torch.cat([s, d]), torch.cat([d, s])
     return TensorGraph(src, dst, num_nodes=n).csr("out"), src, dst
-
-
-def both_cpu_loops(monkeypatch, csr, *args, **kw):
-    """Samples of the scalar per-instance loop and of the loop vectorised over instances (equal)."""
-    monkeypatch.setattr(fr, "_SCALAR_MAX", 1 << 30)
-    scalar = frontier_sample(csr, *args, **kw)
-    monkeypatch.setattr(fr, "_SCALAR_MAX", 0)
-    vector = frontier_sample(csr, *args, **kw)
-    assert all(torch.equal(x, y) for x, y in zip(scalar, vector))
-    return scalar
 
 
 def assert_valid(samples, src, dst, num_nodes, m, n):
@@ -53,7 +43,7 @@ def test_triton_kernel_matches_cpu_loops(monkeypatch, kw):
     # The kernel probes the same positions in the same order and takes the same Philox words as
     # both CPU loops: identical samples.  eta 1.05 forces frequent cleanups and capacity doubling.
     csr, src, dst = random_graph(24, 40, seed=4)
-    cpu = both_cpu_loops(monkeypatch, csr, 3, 10, num_instances=3, seed=7, **kw)
+    cpu = both_frontier_loops(frontier_sample, monkeypatch, csr, 3, 10, num_instances=3, seed=7, **kw)
     with dgl_accel.use_backend("triton"):
         tri = frontier_sample(csr, 3, 10, num_instances=3, seed=7, **kw)
     assert dgl_accel.stats()["frontier_sample"] == {"native-cpu": 2, "triton-interpreter": 1}

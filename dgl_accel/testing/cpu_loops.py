@@ -1,0 +1,30 @@
+"""Switches for tests that compare the CPU paths of one sampler with each other (DGL-free, so the
+core lane's tests use it too)."""
+from __future__ import annotations
+
+import contextlib
+
+from ..core.jit import runtime
+from ..core.sampling import saint_frontier
+
+
+@contextlib.contextmanager
+def forced_jit(on: bool):
+    """Force the compiled loops on (every size) or off (the numpy path) inside the block."""
+    saved = runtime.MIN_WORK
+    runtime.MIN_WORK = 0 if on else 2**62
+    try:
+        yield
+    finally:
+        runtime.MIN_WORK = saved
+
+
+def both_frontier_loops(sample, monkeypatch, *args, **kw):
+    """``sample(*args, **kw)`` (a frontier sampler) through the scalar per-instance loop and the
+    loop vectorised over instances: asserts they give the same samples and returns them."""
+    monkeypatch.setattr(saint_frontier, "_SCALAR_MAX", 1 << 30)
+    scalar = sample(*args, **kw)
+    monkeypatch.setattr(saint_frontier, "_SCALAR_MAX", 0)
+    vector = sample(*args, **kw)
+    assert all(a.equal(b) for a, b in zip(scalar, vector))
+    return scalar
