@@ -4,8 +4,8 @@
 neighbour sampling with prob / mask / exclusion, the node and edge DataLoaders, SAINT, random walks
 with metapath and restart, node2vec), in our own words, plus the two behaviours the samplers'
 docstrings decide against DGL's (exclusion after the choice, order of the non-seed sources), each
-checked on DGL itself.  Heterograph neighbour sampling is not supported yet: it must fail with a
-``dgl.DGLError``.  Tests needing a GPU or a download are left out, as they skip on plain DGL."""
+checked on DGL itself.  Heterograph neighbour sampling follows DGL's typed layout (its input errors
+are ``dgl.DGLError`` as DGL's).  Tests needing a GPU or a download are left out, as they skip on plain DGL."""
 from functools import partial
 
 import dgl
@@ -192,12 +192,28 @@ def test_saint_dataloader(mode, budget):
     assert n == 100
 
 
-def test_heterograph_neighbor_sampling_is_a_dgl_error():
+def test_heterograph_neighbor_sampling_follows_dgl():
+    """Heterographs are sampled per relation with DGL's typed block layout (the full checks are in
+    ``tests/test_neighbor_sampler_hetero.py``); what DGL refuses, we refuse with a ``dgl.DGLError``."""
     g = dgl.heterograph({("user", "follow", "user"): ([0, 1], [1, 0]), ("user", "play", "game"): ([0], [0])})
-    with pytest.raises(dgl.DGLError, match="homogeneous"):
-        NeighborSampler([2], seed=0).sample_blocks(g, {"user": torch.tensor([0])})
-    with pytest.raises(dgl.DGLError, match="one int fanout per layer"):
-        NeighborSampler([{"follow": 2, "play": 1}])
+    seeds = {"user": torch.tensor([0]), "game": torch.tensor([0])}
+    for fanouts in ([2], [{"follow": 2, "play": 1}], [{("user", "follow", "user"): -1, "play": -1}]):
+        _, _, (ours,) = NeighborSampler(fanouts, seed=0).sample_blocks(g, seeds)
+        _, _, (theirs,) = dgl.dataloading.NeighborSampler(fanouts).sample_blocks(g, seeds)
+        assert ours.srctypes == theirs.srctypes and ours.canonical_etypes == theirs.canonical_etypes
+        for nt in g.ntypes:
+            assert ours.srcnodes[nt].data[dgl.NID].tolist() == theirs.srcnodes[nt].data[dgl.NID].tolist()
+            assert ours.dstnodes[nt].data[dgl.NID].tolist() == theirs.dstnodes[nt].data[dgl.NID].tolist()
+        for c in g.canonical_etypes:
+            assert ours.edges[c].data[dgl.EID].tolist() == theirs.edges[c].data[dgl.EID].tolist()
+    with pytest.raises(dgl.DGLError):  # DGL: "Must specify node type when the graph is not homogeneous."
+        NeighborSampler([2], seed=0).sample_blocks(g, torch.tensor([0]))
+    with pytest.raises(dgl.DGLError):
+        dgl.dataloading.NeighborSampler([2]).sample_blocks(g, torch.tensor([0]))
+    with pytest.raises(dgl.DGLError, match="each of the 2 edge types"):  # DGL: "Fan-out must be specified ..."
+        NeighborSampler([{"follow": 2}], seed=0).sample_blocks(g, seeds)
+    with pytest.raises(dgl.DGLError):
+        dgl.dataloading.NeighborSampler([{"follow": 2}]).sample_blocks(g, seeds)
 
 
 # ------------------------------------------------------------------------------ decided behaviours

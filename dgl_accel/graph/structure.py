@@ -18,7 +18,7 @@ from dgl import DGLError
 from ..core.csr import Structure, sort_by_row
 
 __all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph", "is_relation_graph",
-           "is_supported_graph"]
+           "is_supported_graph", "relation_in_csr"]
 
 
 def is_relation_graph(g) -> bool:
@@ -206,3 +206,12 @@ def edges_by_id(g):
             return by_id_src, by_id_dst
 
     return cached(g, "structure.edges_by_id", build)
+
+
+def relation_in_csr(g, etype) -> Structure:
+    """In-edges of one relation ``etype`` (canonical or plain name) of a heterograph, grouped by
+    destination: rows = destination-type nodes, ``indices`` = source-type ids, ``eids`` = the
+    relation's edge ids.  Cached on ``g`` per canonical edge type (``g[etype]`` is a new view object
+    on every call, so caching on it would never hit)."""
+    canonical = g.to_canonical_etype(etype)
+    return cached(g, f"in_csr:{'/'.join(canonical)}", lambda h: _build(h[canonical], "csc"))

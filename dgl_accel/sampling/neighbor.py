@@ -1,6 +1,7 @@
 """``NeighborSampler``: DGL's multi-layer neighbour sampler on the counter-based choice primitive.
 
-A drop-in for ``dgl.dataloading.NeighborSampler`` on homogeneous graphs: same constructor
+A drop-in for ``dgl.dataloading.NeighborSampler`` on homogeneous graphs and heterographs (the
+latter in :mod:`.neighbor_hetero`): same constructor
 arguments (plus ``seed``), same ``sample_blocks`` contract, and the prefetching / output-device /
 ``as_edge_prediction_sampler`` machinery inherited from ``dgl.dataloading.BlockSampler``.
 
@@ -35,6 +36,7 @@ from ..graph.structure import in_csr
 from .base import CallSeeds
 from .blocks import check_homogeneous, make_block, packed_pairs
 from .errors import dgl_errors
+from .neighbor_hetero import check_layer_fanouts, hetero_blocks, layer_fanouts
 
 __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "HETERO_FIX"]
 
@@ -48,9 +50,12 @@ class NeighborSampler(CallSeeds, BlockSampler):
     Parameters are ``dgl.dataloading.NeighborSampler``'s, in its order and with its defaults (a
     positional call written for DGL means the same here); ours come after them, keyword-only:
 
-    fanouts : list[int]
-        Neighbours per node for each layer, input layer first; -1 = all in-neighbours.  (Per-edge-type
-        dicts, for heterographs, are refused with a ``DGLSamplingInputError``.)
+    fanouts : list[int | dict]
+        Neighbours per node for each layer, input layer first; -1 = all in-neighbours.  On a
+        heterograph a layer may be a dict {etype: fanout} naming every edge type (canonical or plain
+        names), as in DGL; an int applies to every edge type.  Heterographs (seeds a dict
+        {ntype: ids}, ``prob``/``mask`` a field on every edge type, ``exclude_eids`` a dict per edge
+        type) are sampled relation by relation, see :mod:`.neighbor_hetero`.
     edge_dir : "in" only (sample in-edges, messages flow to the seeds).
     prob : str, optional
         Name of an ``edata`` field of non-negative per-edge weights; zero-weight edges are never
@@ -114,7 +119,8 @@ class NeighborSampler(CallSeeds, BlockSampler):
                  prefetch_labels=None, prefetch_edge_feats=None, output_device=None, fused=True, *, seed=None):
         super().__init__(prefetch_node_feats=prefetch_node_feats, prefetch_labels=prefetch_labels,
                          prefetch_edge_feats=prefetch_edge_feats, output_device=output_device)
-        self.fanouts = check_fanouts(fanouts)
+        hetero = hasattr(fanouts, "__len__") and any(isinstance(f, dict) for f in fanouts)
+        self.fanouts = check_layer_fanouts(fanouts) if hetero else check_fanouts(fanouts)
         if edge_dir != "in":
             raise expected("edge_dir='in'", repr(edge_dir), "use dgl.dataloading.NeighborSampler for edge_dir='out'.")
         self.edge_dir = edge_dir
@@ -139,7 +145,10 @@ class NeighborSampler(CallSeeds, BlockSampler):
         return key
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        if isinstance(g, dgl.DGLGraph) and not g.is_block and (len(g.ntypes) > 1 or len(g.canonical_etypes) > 1):
+            return self._sample_hetero(g, seed_nodes, exclude_eids)
         check_homogeneous(g, HETERO_FIX)
+        fanouts = [layer_fanouts(g, f)[g.canonical_etypes[0]] if isinstance(f, dict) else f for f in self.fanouts]
         seed_nodes = single_type_seeds(seed_nodes)
         n = g.num_nodes()
         check_nodes(seed_nodes, n, "seed nodes")
@@ -162,7 +171,7 @@ class NeighborSampler(CallSeeds, BlockSampler):
         cur = np64(seed_nodes)
         out_dev = seed_nodes.device if self.output_device is None else torch.device(self.output_device)
         blocks = []
-        for step, fanout in enumerate(reversed(self.fanouts)):
+        for step, fanout in enumerate(reversed(fanouts)):
             flat, counts = choose_positions(csr, cur, fanout, seed=seed, step=step, num_nodes=n, replace=self.replace,
                                             tables=tab, host_indptr=indptr)
             block, src_ids = make_block(flat, counts, cur, pairs, excl, n, idtype)
@@ -172,6 +181,14 @@ class NeighborSampler(CallSeeds, BlockSampler):
             blocks = [b.to(out_dev) for b in blocks]
         input_nodes = blocks[0].srcdata[dgl.NID]
         return input_nodes, output_nodes, blocks
+
+    def _sample_hetero(self, g, seed_nodes, exclude_eids):
+        """``sample_blocks`` on a graph with several node or edge types (see :mod:`.neighbor_hetero`)."""
+        blocks = hetero_blocks(g, seed_nodes, self.fanouts, key=self._next_seed(), prob=self.prob,
+                               replace=self.replace, exclude_eids=exclude_eids)
+        if self.output_device is not None and torch.device(self.output_device).type != "cpu":
+            blocks = [b.to(torch.device(self.output_device)) for b in blocks]
+        return blocks[0].srcdata[dgl.NID], seed_nodes, blocks
 
 
 MultiLayerNeighborSampler = NeighborSampler  # DGL's alias
