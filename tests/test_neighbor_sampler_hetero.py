@@ -239,3 +239,17 @@ def test_edge_prediction_with_reverse_types_excluded():
             sampled(g, b)
             assert not seed_eids & set(b.edges[CLICKS].data[dgl.EID].tolist())
             assert not seed_eids & set(b.edges[CLICKED_BY].data[dgl.EID].tolist())
+
+
+@pytest.mark.parametrize("seeds", [{"a": torch.tensor([0])}, {"b": torch.tensor([1])},
+                                   {"a": torch.tensor([0]), "b": torch.tensor([], dtype=torch.int64)}])
+def test_empty_relation_and_node_type_without_edges_keep_dgl_layout(seeds):
+    empty = torch.tensor([], dtype=torch.int64)
+    g = dgl.heterograph({("a", "r", "a"): ([0, 1], [1, 0]), ("a", "s", "b"): (empty, empty)},
+                        num_nodes_dict={"a": 2, "b": 3, "c": 4})
+    ours = NeighborSampler([2, 2], seed=0).sample_blocks(g, seeds)[2]
+    theirs = dgl.dataloading.NeighborSampler([2, 2]).sample_blocks(g, seeds)[2]
+    for b, t in zip(ours, theirs):
+        same_layout(b, t)
+        assert {n: b.num_src_nodes(n) for n in b.srctypes} == {n: t.num_src_nodes(n) for n in t.srctypes}
+        sampled(g, b)
