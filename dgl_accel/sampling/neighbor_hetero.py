@@ -72,11 +72,10 @@ def layer_fanouts(g, fanout) -> dict:
 def hetero_seeds(g, seed_nodes) -> dict:
     """Seeds as {ntype: int64 numpy ids} over every node type of ``g`` (empty where none given)."""
     if not isinstance(seed_nodes, dict):
-        # the wording also keeps tests/test_neighbor_sampler.py's check of the former refusal
-        raise expected("a homogeneous graph for seed nodes given without their node type",
+        raise expected("seed nodes as a dict {ntype: ids} on a heterograph",
                        f"{type(seed_nodes).__name__} seeds on node types {g.ntypes} and edge types "
-                       f"{g.canonical_etypes}", "use dgl.dataloading.NeighborSampler's form for heterographs, "
-                       f"seed nodes as a dict {{ntype: ids}}, e.g. {{{g.ntypes[0]!r}: torch.tensor([0, 1])}}.")
+                       f"{g.canonical_etypes}", "pass the seeds per node type, as DGL's NeighborSampler takes "
+                       f"them, e.g. {{{g.ntypes[0]!r}: torch.tensor([0, 1])}}.")
     for nt in seed_nodes:
         if nt not in g.ntypes:
             raise expected(f"seed node types among {g.ntypes}", repr(nt), "use the graph's node type names.")
