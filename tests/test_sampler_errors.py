@@ -69,8 +69,9 @@ REJECTIONS = {
     "neighbor: negative prob": lambda: NeighborSampler([5], prob="neg", seed=0).sample_blocks(G, S),
     "neighbor: nan prob": lambda: NeighborSampler([5], prob="nan", seed=0).sample_blocks(G, S),
     "neighbor: 2-D prob": lambda: NeighborSampler([5], prob="short", seed=0).sample_blocks(G, S),
-    "neighbor: heterograph": lambda: NeighborSampler([5], seed=0).sample_blocks(HG, {"a": torch.tensor([0])}),
-    "neighbor: per-type fanouts": lambda: NeighborSampler([{"r": 2}]),
+    "neighbor: heterograph seeds without types": lambda: NeighborSampler([5], seed=0).sample_blocks(HG, torch.tensor([0])),
+    "neighbor: per-type fanouts missing a type": lambda: NeighborSampler([{"r": 2}], seed=0).sample_blocks(
+        HG, {"a": torch.tensor([0])}),
     # bulk and layer-wise samplers
     "bulk: bulk 0": lambda: BulkNeighborSampler([3], bulk=0),
     "bulk: memory budget": lambda: BulkNeighborSampler([3], memory_budget=0),
