@@ -151,13 +151,14 @@ def test_an_index_changed_in_place_is_checked_by_value():
     mask = torch.zeros(10, dtype=torch.bool)
     mask[[1, 3, 5]] = True
     idx = torch.tensor([1, 3, 5])
-    assert _inside(idx, mask, (idx, idx._version))
+    assert _inside(idx, mask, 3, (idx, idx._version))
     idx[0] = 2  # same object, new version: the identity no longer vouches for it
-    assert not _inside(idx, mask, (idx, idx._version - 1))
-    assert _inside(torch.tensor([-5, 3]), mask, (None, None))        # -5 is row 5
-    assert not _inside(torch.tensor([3, 10]), mask, (None, None))    # out of range
-    assert not _inside(mask.clone().fill_(True), mask, (None, None))  # a mask with more rows
-    assert _inside(mask.clone(), mask, (None, None))
+    assert not _inside(idx, mask, 3, (idx, idx._version - 1))
+    assert _inside(torch.tensor([-5, 3]), mask, 3, (None, None))        # -5 is row 5
+    assert not _inside(torch.tensor([3, 10]), mask, 3, (None, None))    # out of range
+    assert not _inside(torch.tensor([1, 3, 5, 1]), mask, 3, (None, None))  # longer than the training set: not read
+    assert not _inside(mask.clone().fill_(True), mask, 3, (None, None))  # a mask with more rows
+    assert _inside(mask.clone(), mask, 3, (None, None))
 
 
 def test_torch_entry_points_are_wrapped_only_inside_the_block():

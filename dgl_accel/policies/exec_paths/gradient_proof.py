@@ -38,7 +38,8 @@ _ROWWISE_UNARY = frozenset({
     "AddBackward1", "SubBackward1", "MulBackward1", "DivBackward1",  # with a Python number
 })
 # Broadcasting elementwise ops of two tensors: each input gets the output gradient (times something
-# elementwise), summed over the dims it was broadcast along, never over the node dim (see _rank_ok).
+# elementwise), summed over the dims it was broadcast along, never over the node dim (the rank check
+# of BackwardCall.proves_rows).
 _ROWWISE_BINARY = frozenset({"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0"})
 _SOFTMAX = frozenset({"LogSoftmaxBackward0", "SoftmaxBackward0"})
 # Matrix products where the row operand is input `slot`: out = x @ W keeps row i of x in row i.
@@ -53,7 +54,7 @@ class BackwardCall:
 
     __slots__ = ("roots", "consumers", "kinds", "_alive")
 
-    def __init__(self, roots, train_mask: torch.Tensor, known):
+    def __init__(self, roots, train_mask: torch.Tensor, num_train: int, known):
         self.roots = tuple(r for r in roots if r is not None)
         self.consumers: dict = {}  # id(node) -> [(consumer, input slot)]
         self.kinds: dict = {}      # id(node) -> what the node does to rows (see _kind)
@@ -70,7 +71,7 @@ class BackwardCall:
                 return
             seen.add(id(n))
             self._alive.append(n)
-            self.kinds[id(n)] = _kind(n, train_mask, known)
+            self.kinds[id(n)] = _kind(n, train_mask, num_train, known)
             for slot, (nxt, _) in enumerate(n.next_functions):
                 if nxt is not None:
                     self.consumers.setdefault(id(nxt), []).append((n, slot))
@@ -112,7 +113,7 @@ class BackwardCall:
         return confined(node)
 
 
-def _kind(node, train_mask: torch.Tensor, known):
+def _kind(node, train_mask: torch.Tensor, num_train: int, known):
     """What ``node`` does to rows, read now while its saved tensors exist: ("select", (inside,
     sizes)), ("rowwise", None), ("softmax", dim), ("matmul", row slot), or None (anything else)."""
     name = type(node).__name__  # the generated node classes carry the op's name; cheaper than name()
@@ -121,12 +122,13 @@ def _kind(node, train_mask: torch.Tensor, known):
             indices = node._saved_indices
             if not indices or indices[0] is None or any(i is not None for i in indices[1:]):
                 return None
-            return "select", (_inside(indices[0], train_mask, known), tuple(int(v) for v in node._saved_self_sym_sizes))
+            sizes = tuple(int(v) for v in node._saved_self_sym_sizes)
+            return "select", (_inside(indices[0], train_mask, num_train, known), sizes)
         if name == "IndexSelectBackward0":
             sizes = tuple(int(v) for v in node._saved_self_sym_sizes)
             if node._saved_dim % len(sizes) != 0:
                 return None
-            return "select", (_inside(node._saved_index, train_mask, known), sizes)
+            return "select", (_inside(node._saved_index, train_mask, num_train, known), sizes)
         if name in _SOFTMAX:
             return "softmax", node._saved_dim
     except RuntimeError:
@@ -138,8 +140,9 @@ def _kind(node, train_mask: torch.Tensor, known):
     return None
 
 
-def _inside(index: torch.Tensor, train_mask: torch.Tensor, known) -> bool:
-    """Whether ``index`` (an index or mask along the node dim) selects training rows only."""
+def _inside(index: torch.Tensor, train_mask: torch.Tensor, num_train: int, known) -> bool:
+    """Whether ``index`` (an index or mask along the node dim) selects training rows only
+    (``num_train`` of the rows of ``train_mask`` are set)."""
     num_rows = train_mask.shape[0]
     if index is known[0] and index._version == known[1]:
         return True
@@ -147,7 +150,10 @@ def _inside(index: torch.Tensor, train_mask: torch.Tensor, known) -> bool:
         return False
     if index.dtype == torch.bool:
         return index.numel() == num_rows and not bool((index & ~train_mask).any())
-    if index.dtype not in (torch.int64, torch.int32):
+    # Every selection in the graph is read here, once per backward call, including a model's own
+    # gathers such as h[src] over all edges: an index longer than the training set is left
+    # unproved (the gradient is then read) rather than checked row by row on this path.
+    if index.dtype not in (torch.int64, torch.int32) or index.numel() > num_train:
         return False
     index = torch.where(index < 0, index + num_rows, index)
     if index.numel() and bool(((index < 0) | (index >= num_rows)).any()):

@@ -180,7 +180,7 @@ class Session:
             self._trusted[id(node)] = (node, task, depth)
 
     def read_backward_call(self, roots) -> BackwardCall:
-        return BackwardCall(roots, self.paths.frontier(0), self._known)
+        return BackwardCall(roots, self.paths.frontier(0), self._idx.numel(), self._known)
 
     def _trusts(self, node, depth: int) -> bool:
         hit = self._trusted.get(id(node))
