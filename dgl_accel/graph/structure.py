@@ -18,7 +18,7 @@ from dgl import DGLError
 from ..core.csr import Structure, sort_by_row
 
 __all__ = ["Structure", "in_csr", "out_csr", "cache_info", "clear_cache", "check_graph", "is_relation_graph",
-           "is_supported_graph", "relation_in_csr"]
+           "is_supported_graph", "relation_in_csr", "relation_out_csr"]
 
 
 def is_relation_graph(g) -> bool:
@@ -213,5 +213,16 @@ def relation_in_csr(g, etype) -> Structure:
     destination: rows = destination-type nodes, ``indices`` = source-type ids, ``eids`` = the
     relation's edge ids.  Cached on ``g`` per canonical edge type (``g[etype]`` is a new view object
     on every call, so caching on it would never hit)."""
+    return _relation_structure(g, etype, "csc")
+
+
+def relation_out_csr(g, etype) -> Structure:
+    """Out-edges of one relation of a heterograph, grouped by source: rows = source-type nodes,
+    ``indices`` = destination-type ids (cached as :func:`relation_in_csr`)."""
+    return _relation_structure(g, etype, "csr")
+
+
+def _relation_structure(g, etype, fmt: str) -> Structure:
     canonical = g.to_canonical_etype(etype)
-    return cached(g, f"in_csr:{'/'.join(canonical)}", lambda h: _build(h[canonical], "csc"))
+    name = "in_csr" if fmt == "csc" else "out_csr"
+    return cached(g, f"{name}:{'/'.join(canonical)}", lambda h: _build(h[canonical], fmt))

@@ -47,9 +47,11 @@ def np_idtype(idtype):
     return np.int32 if idtype == torch.int32 else np.int64
 
 
-def packed_pairs(g, csr) -> np.ndarray:
-    """:func:`~dgl_accel.core.sampling.neighbor.pack_pairs` of the in-CSR ``csr`` of ``g`` (cached)."""
-    return cached(g, "accel_neighbor_pairs_v2", lambda _: pack_pairs(csr.indices.numpy(), csr.eids.numpy()))
+def packed_pairs(g, csr, relation: tuple | None = None) -> np.ndarray:
+    """:func:`~dgl_accel.core.sampling.neighbor.pack_pairs` of the in-CSR ``csr`` of ``g``, or of
+    its canonical edge type ``relation`` on a heterograph (cached per graph and relation)."""
+    key = "accel_neighbor_pairs_v2" + ("" if relation is None else ":" + "/".join(relation))
+    return cached(g, key, lambda _: pack_pairs(csr.indices.cpu().numpy(), csr.eids.cpu().numpy()))
 
 
 def new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_dst: int, idtype,

@@ -24,12 +24,12 @@ import numpy as np
 import torch
 
 from ..core.sampling.arrays import np64
-from ..core.sampling.checks import check_fanout, check_nodes, check_prob, expected
+from ..core.sampling.checks import check_fanout, check_nodes, check_prob, excluded_edge_ids, expected
 from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import choose_positions, pack_pairs, unpack_pairs
+from ..core.sampling.neighbor import choose_positions, unpack_pairs
 from ..core.sampling.rng import call_seed
-from ..graph.structure import cached, relation_in_csr
-from .blocks import np_idtype
+from ..graph.structure import relation_in_csr
+from .blocks import np_idtype, packed_pairs
 
 __all__ = ["check_layer_fanouts", "layer_fanouts", "hetero_seeds", "hetero_exclusions", "hetero_blocks"]
 
@@ -97,17 +97,14 @@ def hetero_exclusions(g, exclude_eids) -> dict:
     if not isinstance(exclude_eids, dict):
         raise expected("exclude_eids as a dict {etype: edge ids} on a heterograph (DGL's rule)",
                        type(exclude_eids).__name__, "key the edge ids by their edge type.")
-    return {g.to_canonical_etype(k): np.unique(torch.as_tensor(v).detach().cpu().to(torch.int64).numpy())
-            for k, v in exclude_eids.items()}
+    return {g.to_canonical_etype(k): excluded_edge_ids(v) for k, v in exclude_eids.items()}
 
 
 def _relation(g, c, prob):
     """(in-CSR, host indptr, packed (source, edge id) pairs, weight tables or None) of relation ``c``."""
     csr = relation_in_csr(g, c)
     indptr = np64(csr.indptr)
-    name = "/".join(c)
-    pairs = cached(g, f"accel_neighbor_pairs:{name}",
-                   lambda _: pack_pairs(csr.indices.cpu().numpy(), csr.eids.cpu().numpy()))
+    pairs = packed_pairs(g, csr, c)
     tab = None
     if prob is not None:
         data = g.edges[c].data

@@ -17,7 +17,7 @@ from ..core.sampling.walks_mdrw import MDRWResult
 from ..core.sampling.walks_mdrw import multi_dimensional_random_walk as mdrw_csr
 from ..core.sampling.walks_metapath import check_chain, metapath_walk, relation_csr
 from ..core.sampling.walks_node2vec import node2vec_random_walk as node2vec_csr
-from ..graph.structure import cached, check_graph, out_csr
+from ..graph.structure import cached, check_graph, out_csr, relation_out_csr
 from .errors import dgl_errors
 
 __all__ = ["random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "MDRWResult", "walk_csr",
@@ -147,10 +147,8 @@ def relation_walk_csr(g, etype) -> WalkCSR:
     """The :class:`~dgl_accel.core.sampling.walks.WalkCSR` of one relation's out-edges (cached per
     graph), see :func:`dgl_accel.core.sampling.walks_metapath.relation_csr`."""
     def build(h):
-        indptr, indices, eids = h.adj_tensors("csr", etype=etype)
-        if eids.numel() == 0 and indices.numel():  # DGL's "edge i is position i"
-            eids = torch.arange(indices.numel(), dtype=indices.dtype, device=indices.device)
-        return relation_csr(indptr, indices, eids, h.num_nodes(etype[0]), h.num_nodes(etype[2]))
+        out = relation_out_csr(h, etype)
+        return relation_csr(out.indptr, out.indices, out.eids, out.num_rows, out.num_cols)
     return cached(g, f"walks_csr.{etype}", build)
 
 
