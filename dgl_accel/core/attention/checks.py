@@ -1,0 +1,74 @@
+"""Argument checks of the attention ops: each error says what was expected, what came and how to
+fix it, before any kernel runs."""
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from ..csr import Structure
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def _kind(x) -> str:
+    return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def check_structure(rows, name: str = "rows") -> None:
+    """A CSR view: int64 ``indptr`` of num_rows + 1 entries, int32/int64 ``indices``/``eids`` of one length."""
+    if not isinstance(rows, Structure):
+        raise ValueError(f"expected {name} to be a dgl_accel.core.csr.Structure (a CSR view) (got {_kind(rows)}). "
+                         f"Fix: pass views.csr('in') (rows = destinations) or views.csr('out').")
+    if rows.indptr.dtype != torch.int64 or tuple(rows.indptr.shape) != (rows.num_rows + 1,):
+        raise ValueError(f"expected {name}.indptr to be int64 of shape [{rows.num_rows + 1}] "
+                         f"(got {rows.indptr.dtype} of shape {list(rows.indptr.shape)}). Fix: indptr.long().")
+    for field in ("indices", "eids"):
+        t = getattr(rows, field)
+        if t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != rows.indices.numel():
+            raise ValueError(f"expected {name}.{field} to be a 1-D int32/int64 tensor of {rows.indices.numel()} "
+                             f"entries (got {_kind(t)}). Fix: build the view with dgl_accel.core.csr.sort_by_row.")
+
+
+def check_float(name: str, x, device: torch.device) -> None:
+    if not isinstance(x, torch.Tensor) or x.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor (got {_kind(x)}). "
+                         f"Fix: {name}.float().")
+    if x.device != device:
+        raise ValueError(f"expected {name} on the graph's device {device} (got {x.device}). "
+                         f"Fix: {name}.to({str(device)!r}).")
+
+
+def check_edge_softmax(rows, score) -> None:
+    """``score`` [E] or [E, *] in edge-id order, one row per entry of ``rows``."""
+    check_structure(rows)
+    check_float("score", score, rows.indptr.device)
+    if score.dim() < 1 or score.shape[0] != rows.num_edges:
+        raise ValueError(f"expected score of shape [E, ...] with E = {rows.num_edges}, one entry per edge in "
+                         f"edge-id order (got {list(score.shape)}). Fix: pass one score per edge, e.g. [E, H].")
+
+
+def _heads(name: str, x, rows: int, heads: int, what: str) -> None:
+    if tuple(x.shape) not in ((rows, heads), (rows, heads, 1)):
+        raise ValueError(f"expected {name} of shape [{rows}, {heads}] or [{rows}, {heads}, 1], one score per "
+                         f"{what} and head (got {list(x.shape)}). Fix: {name} = (h * attn).sum(-1).")
+
+
+def check_gat(views, feat, el, er, negative_slope) -> None:
+    """``feat`` [num_src, H, D], ``el`` [num_src, H(, 1)], ``er`` [num_dst, H(, 1)], one dtype."""
+    device = views.device
+    check_float("feat", feat, device)
+    if feat.dim() != 3 or feat.shape[0] != views.num_src or feat.shape[1] < 1 or feat.shape[2] < 1:
+        raise ValueError(f"expected feat of shape [num_src, H, D] with num_src = {views.num_src} "
+                         f"and H, D >= 1 (got {list(feat.shape)}). Fix: feat.view(num_src, num_heads, head_dim).")
+    for name, x in (("el", el), ("er", er)):
+        check_float(name, x, device)
+        if x.dtype != feat.dtype:
+            raise ValueError(f"expected {name} of feat's dtype {feat.dtype} (got {x.dtype}). "
+                             f"Fix: {name}.to(feat.dtype).")
+    _heads("el", el, views.num_src, feat.shape[1], "source node")
+    _heads("er", er, views.num_dst, feat.shape[1], "destination node")
+    if not isinstance(negative_slope, numbers.Real) or isinstance(negative_slope, bool) or negative_slope < 0:
+        raise ValueError(f"expected negative_slope to be a real number >= 0 (got {negative_slope!r}). "
+                         f"Fix: negative_slope=0.2, as dgl.nn.GATConv.")

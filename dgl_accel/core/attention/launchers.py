@@ -1,0 +1,84 @@
+"""Triton launchers of the attention kernels (``kernels/attention.py``): compiled on CUDA tensors,
+interpreted on CPU tensors.  Inputs are made contiguous here; outputs are new tensors."""
+from __future__ import annotations
+
+import torch
+
+from ..aggregation.scales import acc_dtype
+from ..csr import Structure
+from ..launch import kernel_module, triton_kernel
+
+
+def edge_softmax_forward(rows: Structure, score: torch.Tensor) -> torch.Tensor:
+    """Softmax of ``score`` [E, H] (edge-id order) over each row's entries."""
+    score = score.contiguous()
+    out = torch.empty_like(score)
+    heads = score.shape[1]
+    if rows.num_rows and rows.num_edges and heads:
+        block_e, block_h = kernel_module("attention").softmax_tile(heads)
+        kernel = triton_kernel("attention", "_edge_softmax_fwd_kernel", score.device)
+        kernel[(rows.num_rows, -(-heads // block_h))](rows.indptr, rows.eids, score, out, heads,
+                                                      BLOCK_E=block_e, BLOCK_H=block_h,
+                                                      num_warps=kernel_module("attention").NUM_WARPS)
+    return out
+
+
+def edge_softmax_backward(rows: Structure, a: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """a * (grad - sum over the row of a * grad), [E, H] in a's dtype."""
+    a, grad = a.contiguous(), grad.to(a.dtype).contiguous()
+    out = torch.empty_like(a)
+    heads = a.shape[1]
+    if rows.num_rows and rows.num_edges and heads:
+        block_e, block_h = kernel_module("attention").softmax_tile(heads)
+        kernel = triton_kernel("attention", "_edge_softmax_bwd_kernel", a.device)
+        kernel[(rows.num_rows, -(-heads // block_h))](rows.indptr, rows.eids, a, grad, out, heads,
+                                                      BLOCK_E=block_e, BLOCK_H=block_h,
+                                                      num_warps=kernel_module("attention").NUM_WARPS)
+    return out
+
+
+def _slope(slope: float, acc: torch.dtype, device) -> torch.Tensor:
+    # a tensor, not a kernel argument: Triton passes Python floats as fp32, too coarse for fp64
+    return torch.tensor([slope], dtype=acc, device=device)
+
+
+def gat_forward(in_csr: Structure, feat, el, er, slope: float):
+    """(out [num_dst, H, D] in feat's dtype, lse [num_dst, H] in the accumulation dtype)."""
+    feat, el, er = feat.contiguous(), el.contiguous(), er.contiguous()
+    num_dst, (_, heads, dim) = in_csr.num_rows, feat.shape
+    acc = acc_dtype(feat.dtype)
+    out = torch.empty((num_dst, heads, dim), dtype=feat.dtype, device=feat.device)
+    lse = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
+    if num_dst:  # heads, dim >= 1 (checks.check_gat)
+        mod = kernel_module("attention")
+        block_d = mod.gat_feature_tile(dim)
+        kernel = triton_kernel("attention", "_gat_fwd_kernel", feat.device)
+        kernel[(num_dst, heads, -(-dim // block_d))](
+            in_csr.indptr, in_csr.indices, feat, el, er, _slope(slope, acc, feat.device), out, lse, heads, dim,
+            BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.NUM_WARPS)
+    return out, lse
+
+
+def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: float, out, lse, grad_out):
+    """(grad_feat in feat's dtype, grad_el, grad_er in the accumulation dtype, grad_s * leaky' [E, H])."""
+    feat, el, er, out, grad_out = (t.contiguous() for t in (feat, el, er, out, grad_out.to(feat.dtype)))
+    (num_src, heads, dim), num_dst = feat.shape, in_csr.num_rows
+    acc = lse.dtype
+    mod = kernel_module("attention")
+    block_d = mod.gat_feature_tile(dim)
+    slope_t = _slope(slope, acc, feat.device)
+    grad_s = torch.empty((in_csr.num_edges, heads), dtype=acc, device=feat.device)
+    grad_er = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
+    grad_el = torch.empty((num_src, heads), dtype=acc, device=feat.device)
+    grad_feat = torch.empty_like(feat)
+    if num_dst:
+        kernel = triton_kernel("attention", "_gat_bwd_dst_kernel", feat.device)
+        kernel[(num_dst, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, slope_t, out, lse,
+                                 grad_out, grad_s, grad_er, heads, dim,
+                                 BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.NUM_WARPS)
+    if num_src:
+        kernel = triton_kernel("attention", "_gat_bwd_src_kernel", feat.device)
+        kernel[(num_src, heads, -(-dim // block_d))](
+            out_csr.indptr, out_csr.indices, out_csr.eids, el, er, slope_t, lse, grad_out, grad_s, grad_feat,
+            grad_el, heads, dim, BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.NUM_WARPS)
+    return grad_feat, grad_el, grad_er, grad_s

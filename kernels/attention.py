@@ -1,0 +1,266 @@
+"""Attention over CSR rows: edge softmax (forward, backward) and the fused GAT aggregation
+(forward, and the two backward kernels that recompute the attention from saved normalisers).
+
+Edge softmax: a program owns one row (a normalisation group: a destination for DGL's default
+``norm_by='dst'``) and a block of BLOCK_H heads.  Pass 1 walks the row's entries in chunks of
+BLOCK_E with an online max/sum (running max m, sum l rescaled by exp(m_old - m_new)); pass 2 writes
+exp(x - m) / l.  Scores live in edge-id order: entry k of the row is edge ``eids[k]``.
+
+Fused GAT: a program owns one destination v, one head h and a block of BLOCK_D features; it walks
+v's in-edges once with FlashAttention's online softmax (running max, running sum, rescaled
+accumulator) over s_e = leaky_relu(el[u, h] + er[v, h]) and stores out[v, h, :] and, from the first
+feature block, lse[v, h] = m + log(l).  Backward recomputes p_e = exp(s_e - lse[v, h]):
+``_gat_bwd_dst_kernel`` (per destination, head) writes grad_s * leaky'(.) per edge and sums it into
+grad_er; ``_gat_bwd_src_kernel`` (per source, head, feature block, over the out-CSR) gathers
+grad_feat[u] = sum_e p_e grad_out[v] and grad_el[u] = sum_e grad_s_e leaky'(.) without atomics.
+
+Accumulation is fp32 (fp64 for fp64 inputs); row pointers and all address arithmetic are int64.
+"""
+import triton
+import triton.language as tl
+
+from .registry import Specialisation
+
+
+@triton.jit
+def _edge_softmax_fwd_kernel(indptr_ptr, eids_ptr, score_ptr, out_ptr, num_heads,
+                             BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+    acc_dtype = tl.float64 if score_ptr.dtype.element_ty == tl.float64 else tl.float32
+    r = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_mask = h < num_heads
+    start = tl.load(indptr_ptr + r)
+    end = tl.load(indptr_ptr + r + 1)
+    m = tl.full((BLOCK_H,), float("-inf"), acc_dtype)
+    denom = tl.zeros((BLOCK_H,), acc_dtype)
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        m2 = e_mask[:, None] & h_mask[None, :]
+        x = tl.load(score_ptr + eid[:, None] * num_heads + h[None, :], mask=m2, other=float("-inf")).to(acc_dtype)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new).to(acc_dtype)  # heads past num_heads
+        denom = denom * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
+        m = m_new
+    m_safe = tl.where(m == float("-inf"), 0.0, m).to(acc_dtype)
+    inv = 1.0 / tl.where(denom > 0, denom, 1.0)  # heads past num_heads and empty rows: no entries
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        m2 = e_mask[:, None] & h_mask[None, :]
+        offs = eid[:, None] * num_heads + h[None, :]
+        x = tl.load(score_ptr + offs, mask=m2, other=float("-inf")).to(acc_dtype)
+        y = tl.exp(x - m_safe[None, :]) * inv[None, :]
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m2)
+
+
+@triton.jit
+def _edge_softmax_bwd_kernel(indptr_ptr, eids_ptr, out_ptr, grad_ptr, grad_score_ptr, num_heads,
+                             BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
+    """grad_score = a * (grad - sum over the row of a * grad), per head."""
+    acc_dtype = tl.float64 if out_ptr.dtype.element_ty == tl.float64 else tl.float32
+    r = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_mask = h < num_heads
+    start = tl.load(indptr_ptr + r)
+    end = tl.load(indptr_ptr + r + 1)
+    total = tl.zeros((BLOCK_H,), acc_dtype)
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        m2 = e_mask[:, None] & h_mask[None, :]
+        offs = eid[:, None] * num_heads + h[None, :]
+        a = tl.load(out_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
+        g = tl.load(grad_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
+        total += tl.sum(a * g, axis=0)
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        m2 = e_mask[:, None] & h_mask[None, :]
+        offs = eid[:, None] * num_heads + h[None, :]
+        a = tl.load(out_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
+        g = tl.load(grad_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
+        tl.store(grad_score_ptr + offs, (a * (g - total[None, :])).to(grad_score_ptr.dtype.element_ty), mask=m2)
+
+
+@triton.jit
+def _gat_fwd_kernel(indptr_ptr, indices_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr, out_ptr, lse_ptr,
+                    num_heads, head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    acc_dtype = tl.float64 if feat_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    d_mask = d < head_dim
+    start = tl.load(indptr_ptr + v)
+    end = tl.load(indptr_ptr + v + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    er_v = tl.load(er_ptr + v * num_heads + h).to(acc_dtype)
+    m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
+    denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        s = tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v
+        s = tl.where(s > 0, s, s * slope)
+        s = tl.where(e_mask, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(s - m_new)
+        denom = denom * alpha + tl.sum(p, axis=0)
+        row = (u * num_heads + h) * head_dim
+        x = tl.load(feat_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
+        acc = acc * alpha + tl.sum(p[:, None] * x.to(acc_dtype), axis=0)
+        m = m_new
+    denom = tl.where(denom > 0, denom, 1.0)  # a destination without in-edges: acc = 0, lse = -inf
+    tl.store(out_ptr + (v * num_heads + h) * head_dim + d, (acc / denom).to(out_ptr.dtype.element_ty), mask=d_mask)
+    if tl.program_id(2) == 0:
+        tl.store(lse_ptr + v * num_heads + h, m + tl.log(denom))
+
+
+@triton.jit
+def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr, out_ptr,
+                        lse_ptr, grad_out_ptr, grad_s_ptr, grad_er_ptr, num_heads, head_dim,
+                        BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Per destination v and head h: grad_s_e = p_e (<grad_out[v], feat[u]> - <grad_out[v], out[v]>)
+    times leaky'(.), stored per edge (edge-id order), and its row sum into grad_er[v, h]."""
+    acc_dtype = tl.float64 if feat_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    start = tl.load(indptr_ptr + v)
+    end = tl.load(indptr_ptr + v + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    er_v = tl.load(er_ptr + v * num_heads + h).to(acc_dtype)
+    lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
+    base_v = (v * num_heads + h) * head_dim
+    dv = tl.sum(tl.zeros((BLOCK_D,), acc_dtype), axis=0)
+    for d0 in range(0, head_dim, BLOCK_D):
+        d = d0 + tl.arange(0, BLOCK_D)
+        go = tl.load(grad_out_ptr + base_v + d, mask=d < head_dim, other=0.0).to(acc_dtype)
+        o = tl.load(out_ptr + base_v + d, mask=d < head_dim, other=0.0).to(acc_dtype)
+        dv += tl.sum(go * o, axis=0)
+    g_er = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        s_raw = tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v
+        p = tl.exp(tl.where(s_raw > 0, s_raw, s_raw * slope) - lse_v)
+        p = tl.where(e_mask, p, 0.0)
+        row = (u * num_heads + h) * head_dim
+        dot = tl.zeros((BLOCK_E,), acc_dtype)
+        for d0 in range(0, head_dim, BLOCK_D):
+            d = d0 + tl.arange(0, BLOCK_D)
+            go = tl.load(grad_out_ptr + base_v + d, mask=d < head_dim, other=0.0).to(acc_dtype)
+            x = tl.load(feat_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & (d < head_dim)[None, :],
+                        other=0.0)
+            dot += tl.sum(x.to(acc_dtype) * go[None, :], axis=1)
+        gs = p * (dot - dv)
+        gs = tl.where(s_raw > 0, gs, gs * slope)
+        tl.store(grad_s_ptr + eid * num_heads + h, gs, mask=e_mask)
+        g_er += tl.sum(gs, axis=0)
+    tl.store(grad_er_ptr + v * num_heads + h, g_er)
+
+
+@triton.jit
+def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, el_ptr, er_ptr, slope_ptr, lse_ptr, grad_out_ptr,
+                        grad_s_ptr, grad_feat_ptr, grad_el_ptr, num_heads, head_dim,
+                        BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Per source u, head h, feature block (out-CSR rows): grad_feat[u, h] = sum_e p_e grad_out[v, h]
+    and, from the first feature block, grad_el[u, h] = sum_e grad_s_e (already times leaky')."""
+    acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
+    u = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    d_mask = d < head_dim
+    start = tl.load(indptr_ptr + u)
+    end = tl.load(indptr_ptr + u + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    el_u = tl.load(el_ptr + u * num_heads + h).to(acc_dtype)
+    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    g_el = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    for k0 in range(start, end, BLOCK_E):
+        k = k0 + tl.arange(0, BLOCK_E)
+        e_mask = k < end
+        v = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+        vh = v * num_heads + h
+        s = el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
+        s = tl.where(s > 0, s, s * slope)
+        p = tl.exp(s - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
+        p = tl.where(e_mask, p, 0.0)
+        go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
+                     other=0.0)
+        acc += tl.sum(p[:, None] * go.to(acc_dtype), axis=0)
+        g_el += tl.sum(tl.load(grad_s_ptr + eid * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype), axis=0)
+    tl.store(grad_feat_ptr + (u * num_heads + h) * head_dim + d, acc.to(grad_feat_ptr.dtype.element_ty),
+             mask=d_mask)
+    if tl.program_id(2) == 0:
+        tl.store(grad_el_ptr + u * num_heads + h, g_el)
+
+
+# ------------------------------------------------------------------ launch configuration
+# Edge softmax: (BLOCK_E, BLOCK_H) per program; one head per program when H == 1, else 8 heads.
+SOFTMAX_TILES = ((64, 1), (32, 8))
+# Fused GAT: BLOCK_E in-edges per step, BLOCK_D features per program (D > BLOCK_D: more programs).
+GAT_BLOCK_E = 32
+GAT_FEATURE_TILES = (16, 64)
+NUM_WARPS = 2
+
+
+def softmax_tile(num_heads: int) -> tuple[int, int]:
+    return SOFTMAX_TILES[0] if num_heads == 1 else SOFTMAX_TILES[1]
+
+
+def gat_feature_tile(head_dim: int) -> int:
+    return GAT_FEATURE_TILES[0] if head_dim <= GAT_FEATURE_TILES[0] else GAT_FEATURE_TILES[1]
+
+
+# ------------------------------------------------------------------ AOT specialisations
+_DT = ("fp32", "fp16", "bf16", "fp64")
+_IDX = ("i32", "i64")
+
+
+def _acc(t: str) -> str:
+    return "fp64" if t == "fp64" else "fp32"
+
+
+def _softmax(kernel: str, t: str, idx: str, block_e: int, block_h: int) -> Specialisation:
+    ptrs = ("score_ptr", "out_ptr") if kernel == "_edge_softmax_fwd_kernel" else \
+        ("out_ptr", "grad_ptr", "grad_score_ptr")
+    sig = {"indptr_ptr": "*i64", "eids_ptr": f"*{idx}", **{p: f"*{t}" for p in ptrs}, "num_heads": "i32",
+           "BLOCK_E": "constexpr", "BLOCK_H": "constexpr"}
+    return Specialisation("attention", kernel, sig, {"BLOCK_E": block_e, "BLOCK_H": block_h}, num_warps=NUM_WARPS)
+
+
+def _gat(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
+    acc = _acc(t)
+    types = {"indptr_ptr": "*i64", "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}",
+             "el_ptr": f"*{t}", "er_ptr": f"*{t}", "slope_ptr": f"*{acc}", "out_ptr": f"*{t}", "lse_ptr": f"*{acc}",
+             "grad_out_ptr": f"*{t}", "grad_s_ptr": f"*{acc}", "grad_er_ptr": f"*{acc}", "grad_feat_ptr": f"*{t}",
+             "grad_el_ptr": f"*{acc}", "num_heads": "i32", "head_dim": "i32",
+             "BLOCK_E": "constexpr", "BLOCK_D": "constexpr"}
+    args = {
+        "_gat_fwd_kernel": ("indptr_ptr", "indices_ptr", "feat_ptr", "el_ptr", "er_ptr", "slope_ptr", "out_ptr",
+                            "lse_ptr"),
+        "_gat_bwd_dst_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "feat_ptr", "el_ptr", "er_ptr",
+                                "slope_ptr", "out_ptr", "lse_ptr", "grad_out_ptr", "grad_s_ptr", "grad_er_ptr"),
+        "_gat_bwd_src_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "el_ptr", "er_ptr", "slope_ptr",
+                                "lse_ptr", "grad_out_ptr", "grad_s_ptr", "grad_feat_ptr", "grad_el_ptr"),
+    }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_D")
+    return Specialisation("attention", kernel, {a: types[a] for a in args},
+                          {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d}, num_warps=NUM_WARPS)
+
+
+SPECIALISATIONS = (
+    [_softmax(k, t, idx, be, bh) for k in ("_edge_softmax_fwd_kernel", "_edge_softmax_bwd_kernel")
+     for t in _DT for idx in _IDX for be, bh in SOFTMAX_TILES]
+    + [_gat(k, t, idx, bd) for k in ("_gat_fwd_kernel", "_gat_bwd_dst_kernel", "_gat_bwd_src_kernel")
+       for t in _DT for idx in _IDX for bd in GAT_FEATURE_TILES]
+)

@@ -1,0 +1,284 @@
+"""The attention ops of the core (``dgl_accel.core.attention``) on plain tensors, without DGL: edge
+softmax over CSR rows and the fused GAT aggregation, against the pure-torch references
+(``core/attention/reference.py``), forward and backward, on the native CPU path and on the kernels
+of ``kernels/attention.py`` under the Triton interpreter; multi-head, empty rows, rows longer than
+a kernel chunk, int32/int64 ids, fp32/fp64/fp16/bf16 (the flash-attention rule), fp64 gradcheck,
+the fused op against the unfused composition of core ops, and bad input."""
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dgl_accel
+from dgl_accel.core.aggregation.function import aggregate
+from dgl_accel.core.aggregation.views import TensorGraph
+from dgl_accel.core.attention.edge_softmax import edge_softmax
+from dgl_accel.core.attention.gat import gat_attention
+from dgl_accel.core.attention.reference import ref_edge_softmax, ref_gat
+from dgl_accel.core.csr import Structure
+from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+PATHS = ("native", "triton")
+PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
+SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
+
+
+def tensor_graph(e: tst.EdgeList) -> TensorGraph:
+    if e.bipartite:
+        return TensorGraph(e.src, e.dst, num_src=e.num_src, num_dst=e.num_dst)
+    return TensorGraph(e.src, e.dst, num_nodes=e.num_src)
+
+
+def star(degree: int, idtype=torch.int64, extra: int = 3) -> TensorGraph:
+    """Node 0 receives ``degree`` edges (rows longer than any kernel chunk); node ``extra`` + 1 receives none."""
+    gen = torch.Generator().manual_seed(degree)
+    src = torch.randint(0, degree, (degree,), generator=gen)
+    dst = torch.cat([torch.zeros(degree - extra, dtype=torch.int64), torch.arange(1, extra + 1)])
+    perm = torch.randperm(degree, generator=gen)
+    return TensorGraph(src[perm].to(idtype), dst[perm].to(idtype), num_nodes=degree + 2)
+
+
+def gat_inputs(num_src, num_dst, heads, dim, dtype, seed, requires_grad=False):
+    feat = tst.randn((num_src, heads, dim), dtype, seed)
+    el, er = tst.randn((num_src, heads), dtype, seed + 1), tst.randn((num_dst, heads), dtype, seed + 2)
+    return tuple(t.requires_grad_(requires_grad) for t in (feat, el, er))
+
+
+def ref_gat_attention(in_csr, feat, el, er, slope, src, dst):
+    return ref_edge_softmax(in_csr, torch.nn.functional.leaky_relu(el[src.long()] + er[dst.long()], slope))
+
+
+# ------------------------------------------------------------------------------------------ edge softmax
+@given(e=SMALL, heads=st.integers(1, 10), shape=st.sampled_from(["E", "EH", "EH1"]), dtype=st.sampled_from(DTYPES),
+       direction=st.sampled_from(["in", "out"]), seed=tst.SEEDS, scale=st.sampled_from([1.0, 30.0]))
+def test_edge_softmax_matches_reference(e, heads, shape, dtype, direction, seed, scale):
+    rows = tensor_graph(e).csr(direction)  # "in": DGL's norm_by='dst', "out": norm_by='src'
+    heads = 1 if shape == "E" else heads
+    dims = {"E": (), "EH": (heads,), "EH1": (heads, 1)}[shape]
+    score = (tst.randn((e.src.numel(),) + dims, torch.float32, seed) * scale).to(dtype)
+    for name in PATHS:
+        dgl_accel.reset_stats()
+        with dgl_accel.use_backend(name):
+            out = edge_softmax(rows, score)
+        assert dgl_accel.stats()["edge_softmax"] == {PATH_LABEL[name]: 1}
+        assert out.shape == score.shape and out.dtype == score.dtype and not out.isnan().any()
+        assert_matches_reference(out, ref_edge_softmax, rows, score, msg=f"{name} {dtype} {direction}")
+        if e.src.numel():  # every row with entries sums to one
+            sums = torch.zeros(rows.num_rows, heads, dtype=torch.float64).index_add_(
+                0, torch.tensor(_rows_by_eid(rows)), out.double().reshape(-1, heads))
+            has = (rows.indptr[1:] > rows.indptr[:-1])
+            assert_close(sums[has], torch.ones_like(sums[has]), dtype=dtype)
+            assert torch.all(sums[~has] == 0)
+
+
+def _rows_by_eid(rows: Structure) -> list:
+    out = [0] * rows.num_edges
+    for r in range(rows.num_rows):
+        for k in range(int(rows.indptr[r]), int(rows.indptr[r + 1])):
+            out[int(rows.eids[k])] = r
+    return out
+
+
+@given(e=SMALL, heads=st.integers(1, 4), dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS)
+def test_edge_softmax_backward_matches_reference(e, heads, dtype, seed):
+    rows = tensor_graph(e).csr("in")
+    score = tst.randn((e.src.numel(), heads), dtype, seed)
+    grad = tst.randn((e.src.numel(), heads), dtype, seed + 1)
+    leaf = score.clone().requires_grad_()
+    (expected,) = torch.autograd.grad(ref_edge_softmax(rows, leaf), leaf, grad)
+    for name in PATHS:
+        leaf = score.clone().requires_grad_()
+        dgl_accel.reset_stats()
+        with dgl_accel.use_backend(name):
+            (got,) = torch.autograd.grad(edge_softmax(rows, leaf), leaf, grad)
+        assert dgl_accel.stats()["edge_softmax_backward"] == {PATH_LABEL[name]: 1}
+        assert_close(got, expected, msg=f"{name} grad {dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_edge_softmax_half_gradients_follow_the_reference_rule(path, dtype):
+    rows = star(150).csr("in")
+    score = (tst.randn((150, 3), torch.float32, 1) * 4).to(dtype)
+    grad = tst.randn((150, 3), dtype, 2)
+
+    def grads(s, g):
+        leaf = s.clone().requires_grad_()
+        out = edge_softmax(rows, leaf) if s.dtype == dtype else ref_edge_softmax(rows, leaf)
+        return torch.autograd.grad(out, leaf, g)[0]
+
+    def reference(s, g):
+        leaf = s.clone().requires_grad_()
+        return torch.autograd.grad(ref_edge_softmax(rows, leaf), leaf, g)[0]
+
+    assert_matches_reference(grads(score, grad), reference, score, grad, msg=f"{path} {dtype}")
+
+
+def test_edge_softmax_long_rows_online_max(path):
+    # Row 0 has 147 entries (several chunks) with scores rising along the row: the running max
+    # changes in every chunk, so the rescaling of the running sum is exercised.
+    g = star(150)
+    rows = g.csr("in")
+    score = torch.zeros(150, 2, dtype=torch.float64)
+    score[rows.eids.long()] = torch.linspace(-60, 60, 150, dtype=torch.float64)[:, None] * torch.tensor([1.0, -1.0],
+                                                                                                       dtype=torch.float64)
+    assert_close(edge_softmax(rows, score), ref_edge_softmax(rows, score))
+    assert_close(edge_softmax(rows, score.float()), ref_edge_softmax(rows, score), dtype=torch.float32)
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_edge_softmax_gradcheck_fp64_and_idtypes(path, idtype):
+    g = TensorGraph(torch.tensor([0, 0, 1, 2, 3, 3, 4, 4, 1], dtype=idtype),
+                    torch.tensor([1, 2, 2, 0, 0, 3, 2, 2, 3], dtype=idtype), num_nodes=6)  # node 5: no edges
+    assert g.csr("in").eids.dtype == idtype
+    score = torch.randn(9, 2, dtype=torch.float64, requires_grad=True)
+    fast = path == "triton"  # the interpreter: one random direction instead of every input
+    assert torch.autograd.gradcheck(lambda s: edge_softmax(g.csr("in"), s), (score,), fast_mode=fast)
+    assert torch.autograd.gradcheck(lambda s: edge_softmax(g.csr("out"), s), (score,), fast_mode=fast)
+    assert torch.autograd.gradgradcheck(lambda s: edge_softmax(g.csr("in"), s), (score,), fast_mode=True)
+    assert dgl_accel.stats()["edge_softmax"].get(PATH_LABEL[path], 0) > 0
+
+
+def test_edge_softmax_empty_graph_and_rows(path):
+    g = TensorGraph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), num_nodes=4)
+    out = edge_softmax(g.csr("in"), torch.zeros(0, 3, requires_grad=True))
+    assert out.shape == (0, 3)
+    out.sum().backward()
+
+
+# ------------------------------------------------------------------------------------------ fused GAT
+@given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(DTYPES), seed=tst.SEEDS,
+       slope=st.sampled_from([0.2, 0.0, 1.5]), el_shape=st.booleans())
+def test_gat_matches_unfused_reference(e, heads, dim, dtype, seed, slope, el_shape):
+    g = tensor_graph(e)
+    feat, el, er = gat_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
+    if el_shape:  # dgl.nn.GATConv's [N, H, 1]
+        el, er = el[:, :, None], er[:, :, None]
+    in_csr = g.csr("in")
+    for name in PATHS:
+        dgl_accel.reset_stats()
+        with dgl_accel.use_backend(name):
+            out, attn = gat_attention(g, feat, el, er, slope, return_attention=True)
+        assert dgl_accel.stats()["gat_attention"] == {PATH_LABEL[name]: 1}
+        assert out.shape == (e.num_dst, heads, dim) and out.dtype == dtype
+        assert attn.shape == (e.src.numel(), heads) and attn.dtype == dtype
+        assert not out.isnan().any() and not attn.isnan().any()
+        assert_matches_reference(out, lambda f, a, b: ref_gat(in_csr, f, a, b, slope), feat, el, er,
+                                 msg=f"{name} out {dtype}")
+        assert_matches_reference(attn, lambda a, b: ref_gat_attention(in_csr, feat, a.reshape(-1, heads),
+                                                                      b.reshape(-1, heads), slope, e.src, e.dst),
+                                 el, er, msg=f"{name} attention {dtype}")
+
+
+@settings(max_examples=15)
+@given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
+       seed=tst.SEEDS, with_attention=st.booleans())
+def test_gat_backward_matches_reference(e, heads, dim, dtype, seed, with_attention):
+    g = tensor_graph(e)
+    in_csr = g.csr("in")
+    inputs = gat_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
+    grad_out = tst.randn((e.num_dst, heads, dim), dtype, seed + 3)
+    grad_attn = tst.randn((e.src.numel(), heads), dtype, seed + 4)
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    outs = [ref_gat(in_csr, *leaves), ref_gat_attention(in_csr, leaves[0], leaves[1], leaves[2], 0.2, e.src, e.dst)]
+    n = 2 if with_attention else 1
+    expected = torch.autograd.grad(outs[:n], leaves, [grad_out, grad_attn][:n])
+    for name in PATHS:
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        dgl_accel.reset_stats()
+        with dgl_accel.use_backend(name):
+            outs = gat_attention(g, *leaves, return_attention=with_attention)
+            got = torch.autograd.grad(outs, leaves, (grad_out, grad_attn) if with_attention else grad_out)
+        assert dgl_accel.stats()["gat_attention_backward"] == {PATH_LABEL[name]: 1}
+        for k, (a, b) in enumerate(zip(got, expected)):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            assert_close(a, b, msg=f"{name} grad[{k}] {dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gat_half_precision_forward_and_gradients(path, dtype):
+    g = star(100, extra=4)
+    in_csr = g.csr("in")
+    feat, el, er = gat_inputs(g.num_src, g.num_dst, 2, 70, dtype, 11)  # 70 > 64: two feature blocks
+    grad_out = tst.randn((g.num_dst, 2, 70), dtype, 12)
+
+    def run(fn, f, a, b, go):
+        leaves = [t.clone().requires_grad_() for t in (f, a, b)]
+        out = fn(*leaves)
+        return (out.detach(),) + torch.autograd.grad(out, leaves, go)
+
+    got = run(lambda *t: gat_attention(g, *t), feat, el, er, grad_out)
+    assert all(t.dtype == dtype for t in got)
+    assert_matches_reference(got, lambda *t: run(lambda *u: ref_gat(in_csr, *u), *t), feat, el, er, grad_out,
+                             msg=f"{path} {dtype}")
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_gat_gradcheck_fp64(path, idtype):
+    # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).
+    g = TensorGraph(torch.tensor([0, 0, 1, 2, 4, 4, 4, 1], dtype=idtype),
+                    torch.tensor([1, 2, 2, 0, 2, 2, 4, 4], dtype=idtype), num_nodes=6)
+    inputs = gat_inputs(6, 6, 2, 3, torch.float64, 7, requires_grad=True)
+    fast = path == "triton"  # the interpreter: one random direction instead of every input
+    assert torch.autograd.gradcheck(lambda *t: gat_attention(g, *t, 0.3), inputs, fast_mode=fast)
+    assert torch.autograd.gradcheck(lambda *t: gat_attention(g, *t, 0.3, return_attention=True)[1], inputs,
+                                    fast_mode=fast)
+    assert set(dgl_accel.stats()["gat_attention"]) == {PATH_LABEL[path]}
+
+
+def test_gat_equals_unfused_core_composition(path):
+    # The fused op against edge_softmax + u_mul_e aggregation (core ops, same path), long rows included.
+    g = star(120, extra=5)
+    src, dst = g.edges_by_id()
+    feat, el, er = gat_inputs(g.num_src, g.num_dst, 3, 5, torch.float32, 21, requires_grad=True)
+    fused = gat_attention(g, feat, el, er)
+    a = edge_softmax(g.csr("in"), torch.nn.functional.leaky_relu(el[src.long()] + er[dst.long()], 0.2))
+    weights = a[:, :, None].expand(-1, -1, 5).reshape(a.shape[0], 15)
+    unfused = aggregate(g, "u_mul_e", "sum", feat.reshape(g.num_src, 15), weights).reshape(fused.shape)
+    assert_close(fused, unfused)
+    go = torch.randn_like(fused)
+    for x, y in zip(torch.autograd.grad(fused, (feat, el, er), go), torch.autograd.grad(unfused, (feat, el, er), go)):
+        assert_close(x, y)
+
+
+def test_gat_empty_rows_and_graphs(path):
+    g = TensorGraph(torch.tensor([0, 1]), torch.tensor([1, 1]), num_src=3, num_dst=3)  # dst 0, 2: no in-edges
+    feat, el, er = gat_inputs(3, 3, 2, 4, torch.float32, 5, requires_grad=True)
+    out = gat_attention(g, feat, el, er)
+    assert torch.all(out[[0, 2]] == 0) and not out.isnan().any()
+    grads = torch.autograd.grad(out.sum(), (feat, el, er))
+    assert all(not t.isnan().any() for t in grads) and torch.all(grads[0][2] == 0)
+    empty = TensorGraph(torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32), num_src=2, num_dst=0)
+    f, a, b = gat_inputs(2, 0, 1, 3, torch.float32, 6, requires_grad=True)
+    out = gat_attention(empty, f, a, b)
+    assert out.shape == (0, 1, 3)
+    assert torch.all(torch.autograd.grad(out.sum(), f)[0] == 0)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+def _g():
+    return TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: edge_softmax("csr", torch.ones(3)), "expected rows to be a dgl_accel.core.csr.Structure"),
+    (lambda: edge_softmax(_g().csr("in"), torch.ones(4, 2)), r"expected score of shape \[E, ...\] with E = 3"),
+    (lambda: edge_softmax(_g().csr("in"), torch.ones(3, dtype=torch.int64)), "expected score to be a float32"),
+    (lambda: edge_softmax(_g().csr("in"), torch.ones(3, device="meta")), "expected score on the graph's device"),
+    (lambda: gat_attention(_g(), torch.ones(3, 4), torch.ones(3, 1), torch.ones(3, 1)),
+     r"expected feat of shape \[num_src, H, D\]"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), torch.ones(3, 1), torch.ones(3, 2)),
+     r"expected el of shape \[3, 2\] or \[3, 2, 1\]"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), torch.ones(3, 2), torch.ones(4, 2)),
+     r"expected er of shape \[3, 2\]"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), torch.ones(3, 2).double(), torch.ones(3, 2)),
+     "expected el of feat's dtype"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), torch.ones(3, 2), torch.ones(3, 2), negative_slope="x"),
+     "expected negative_slope to be a real number"),
+])
+def test_bad_input_is_rejected_before_any_kernel(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "Fix:" in str(info.value)
+    assert dgl_accel.stats() == {}
