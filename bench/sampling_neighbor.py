@@ -28,6 +28,24 @@ def _samplers():
             "dgl_accel": NeighborSampler(FANOUTS, seed=0)}
 
 
+def time_samplers(samplers: dict, g, batches, warmup: int):
+    """({provider: [seconds per timed batch]}, {provider: sampled edges over the timed batches}):
+    each batch sampled by every provider in turn, the order alternating batch to batch; the first
+    ``warmup`` batches (where DGL builds its CSC and we our cached CSR) are not timed."""
+    times = {p: [] for p in samplers}
+    edges = {p: 0 for p in samplers}
+    for i, seeds in enumerate(batches):
+        order = list(samplers) if i % 2 == 0 else list(samplers)[::-1]
+        for p in order:
+            t0 = time.perf_counter()
+            _, _, blocks = samplers[p].sample_blocks(g, seeds)
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                times[p].append(dt)
+                edges[p] += sum(b.num_edges() for b in blocks)
+    return times, edges
+
+
 def bench_neighbor(graph_names=DEFAULT_GRAPHS, quick: bool = False, warmup: int = 3,
                    repeat: int | None = None) -> list[dict]:
     """Rows ``{case, provider, median, min, max, repeat, seeds_per_s, ...}`` per graph and provider."""
@@ -40,17 +58,7 @@ def bench_neighbor(graph_names=DEFAULT_GRAPHS, quick: bool = False, warmup: int 
         samplers = _samplers()
         gen = torch.Generator().manual_seed(0)
         batches = [torch.randperm(g.num_nodes(), generator=gen)[:BATCH] for _ in range(warmup + repeat)]
-        times = {p: [] for p in samplers}
-        edges = {p: 0 for p in samplers}
-        for i, seeds in enumerate(batches):
-            order = list(samplers) if i % 2 == 0 else list(samplers)[::-1]
-            for p in order:
-                t0 = time.perf_counter()
-                _, _, blocks = samplers[p].sample_blocks(g, seeds)
-                dt = time.perf_counter() - t0
-                if i >= warmup:  # the first calls build DGL's CSC / our cached CSR
-                    times[p].append(dt)
-                    edges[p] += sum(b.num_edges() for b in blocks)
+        times, edges = time_samplers(samplers, g, batches, warmup)
         for p, ts in times.items():
             med = statistics.median(ts)
             rows.append({"case": f"{name} fanouts={FANOUTS} batch={BATCH}", "provider": p, "median": med,

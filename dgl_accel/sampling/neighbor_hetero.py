@@ -1,10 +1,10 @@
 """Heterograph neighbour sampling for :class:`dgl_accel.sampling.NeighborSampler` (issue 17).
 
-Each relation ``(srctype, etype, dsttype)`` is sampled on its own in-CSR
-(:func:`dgl_accel.graph.structure.relation_in_csr`) with the core's choice
-(:func:`dgl_accel.core.sampling.neighbor.choose_positions`, the draw of ``sample_neighbors``), for
-the current destination nodes of ``dsttype``; the relation's draws are keyed by
-``call_seed(call key, relation index)`` so two relations into one node type draw independently.
+The relations' in-CSRs are stacked as segments of one CSR (:mod:`dgl_accel.core.sampling.relations`,
+cached on the graph), so a layer makes one neighbour choice for all relations that share a fanout:
+one kernel launch on the Triton path, one compiled loop on the CPU, instead of one per relation.
+Relation ``r``'s destination ``v`` draws as node ``row_offsets[r] + v`` of the stacked CSR under
+the call's key, so two relations into one node type draw independently.
 The block has DGL's typed layout (as ``dgl.to_block(frontier, dst_nodes)``): every node type on
 both sides, every canonical edge type; ``dstdata[NID]`` per node type = the seeds of that type in
 the given order (empty when none); ``srcdata[NID]`` per node type = those seeds first, then the
@@ -23,13 +23,13 @@ import dgl
 import numpy as np
 import torch
 
-from ..core.sampling.arrays import np64
+from ..core.sampling.arrays import np64, offsets
 from ..core.sampling.checks import check_fanout, check_nodes, check_prob, excluded_edge_ids, expected
 from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import choose_positions, unpack_pairs
-from ..core.sampling.rng import call_seed
-from ..graph.structure import relation_in_csr
-from .blocks import np_idtype, packed_pairs
+from ..core.sampling.neighbor import drop_excluded, relabel_sources
+from ..core.sampling.relations import choose_relations, stack_relations, stacked_weights
+from ..graph.structure import cached, relation_in_csr
+from .blocks import new_typed_block, np_idtype
 
 __all__ = ["check_layer_fanouts", "layer_fanouts", "hetero_seeds", "hetero_exclusions", "hetero_blocks"]
 
@@ -100,44 +100,43 @@ def hetero_exclusions(g, exclude_eids) -> dict:
     return {g.to_canonical_etype(k): excluded_edge_ids(v) for k, v in exclude_eids.items()}
 
 
-def _relation(g, c, prob):
-    """(in-CSR, host indptr, packed (source, edge id) pairs, weight tables or None) of relation ``c``."""
-    csr = relation_in_csr(g, c)
-    indptr = np64(csr.indptr)
-    pairs = packed_pairs(g, csr, c)
-    tab = None
-    if prob is not None:
+def _stack(g):
+    """The relations of ``g`` stacked as one CSR (cached on the graph), rows in
+    ``g.canonical_etypes`` order."""
+    return cached(g, "accel_hetero_stack_v1",
+                  lambda h: stack_relations([relation_in_csr(h, c) for c in h.canonical_etypes]))
+
+
+def _weights(g, stack, prob: str):
+    """Weight tables of the stacked CSR for the edge field ``prob`` (checked on every edge type)."""
+    probs = []
+    for c in g.canonical_etypes:
         data = g.edges[c].data
         if prob not in data:
             raise expected(f"the edge field {prob!r} on every edge type", f"edge type {c} without it "
                            f"(fields {list(data.keys())})",
                            f"set g.edges[{c!r}].data[{prob!r}] (all ones for uniform sampling on that type).")
-        p = data[prob]
-        check_prob(p, g.num_edges(c), f"g.edges[{c!r}].data[{prob!r}]")
-        tab = weight_tables(csr.indptr, csr.eids, p, indptr, np64(csr.eids))
-    return csr, indptr, pairs, tab
+        check_prob(data[prob], g.num_edges(c), f"g.edges[{c!r}].data[{prob!r}]")
+        probs.append(data[prob])
+    # rebuilt only when a weight tensor changes (identity or in-place version); a holder cached on
+    # the graph, since weight_tables' own cache keys on the stacked tensor, new on every concatenation
+    holder = cached(g, f"accel_hetero_weights:{prob}", lambda _: {})
+    key = tuple((p.data_ptr(), p._version, p.dtype, p.numel()) for p in probs)
+    if holder.get("key") != key:
+        w = stacked_weights(stack, probs)
+        holder.update(key=key, probs=probs,  # refs keep the keyed data pointers from being reused
+                      tables=weight_tables(stack.csr.indptr, stack.csr.eids, w, stack.host_indptr,
+                                           np64(stack.csr.eids)))
+    return holder["tables"]
 
 
-def _layer(g, rels, cur, fanouts, excl, key, step, replace):
-    """Sampled edges of one layer: {c: (dst positions in cur[dsttype], source ids, edge ids)}."""
-    out = {}
-    for i, c in enumerate(g.canonical_etypes):
-        csr, indptr, pairs, tab = rels[c]
-        dst = cur[c[2]]
-        fanout = fanouts[c]
-        if dst.size == 0 or fanout == 0:
-            out[c] = (np.empty(0, np.int64),) * 3
-            continue
-        flat, counts = choose_positions(csr, dst, fanout, seed=call_seed(key, i), step=step,
-                                        num_nodes=csr.num_rows, replace=replace, tables=tab, host_indptr=indptr)
-        src, eid = unpack_pairs(np.take(pairs, flat))
-        row = np.repeat(np.arange(dst.shape[0], dtype=np.int64), counts)
-        ex = excl.get(c)
-        if ex is not None and ex.size and eid.size:
-            keep = ~np.isin(eid, ex)
-            row, src, eid = row[keep], src[keep], eid[keep]
-        out[c] = (row, np.asarray(src, np.int64), np.asarray(eid, np.int64))
-    return out
+def _layer(g, stack, cur, fanouts, excl, key, step, replace, tables):
+    """Sampled edges of one layer: {c: (counts per destination in cur[dsttype], source ids, edge
+    ids)}, one choice for all relations that share a fanout."""
+    rels = g.canonical_etypes
+    chosen = choose_relations(stack, [cur[c[2]] for c in rels], [fanouts[c] for c in rels], seed=key, step=step,
+                              replace=replace, tables=tables)
+    return {c: drop_excluded(*chosen[r], excl.get(c)) for r, c in enumerate(rels)}
 
 
 def _block(g, cur, edges, idtype):
@@ -146,27 +145,20 @@ def _block(g, cur, edges, idtype):
     np_idt = np_idtype(idtype)
     src_ids, local = {}, {}
     for nt in g.ntypes:
-        dst = cur[nt]
-        used = [edges[c][1] for c in g.canonical_etypes if c[0] == nt]
-        n = g.num_nodes(nt)
-        mark = np.zeros(n, dtype=bool)
-        for s in used:
-            mark[s] = True
-        mark[dst] = False
-        new = np.flatnonzero(mark)
-        mapping = np.empty(n, dtype=np.int64)
-        mapping[new] = np.arange(dst.shape[0], dst.shape[0] + new.shape[0], dtype=np.int64)
-        mapping[dst] = np.arange(dst.shape[0], dtype=np.int64)
-        src_ids[nt], local[nt] = np.concatenate([dst, new]), mapping
-    data = {c: (torch.from_numpy(local[c[0]][edges[c][1]].astype(np_idt)),
-                torch.from_numpy(edges[c][0].astype(np_idt))) for c in g.canonical_etypes}
-    block = dgl.create_block(data, num_src_nodes={nt: int(src_ids[nt].shape[0]) for nt in g.ntypes},
-                             num_dst_nodes={nt: int(cur[nt].shape[0]) for nt in g.ntypes}, idtype=idtype)
-    for nt in g.ntypes:
-        block.srcnodes[nt].data[dgl.NID] = torch.from_numpy(src_ids[nt].astype(np_idt))
-        block.dstnodes[nt].data[dgl.NID] = torch.from_numpy(np.array(cur[nt], dtype=np_idt))
-    for c in g.canonical_etypes:
-        block.edges[c].data[dgl.EID] = torch.from_numpy(edges[c][2].astype(np_idt))
+        rels = [c for c in g.canonical_etypes if c[0] == nt]
+        srcs = [np.asarray(edges[c][1], dtype=np.int64) for c in rels]
+        new, loc = relabel_sources(np.concatenate(srcs) if srcs else np.empty(0, np.int64), cur[nt], g.num_nodes(nt))
+        src_ids[nt] = np.concatenate([cur[nt], new])
+        bounds = offsets(np.array([a.shape[0] for a in srcs], dtype=np.int64))
+        for i, c in enumerate(rels):
+            local[c] = loc[bounds[i]:bounds[i + 1]]
+    csc = {c: (offsets(edges[c][0]).astype(np_idt), local[c].astype(np_idt)) for c in g.canonical_etypes}
+    block = new_typed_block(csc, {nt: int(src_ids[nt].shape[0]) for nt in g.ntypes},
+                            {nt: int(cur[nt].shape[0]) for nt in g.ntypes}, idtype,
+                            {nt: src_ids[nt].astype(np_idt) for nt in g.ntypes},
+                            # a copy: cur may view the caller's seed tensor (see blocks.finish_block)
+                            {nt: np.array(cur[nt], dtype=np_idt) for nt in g.ntypes},
+                            {c: np.asarray(edges[c][2]).astype(np_idt) for c in g.canonical_etypes})
     return block, src_ids
 
 
@@ -177,10 +169,11 @@ def hetero_blocks(g, seed_nodes, fanouts, *, key: int, prob, replace: bool, excl
     per_layer = [layer_fanouts(g, f) for f in fanouts]
     cur = hetero_seeds(g, seed_nodes)
     excl = hetero_exclusions(g, exclude_eids)
-    rels = {c: _relation(g, c, prob) for c in g.canonical_etypes}
+    stack = _stack(g)
+    tables = None if prob is None else _weights(g, stack, prob)
     blocks = []
     for step, fan in enumerate(reversed(per_layer)):
-        edges = _layer(g, rels, cur, fan, excl, key, step, replace)
+        edges = _layer(g, stack, cur, fan, excl, key, step, replace, tables)
         block, cur = _block(g, cur, edges, g.idtype)
         blocks.insert(0, block)
     return blocks

@@ -31,8 +31,8 @@ from .checks import check_fanout, check_int, check_nodes, check_prob, check_seed
 from .choice import neighbor_choice, uniform_choice_flat, weight_tables, weighted_choice_np
 from .neighbor_triton import neighbor_choice_triton
 
-__all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "relabel_block", "pack_pairs",
-           "unpack_pairs"]
+__all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "relabel_block", "drop_excluded",
+           "relabel_sources", "pack_pairs", "unpack_pairs"]
 
 
 def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, replace: bool = False,
@@ -145,18 +145,37 @@ def relabel_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: 
     >>> [a.tolist() for a in relabel_block(np.array([0, 1, 2]), np.array([2, 1]), np.array([3, 5]), pairs, None, 10)]
     [[0, 2, 3], [2, 0, 3], [7, 9], [0, 1, 2]]
     """
-    T = dst.shape[0]
     src, eid = unpack_pairs(np.take(pairs, flat))
+    counts, src, eid = drop_excluded(counts, src, eid, excl)
+    new, src_local = relabel_sources(src, dst, n)
+    return offsets(counts), src_local, new, eid
+
+
+def drop_excluded(counts: np.ndarray, src: np.ndarray, eid: np.ndarray, excl):
+    """(counts, src, eid) of edges grouped by transit (``counts[i]`` for transit i) without the edge
+    ids in ``excl`` (sorted int64 array, or None).
+
+    >>> [a.tolist() for a in drop_excluded(np.array([2, 1]), np.array([4, 5, 6]), np.array([0, 1, 2]), np.array([1]))]
+    [[1, 1], [4, 6], [0, 2]]
+    """
     if excl is not None and excl.size and eid.size:
         keep = ~np.isin(eid, excl)
         if not keep.all():
-            row = np.repeat(np.arange(T, dtype=np.int64), counts)[keep]
-            src, eid = src[keep], eid[keep]
-            counts = np.bincount(row, minlength=T)
-    indptr_b = offsets(counts)
+            row = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)[keep]
+            return np.bincount(row, minlength=counts.shape[0]), src[keep], eid[keep]
+    return counts, src, eid
+
+
+def relabel_sources(src: np.ndarray, dst: np.ndarray, n: int):
+    """(new sources, local ids of ``src``) of a block whose destinations are ``dst`` (unique ids
+    among ``n``): dst ids keep 0..T-1, the other sources get T.. in increasing id order.
+
+    >>> [a.tolist() for a in relabel_sources(np.array([7, 3, 9, 7]), np.array([3]), 10)]
+    [[7, 9], [1, 0, 2, 1]]
+    """
+    T = dst.shape[0]
     if runtime.worth(src.shape[0]):
-        new, src_local = jit_neighbor.relabel(src, dst, n)
-        return indptr_b, src_local, new, eid
+        return jit_neighbor.relabel(src, dst, n)
     mark = np.zeros(n, dtype=bool)  # a memset: cheap next to the O(E) passes below
     if src.shape[0] * 8 >= n:  # dense marks: O(n), cheaper than sorting when the frontier is large
         mark[src] = True
@@ -169,4 +188,4 @@ def relabel_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: 
     mapping = np.empty(n, dtype=np.int64)  # only the entries written below are ever read
     mapping[dst] = np.arange(T, dtype=np.int64)
     mapping[new] = np.arange(T, T + new.shape[0], dtype=np.int64)
-    return indptr_b, mapping[src], new, eid
+    return new, mapping[src]

@@ -1,0 +1,105 @@
+"""The relations of a heterograph as segments of one CSR, so a sampling layer makes one neighbour
+choice (one kernel launch on the Triton path, one compiled loop on the CPU) for every relation
+instead of one per relation (issue 17).
+
+Relation ``r``'s in-CSR rows sit at stacked rows ``row_offsets[r]:row_offsets[r+1]``, its entries
+at stacked positions shifted by its first entry, and its edge ids at ``edge_offsets[r] + id`` in
+the stacked ``eids`` (so one weight tensor, the relations' weights concatenated, serves weighted
+choice too).  The draws of a transit are keyed by its stacked row: relation ``r``'s transit ``v``
+at layer ``step`` draws as the homogeneous choice does for node ``row_offsets[r] + v`` of a graph
+with ``row_offsets[-1]`` nodes, so relations into one node type draw independently.
+
+>>> a = Structure(torch.tensor([0, 2, 3]), torch.tensor([1, 0, 0]), torch.tensor([0, 1, 2]), 2, 2,
+...               torch.device("cpu"))
+>>> b = Structure(torch.tensor([0, 0, 1, 1]), torch.tensor([1]), torch.tensor([0]), 3, 2, torch.device("cpu"))
+>>> s = stack_relations([a, b])
+>>> s.csr.indptr.tolist(), s.csr.eids.tolist(), s.row_offsets.tolist()
+([0, 2, 3, 3, 4, 4], [0, 1, 2, 3], [0, 2, 5])
+>>> [(c.tolist(), u.tolist(), e.tolist()) for c, u, e in
+...  choose_relations(s, [np.array([0]), np.array([1, 2])], [-1, -1], seed=0, step=0, replace=False)]
+[([2], [1, 0], [0, 1]), ([1, 0], [1], [0])]
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..csr import Structure
+from .arrays import np64, offsets
+from .neighbor import choose_positions, pack_pairs, unpack_pairs
+
+__all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations"]
+
+
+@dataclass(frozen=True, eq=False)
+class StackedRelations:
+    """Relations' in-CSRs stacked as one (see the module docstring)."""
+
+    csr: Structure            # stacked rows, entries and edge ids (``edge_offsets[r] + id``)
+    host_indptr: np.ndarray   # csr.indptr as int64 numpy (the CPU choice reads it)
+    pairs: np.ndarray         # packed (source id, relation's own edge id) per stacked entry
+    row_offsets: np.ndarray   # int64 [R + 1]
+    edge_offsets: np.ndarray  # int64 [R + 1]: relation r's edge ids start at edge_offsets[r]
+
+
+def stack_relations(csrs: Sequence[Structure]) -> StackedRelations:
+    """Stack the in-CSRs of several relations (one device, rows = each relation's destinations)."""
+    if not csrs:
+        raise ValueError("expected at least one relation to stack, got none. Fix: pass every relation's in-CSR.")
+    device = csrs[0].device
+    starts = offsets(np.array([c.num_edges for c in csrs], dtype=np.int64))
+    rows = offsets(np.array([c.num_rows for c in csrs], dtype=np.int64))
+    ids = starts  # a relation's edge ids are 0..E-1, so id offsets are entry offsets
+    pieces = [c.indptr[:-1] + int(starts[r]) for r, c in enumerate(csrs)]
+    indptr = torch.cat(pieces + [torch.tensor([int(starts[-1])], dtype=torch.int64, device=device)])
+    idtype = torch.int64 if any(c.indices.dtype == torch.int64 for c in csrs) else csrs[0].indices.dtype
+    indices = torch.cat([c.indices.to(idtype) for c in csrs])
+    eids = torch.cat([c.eids.to(torch.int64) + int(ids[r]) for r, c in enumerate(csrs)])
+    csr = Structure(indptr, indices, eids, int(rows[-1]), max(c.num_cols for c in csrs), device)
+    pairs = pack_pairs(np.concatenate([np64(c.indices) for c in csrs]), np.concatenate([np64(c.eids) for c in csrs]))
+    return StackedRelations(csr, np64(indptr), pairs, rows, ids)
+
+
+def stacked_weights(stack: StackedRelations, weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One weight per stacked edge id: the relations' weight vectors (each in its edge-id order)
+    concatenated, as float64 (the weighted choice's precision)."""
+    flat = [w.detach().reshape(-1).to(torch.float64) for w in weights]
+    for r, w in enumerate(flat):
+        n = int(stack.edge_offsets[r + 1] - stack.edge_offsets[r])
+        if w.numel() != n:
+            raise ValueError(f"expected {n} weights for relation {r} (one per edge), got {w.numel()}. "
+                             "Fix: give each relation one weight per edge, in edge-id order.")
+    return torch.cat(flat) if flat else torch.zeros(0, dtype=torch.float64)
+
+
+def choose_relations(stack: StackedRelations, transits: Sequence[np.ndarray | None], fanouts: Sequence[int], *,
+                     seed: int, step: int, replace: bool, tables=None) -> list:
+    """Each relation's chosen in-edges at one layer: ``[(counts per transit, source ids, the
+    relation's edge ids)]``, edges grouped by transit in the given order.  ``transits[r]``: int64
+    destination ids of relation r (None or empty: none); ``fanouts[r]``: its fanout (-1 = all).
+    Relations sharing a fanout share one choice call; ``tables``: weight tables of the stacked CSR
+    (:func:`.choice.weight_tables` of :func:`stacked_weights`) for weighted choice."""
+    R = len(transits)
+    empty = np.empty(0, dtype=np.int64)
+    out: list = [(np.zeros(0 if transits[r] is None else transits[r].shape[0], dtype=np.int64), empty, empty)
+                 for r in range(R)]
+    by_fanout: dict = {}
+    for r in range(R):
+        if transits[r] is not None and transits[r].size and fanouts[r] != 0:
+            by_fanout.setdefault(int(fanouts[r]), []).append(r)
+    for fanout, rels in by_fanout.items():
+        v = np.concatenate([transits[r] + stack.row_offsets[r] for r in rels])
+        flat, counts = choose_positions(stack.csr, v, fanout, seed=seed, step=step, num_nodes=stack.csr.num_rows,
+                                        replace=replace, tables=tables, host_indptr=stack.host_indptr)
+        src, eid = unpack_pairs(np.take(stack.pairs, flat))
+        t0 = e0 = 0
+        for r in rels:
+            t1 = t0 + transits[r].shape[0]
+            c = counts[t0:t1]
+            e1 = e0 + int(c.sum())
+            out[r] = (c, src[e0:e1], eid[e0:e1])
+            t0, e0 = t1, e1
+    return out
