@@ -211,7 +211,7 @@ SOFTMAX_TILES = ((64, 1), (32, 8))
 # Fused GAT: BLOCK_E in-edges per step, BLOCK_D features per program (D > BLOCK_D: more programs).
 GAT_BLOCK_E = 32
 GAT_FEATURE_TILES = (16, 64)
-NUM_WARPS = 2
+NUM_WARPS = 2  # edge softmax
 
 
 def softmax_tile(num_heads: int) -> tuple[int, int]:
@@ -220,6 +220,13 @@ def softmax_tile(num_heads: int) -> tuple[int, int]:
 
 def gat_feature_tile(head_dim: int) -> int:
     return GAT_FEATURE_TILES[0] if head_dim <= GAT_FEATURE_TILES[0] else GAT_FEATURE_TILES[1]
+
+
+def gat_num_warps(block_d: int) -> int:
+    """About 256 tile elements per warp (as in gspmm_grouped), at least 4 warps: in the AOT table
+    32 x 64 tiles on 2 warps spilled in the backward kernels (255 registers), and one 32 x 16
+    variant on 2 warps spilled 24 bytes on sm_90."""
+    return max(4, min(8, GAT_BLOCK_E * block_d // 256))
 
 
 # ------------------------------------------------------------------ AOT specialisations
@@ -255,7 +262,7 @@ def _gat(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
                                 "lse_ptr", "grad_out_ptr", "grad_s_ptr", "grad_feat_ptr", "grad_el_ptr"),
     }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_D")
     return Specialisation("attention", kernel, {a: types[a] for a in args},
-                          {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d}, num_warps=NUM_WARPS)
+                          {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d}, num_warps=gat_num_warps(block_d))
 
 
 SPECIALISATIONS = (

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Mapping
 
 # Kernel modules of this package, in the order the table prints them.
-KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks")
+KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,7 +55,7 @@ def gat_forward(in_csr: Structure, feat, el, er, slope: float):
         kernel = triton_kernel("attention", "_gat_fwd_kernel", feat.device)
         kernel[(num_dst, heads, -(-dim // block_d))](
             in_csr.indptr, in_csr.indices, feat, el, er, _slope(slope, acc, feat.device), out, lse, heads, dim,
-            BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.NUM_WARPS)
+            BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.gat_num_warps(block_d))
     return out, lse
 
 
@@ -75,10 +75,10 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
         kernel = triton_kernel("attention", "_gat_bwd_dst_kernel", feat.device)
         kernel[(num_dst, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, slope_t, out, lse,
                                  grad_out, grad_s, grad_er, heads, dim,
-                                 BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.NUM_WARPS)
+                                 BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.gat_num_warps(block_d))
     if num_src:
         kernel = triton_kernel("attention", "_gat_bwd_src_kernel", feat.device)
         kernel[(num_src, heads, -(-dim // block_d))](
             out_csr.indptr, out_csr.indices, out_csr.eids, el, er, slope_t, lse, grad_out, grad_s, grad_feat,
-            grad_el, heads, dim, BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.NUM_WARPS)
+            grad_el, heads, dim, BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.gat_num_warps(block_d))
     return grad_feat, grad_el, grad_er, grad_s
