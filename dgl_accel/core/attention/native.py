@@ -1,8 +1,11 @@
 """The native CPU path of the attention ops: vectorised torch over edges in edge-id order, with
 the row (normalisation group) of every edge as an index: segment max by ``scatter_reduce('amax')``,
-exp, segment sum by ``index_add``; fp32 accumulation for half types.  Everything here is written
-in differentiable torch ops, so the edge-softmax backward also serves a double backward."""
+exp, segment sum by ``index_add``; fp32 accumulation for half types.  The backward helpers are
+differentiable torch ops (the edge-softmax backward also serves a double backward); the forward
+steps work in place (they run inside autograd Functions' forward only)."""
 from __future__ import annotations
+
+import weakref
 
 import torch
 
@@ -10,22 +13,30 @@ from ..aggregation.scales import acc_dtype
 from ..csr import Structure
 from .reference import entry_rows
 
+# Structure -> its edge_groups: views are cached by their owner (the DGL adapter, TensorGraph) and
+# reused every layer and epoch, and building the groups cost as much as the segment max.
+_groups: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 
 def edge_groups(rows: Structure) -> torch.Tensor:
-    """The row of every edge, in edge-id order (int64)."""
-    group = torch.empty(rows.num_edges, dtype=torch.int64, device=rows.indptr.device)
-    group[rows.eids.long()] = entry_rows(rows)
+    """The row of every edge, in edge-id order (int64), cached per view."""
+    group = _groups.get(rows)
+    if group is None:
+        group = torch.empty(rows.num_edges, dtype=torch.int64, device=rows.indptr.device)
+        group[rows.eids.long()] = entry_rows(rows)
+        _groups[rows] = group
     return group
 
 
 def segment_softmax(x: torch.Tensor, group: torch.Tensor, num_groups: int):
-    """(softmax of ``x`` [E, H] within each group, the groups' max [G, H], their sums [G, H])."""
+    """(softmax of ``x`` [E, H] within each group, the groups' max [G, H], their sums [G, H]).
+    Not differentiable (in-place steps): forward passes only."""
     heads = x.shape[1]
     mx = torch.full((num_groups, heads), float("-inf"), dtype=x.dtype, device=x.device)
-    mx = mx.scatter_reduce(0, group[:, None].expand(-1, heads), x, "amax", include_self=True)
-    ex = torch.exp(x - mx.index_select(0, group))
-    den = torch.zeros((num_groups, heads), dtype=x.dtype, device=x.device).index_add(0, group, ex)
-    return ex / den.index_select(0, group), mx, den
+    mx.scatter_reduce_(0, group[:, None].expand(-1, heads), x, "amax", include_self=True)
+    ex = torch.sub(x, mx.index_select(0, group)).exp_()
+    den = torch.zeros((num_groups, heads), dtype=x.dtype, device=x.device).index_add_(0, group, ex)
+    return ex.div_(den.index_select(0, group)), mx, den
 
 
 def segment_softmax_backward(a: torch.Tensor, grad: torch.Tensor, group: torch.Tensor, num_groups: int):
