@@ -7,7 +7,8 @@ grad_score = a * (grad_a - sum over the row of a * grad_a).
 
 Naming chain: ``_edge_softmax_fwd_kernel`` / ``_edge_softmax_bwd_kernel`` (kernels/attention.py)
 -> :func:`~.launchers.edge_softmax_forward` / ``edge_softmax_backward`` (launchers) and
-:func:`~.native.edge_softmax_native` (CPU) -> :class:`EdgeSoftmaxFunction` -> :func:`edge_softmax`.
+:func:`~.native.edge_softmax_native` (CPU; its loops :mod:`.compiled` with numba) -> :class:`EdgeSoftmaxFunction`
+-> :func:`edge_softmax`.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import torch
 
 from .. import backend
 from ..csr import Structure
+from . import compiled
 from .checks import check_edge_softmax
 from .launchers import edge_softmax_backward, edge_softmax_forward
 from .native import edge_groups, edge_softmax_backward_native, edge_softmax_native, segment_softmax_backward
@@ -27,7 +29,12 @@ class EdgeSoftmaxFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, rows: Structure, score: torch.Tensor, path: str):
-        out = edge_softmax_forward(rows, score) if path == "triton" else edge_softmax_native(rows, score)
+        if path == "triton":
+            out = edge_softmax_forward(rows, score)
+        elif compiled.usable(rows.num_edges, score):  # one compiled pass per row, no E x H temporaries
+            out = compiled.edge_softmax(rows, score)
+        else:
+            out = edge_softmax_native(rows, score)
         ctx.rows, ctx.path = rows, path
         ctx.save_for_backward(out)
         return out
@@ -41,6 +48,8 @@ class EdgeSoftmaxFunction(torch.autograd.Function):
             return None, segment_softmax_backward(a, grad.to(a.dtype), edge_groups(rows), rows.num_rows), None
         if ctx.path == "triton":
             return None, edge_softmax_backward(rows, a, grad), None
+        if compiled.usable(rows.num_edges, a):
+            return None, compiled.edge_softmax_backward(rows, a, grad), None
         return None, edge_softmax_backward_native(rows, a, grad), None
 
 

@@ -10,7 +10,8 @@ backward, and nothing of size E x H unless the caller asks for the attention
 
 Triton path: ``_gat_fwd_kernel`` over the in-CSR; backward ``_gat_bwd_dst_kernel`` over the in-CSR
 (grad_s and grad_er) and ``_gat_bwd_src_kernel`` over the out-CSR (grad_feat and grad_el, no
-atomics).  Native path: vectorised torch over edges (:mod:`.native`), recomputing in backward too.
+atomics).  Native path: vectorised torch over edges (:mod:`.native`), recomputing in backward too;
+from ``runtime.MIN_WORK`` edges with numba, the same passes as compiled loops (:mod:`.compiled`).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .. import backend
+from . import compiled
 from .checks import check_gat
 from .launchers import edge_softmax_backward, gat_backward, gat_forward
 from .native import gat_attention_from_lse, gat_backward_native, gat_forward_native
@@ -40,6 +42,9 @@ class GATAttentionFunction(torch.autograd.Function):
             if want_attention:
                 src, dst = edges_by_id(views)
                 attention = gat_attention_from_lse(src, dst, el, er, slope, lse)[1].to(feat.dtype)
+        elif compiled.usable(views.num_edges, feat):  # numba loops over the in-CSR, nothing of E x H x D
+            out, lse, a = compiled.gat_forward(views.csr("in"), feat, el, er, slope, want_attention)
+            attention = a.to(feat.dtype) if want_attention else None
         else:
             src, dst = edges_by_id(views)
             out, lse, a = gat_forward_native(src, dst, views.num_dst, feat, el, er, slope)
@@ -57,6 +62,10 @@ class GATAttentionFunction(torch.autograd.Function):
         if grad_out is None:  # only the attention was used
             grad_out = torch.zeros_like(out)
         backend.record("gat_attention_backward", ctx.path, out.device)
+        if ctx.path == "native" and compiled.usable(views.num_edges, feat):  # in-CSR then out-CSR pass
+            grad_feat, grad_el, grad_er = compiled.gat_backward(views.csr("in"), views.csr("out"), feat, el, er, slope,
+                                                                out, lse, grad_out, grad_attn)
+            return None, None, None, None, grad_feat, grad_el, grad_er
         if ctx.path == "native":
             src, dst = edges_by_id(views)
             grad_feat, grad_el, grad_er = gat_backward_native(src, dst, feat, el, er, slope, out, lse, grad_out,

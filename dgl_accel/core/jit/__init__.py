@@ -12,6 +12,8 @@ Modules, by job:
                     ``parallel_allowed()`` (DataLoader workers run the serial twins), ``twins``,
                     and the in-register Philox4x32-10 (``philox``) every sampling loop uses;
 * ``aggregation``   ``rows_spmm``, ``scatter_rows`` (execution paths of the aggregation ops);
+* ``attention``     edge softmax and the fused GAT aggregation, forward and backward (one pass per
+                    CSR row, online softmax; :mod:`dgl_accel.core.attention.compiled` calls them);
 * ``neighbor``      uniform neighbour choice and block relabelling (family ``neighbor``);
 * ``induced``       node-induced subgraph filters (GraphSAINT subgraphs);
 * ``walks``         node2vec walks (family ``walks``);

@@ -1,0 +1,71 @@
+"""The compiled CPU path of the attention ops: the numba loops of :mod:`dgl_accel.core.jit.attention`
+behind the native path's contracts (torch tensors in, torch tensors out, half types computed in
+float32 and cast back), on CSR views instead of edge lists.
+
+:mod:`.native` (edge softmax) and :mod:`.gat` (the fused op) call these where :func:`usable` says so:
+numba enabled, at least ``runtime.MIN_WORK`` edges (read at call time, so tests can lower it), CPU
+tensors.  Otherwise they run their vectorised torch code, which is also what runs without numba.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..aggregation.scales import acc_dtype
+from ..csr import Structure
+from ..jit import attention as loops
+from ..jit import runtime
+from ..sampling.arrays import np64
+
+
+def usable(num_edges: int, *tensors: torch.Tensor) -> bool:
+    """Whether the compiled loops take a call over ``num_edges`` edges on ``tensors``."""
+    return runtime.worth(num_edges) and all(t.device.type == "cpu" for t in tensors)
+
+
+def as_array(t: torch.Tensor, dtype: torch.dtype):
+    """A C-contiguous numpy view (or converted copy) of ``t`` in ``dtype`` (float32 or float64)."""
+    return t.detach().to(dtype).contiguous().numpy()
+
+
+def csr_arrays(rows: Structure):
+    """(indptr, indices, eids) of a CSR view as int64 numpy arrays (views where already int64)."""
+    return np64(rows.indptr), np64(rows.indices), np64(rows.eids)
+
+
+def edge_softmax(rows: Structure, score: torch.Tensor) -> torch.Tensor:
+    """:func:`~.native.edge_softmax_native` compiled: softmax of ``score`` [E, H] within each row."""
+    indptr, _, eids = csr_arrays(rows)
+    out = loops.edge_softmax_forward(indptr, eids, as_array(score, acc_dtype(score.dtype)))
+    return torch.from_numpy(out).to(score.dtype)
+
+
+def edge_softmax_backward(rows: Structure, a: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """:func:`~.native.edge_softmax_backward_native` compiled: a * (grad - sum over the row of a * grad)."""
+    acc = acc_dtype(a.dtype)
+    indptr, _, eids = csr_arrays(rows)
+    out = loops.edge_softmax_backward(indptr, eids, as_array(a, acc), as_array(grad, acc))
+    return torch.from_numpy(out).to(a.dtype)
+
+
+def gat_forward(in_csr: Structure, feat, el, er, slope: float, want_attention: bool):
+    """:func:`~.native.gat_forward_native` compiled, over the in-CSR: (out [num_dst, H, D] in feat's
+    dtype, lse [num_dst, H] and, if ``want_attention``, the attention [E, H] in the accumulation
+    dtype, else None).  Nothing of size E x H x D, nor E x H without ``want_attention``."""
+    acc = acc_dtype(feat.dtype)
+    indptr, indices, eids = csr_arrays(in_csr)
+    el_a, er_a = as_array(el, acc), as_array(er, acc)
+    out, lse = loops.gat_forward(indptr, indices, as_array(feat, acc), el_a, er_a, slope)
+    attention = None
+    if want_attention:
+        attention = torch.from_numpy(loops.gat_attention(indptr, indices, eids, el_a, er_a, slope, lse))
+    return torch.from_numpy(out).to(feat.dtype), torch.from_numpy(lse), attention
+
+
+def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: float, out, lse, grad_out, grad_attn):
+    """:func:`~.native.gat_backward_native` compiled: (grad_feat, grad_el, grad_er) in the inputs'
+    dtypes, recomputing the attention from ``lse``; ``grad_attn`` [E, H] or None."""
+    acc = lse.dtype
+    grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(feat, acc), as_array(el, acc),
+                               as_array(er, acc), slope, as_array(out, acc), as_array(lse, acc),
+                               as_array(grad_out, acc), None if grad_attn is None else as_array(grad_attn, acc))
+    return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (feat, el, er)))
