@@ -23,6 +23,20 @@ from .registry import Specialisation
 
 
 @triton.jit
+def _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E: tl.constexpr):
+    """(offsets [BLOCK_E, BLOCK_H] of the chunk's entries k0.. (edge-id order) x heads h, their mask)."""
+    k = k0 + tl.arange(0, BLOCK_E)
+    e_mask = k < end
+    eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+    return eid[:, None] * num_heads + h[None, :], e_mask[:, None] & h_mask[None, :]
+
+
+@triton.jit
+def _leaky_relu(x, slope):
+    return tl.where(x > 0, x, x * slope)
+
+
+@triton.jit
 def _edge_softmax_fwd_kernel(indptr_ptr, eids_ptr, score_ptr, out_ptr, num_heads,
                              BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
     acc_dtype = tl.float64 if score_ptr.dtype.element_ty == tl.float64 else tl.float32
@@ -34,11 +48,8 @@ def _edge_softmax_fwd_kernel(indptr_ptr, eids_ptr, score_ptr, out_ptr, num_heads
     m = tl.full((BLOCK_H,), float("-inf"), acc_dtype)
     denom = tl.zeros((BLOCK_H,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
-        k = k0 + tl.arange(0, BLOCK_E)
-        e_mask = k < end
-        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        m2 = e_mask[:, None] & h_mask[None, :]
-        x = tl.load(score_ptr + eid[:, None] * num_heads + h[None, :], mask=m2, other=float("-inf")).to(acc_dtype)
+        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
+        x = tl.load(score_ptr + offs, mask=m2, other=float("-inf")).to(acc_dtype)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new).to(acc_dtype)  # heads past num_heads
         denom = denom * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
@@ -46,11 +57,7 @@ def _edge_softmax_fwd_kernel(indptr_ptr, eids_ptr, score_ptr, out_ptr, num_heads
     m_safe = tl.where(m == float("-inf"), 0.0, m).to(acc_dtype)
     inv = 1.0 / tl.where(denom > 0, denom, 1.0)  # heads past num_heads and empty rows: no entries
     for k0 in range(start, end, BLOCK_E):
-        k = k0 + tl.arange(0, BLOCK_E)
-        e_mask = k < end
-        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        m2 = e_mask[:, None] & h_mask[None, :]
-        offs = eid[:, None] * num_heads + h[None, :]
+        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
         x = tl.load(score_ptr + offs, mask=m2, other=float("-inf")).to(acc_dtype)
         y = tl.exp(x - m_safe[None, :]) * inv[None, :]
         tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m2)
@@ -68,20 +75,12 @@ def _edge_softmax_bwd_kernel(indptr_ptr, eids_ptr, out_ptr, grad_ptr, grad_score
     end = tl.load(indptr_ptr + r + 1)
     total = tl.zeros((BLOCK_H,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
-        k = k0 + tl.arange(0, BLOCK_E)
-        e_mask = k < end
-        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        m2 = e_mask[:, None] & h_mask[None, :]
-        offs = eid[:, None] * num_heads + h[None, :]
+        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
         a = tl.load(out_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
         g = tl.load(grad_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
         total += tl.sum(a * g, axis=0)
     for k0 in range(start, end, BLOCK_E):
-        k = k0 + tl.arange(0, BLOCK_E)
-        e_mask = k < end
-        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        m2 = e_mask[:, None] & h_mask[None, :]
-        offs = eid[:, None] * num_heads + h[None, :]
+        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
         a = tl.load(out_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
         g = tl.load(grad_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
         tl.store(grad_score_ptr + offs, (a * (g - total[None, :])).to(grad_score_ptr.dtype.element_ty), mask=m2)
@@ -106,8 +105,7 @@ def _gat_fwd_kernel(indptr_ptr, indices_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr
         k = k0 + tl.arange(0, BLOCK_E)
         e_mask = k < end
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        s = tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v
-        s = tl.where(s > 0, s, s * slope)
+        s = _leaky_relu(tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v, slope)
         s = tl.where(e_mask, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
         alpha = tl.exp(m - m_new)
@@ -151,7 +149,7 @@ def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
         s_raw = tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v
-        p = tl.exp(tl.where(s_raw > 0, s_raw, s_raw * slope) - lse_v)
+        p = tl.exp(_leaky_relu(s_raw, slope) - lse_v)
         p = tl.where(e_mask, p, 0.0)
         row = (u * num_heads + h) * head_dim
         dot = tl.zeros((BLOCK_E,), acc_dtype)
@@ -191,8 +189,7 @@ def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, el_ptr, er_ptr, slope
         v = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
         vh = v * num_heads + h
-        s = el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
-        s = tl.where(s > 0, s, s * slope)
+        s = _leaky_relu(el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype), slope)
         p = tl.exp(s - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
         p = tl.where(e_mask, p, 0.0)
         go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
