@@ -25,8 +25,8 @@ from ..core.sampling.layer import member
 from ..core.sampling.neighbor import pack_pairs, relabel_block
 from ..graph.structure import cached
 
-__all__ = ["check_homogeneous", "np_idtype", "packed_pairs", "new_block", "new_typed_block", "finish_block",
-           "make_block", "layer_block", "new_subgraph"]
+__all__ = ["check_homogeneous", "np_idtype", "packed_pairs", "entry_ids", "new_block", "new_typed_block",
+           "finish_block", "make_block", "layer_block", "new_subgraph"]
 
 
 def check_homogeneous(g, fix: str = "convert it with dgl.to_homogeneous(g) first.") -> None:
@@ -54,19 +54,28 @@ def packed_pairs(g, csr, relation: tuple | None = None) -> np.ndarray:
     return cached(g, key, lambda _: pack_pairs(csr.indices.cpu().numpy(), csr.eids.cpu().numpy()))
 
 
+def entry_ids(n: int, dtype) -> torch.Tensor:
+    """Edge ids 0..n-1 of a CSC built entry by entry (numpy's arange: torch's intra-op pool stalls
+    for ms on a busy 2-core machine)."""
+    return torch.from_numpy(np.arange(n, dtype=dtype))
+
+
 def new_block(indptr_b: np.ndarray, src_local: np.ndarray, num_src: int, num_dst: int, idtype,
               src_nid: np.ndarray, dst_nid: np.ndarray, eid: np.ndarray):
     """A DGLBlock from CSC arrays with its ``srcdata``/``dstdata[dgl.NID]`` and ``edata[dgl.EID]``
     (numpy arrays in ``idtype``'s dtype, shared, not copied).
 
-    The CSC's edge-id array is left empty, which DGL reads as "edge i is position i" (no arange per
-    block), and the id columns go in as ready frames (no per-column frame update)."""
+    The CSC's edge-id array is an explicit arange (edge i is entry i): DGL reads an empty one the
+    same way in most kernels, but its libxsmm SpMM (the backward of ``apply_edges`` in GATConv)
+    checks for the array and fails without it.  The id columns go in as ready frames (no
+    per-column frame update)."""
     indptr_t, indices_t = torch.from_numpy(indptr_b), torch.from_numpy(src_local)
     src_nid_t, dst_nid_t, eid_t = torch.from_numpy(src_nid), torch.from_numpy(dst_nid), torch.from_numpy(eid)
     if _FAST:
         try:
             gidx = heterograph_index.create_unitgraph_from_csr(
-                2, num_src, num_dst, indptr_t, indices_t, indices_t.new_empty(0), ["coo", "csr", "csc"], True)
+                2, num_src, num_dst, indptr_t, indices_t, entry_ids(src_local.shape[0], src_local.dtype),
+                ["coo", "csr", "csc"], True)
             node_frames = [Frame({dgl.NID: src_nid_t}, num_rows=num_src), Frame({dgl.NID: dst_nid_t}, num_rows=num_dst)]
             edge_frames = [Frame({dgl.EID: eid_t}, num_rows=int(src_local.shape[0]))]
             return DGLBlock(gidx, (["_N"], ["_N"]), ["_E"], node_frames, edge_frames)
@@ -82,7 +91,7 @@ def new_typed_block(csc: dict, num_src: dict, num_dst: dict, idtype, src_nid: di
     """A typed DGLBlock (``dgl.create_block``'s layout: node and edge types sorted) from one CSC
     ``(indptr, local source ids)`` per canonical edge type, with ``srcdata``/``dstdata[dgl.NID]``
     per node type and ``edata[dgl.EID]`` per edge type (numpy arrays in ``idtype``'s dtype, shared).
-    As :func:`new_block`, edge i of a relation is its CSC entry i."""
+    As :func:`new_block`, edge i of a relation is its CSC entry i (explicit ids, for the same reason)."""
     srctypes, dsttypes, rels = sorted(num_src), sorted(num_dst), sorted(csc)
     t = torch.from_numpy  # short: a dozen conversions below
     if _FAST:
@@ -93,7 +102,8 @@ def new_typed_block(csc: dict, num_src: dict, num_dst: dict, idtype, src_nid: di
             for c in rels:
                 indptr, local = t(csc[c][0]), t(csc[c][1])
                 rel_graphs.append(heterograph_index.create_unitgraph_from_csr(
-                    2, num_src[c[0]], num_dst[c[2]], indptr, local, local.new_empty(0), ["coo", "csr", "csc"], True))
+                    2, num_src[c[0]], num_dst[c[2]], indptr, local, entry_ids(local.shape[0], csc[c][1].dtype),
+                    ["coo", "csr", "csc"], True))
             meta = graph_index.from_coo(len(srctypes) + len(dsttypes), [s_of[c[0]] for c in rels],
                                         [d_of[c[2]] for c in rels], True)
             counts = torch.tensor([num_src[nt] for nt in srctypes] + [num_dst[nt] for nt in dsttypes],
@@ -170,8 +180,7 @@ def new_subgraph(fmt: str, arrays, k: int, idtype, nodes: np.ndarray, eids: np.n
     if _FAST:
         try:
             if fmt == "csc":
-                # numpy, not torch.arange: torch's intra-op pool stalls for ms on a busy 2-core machine
-                ids = torch.from_numpy(np.arange(b.shape[0], dtype=np_idt))
+                ids = entry_ids(b.shape[0], np_idt)
                 gidx = heterograph_index.create_unitgraph_from_csr(1, k, k, a, b, ids, ["coo", "csr", "csc"], True)
             else:
                 gidx = heterograph_index.create_unitgraph_from_coo(1, k, k, a, b, ["coo", "csr", "csc"])
