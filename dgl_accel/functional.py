@@ -19,6 +19,8 @@ import torch
 from .core import backend
 from .core.aggregation.checks import check_features, check_options
 from .core.aggregation.function import run_aggregation
+from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
+from .core.attention.gat import gat_attention as core_gat_attention
 from .core.dense import DenseFunction
 from .core.vector_scale import scale
 from .graph.dgl_kernels import ORIGINAL_GSPMM
@@ -27,7 +29,7 @@ from .policies.exec_paths.plan import LayerPlan, rows_aggregate, rows_path_appli
 from .policies.exec_paths.session import begin_layer, note_unrouted
 from .policies.redundancy.hook import plan_for as redundancy_plan_for
 
-__all__ = ["gspmm", "copy_u_sum", "gspmm_rows", "dense", "scale"]
+__all__ = ["gspmm", "copy_u_sum", "gspmm_rows", "dense", "scale", "edge_softmax", "gat_attention"]
 
 
 def _dgl_fallthrough(graph, op, reduce, ufeat, efeat):
@@ -108,3 +110,38 @@ def dense(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = Non
     [3.0, 3.0, 3.0, 3.0]
     """
     return DenseFunction.apply(x, weight, bias, relu, plan, offset)
+
+
+def edge_softmax(graph, score: torch.Tensor, norm_by: str = "dst") -> torch.Tensor:
+    """Softmax of the edge scores ``score`` [E, *] (edge-id order) over each destination's in-edges
+    (``norm_by="dst"``, GAT's) or each source's out-edges (``"src"``); differentiable.  What
+    ``dgl.nn.functional.edge_softmax`` computes, on dgl-accel's kernels.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 1, 2])))
+    >>> edge_softmax(g, torch.tensor([[0.0], [0.0], [3.0]])).flatten().tolist()
+    [0.5, 0.5, 1.0]
+    """
+    if norm_by not in ("dst", "src"):
+        raise ValueError(f"expected norm_by 'dst' or 'src' (got {norm_by!r}). Fix: norm_by='dst' normalises over "
+                         "each node's in-edges, as GAT does.")
+    return core_edge_softmax(_views(graph).csr("in" if norm_by == "dst" else "out"), score)
+
+
+def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor, negative_slope: float = 0.2, *,
+                  return_attention: bool = False):
+    """GAT's attention aggregation in one fused op: ``out[v, h] = sum over in-edges (u -> v) of
+    softmax(leaky_relu(el[u, h] + er[v, h])) * feat[u, h]`` with ``feat`` [num_src, H, D], ``el``
+    [num_src, H(, 1)], ``er`` [num_dst, H(, 1)].  Returns [num_dst, H, D] (and the attention [E, H]
+    with ``return_attention=True``); the backward recomputes the attention instead of storing it.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([2, 2])))
+    >>> feat = torch.tensor([[[1.0]], [[3.0]], [[5.0]]])
+    >>> gat_attention(g, feat, torch.zeros(3, 1), torch.zeros(3, 1)).flatten().tolist()
+    [0.0, 0.0, 2.0]
+    """
+    views = _views(graph)
+    # an aggregation we run in full: inside an execution-path session it counts as a layer
+    note_unrouted(graph)
+    return core_gat_attention(views, feat, el, er, negative_slope, return_attention=return_attention)

@@ -32,6 +32,7 @@ from .functional import gspmm
 from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
 from .graph.structure import is_supported_graph
 from .policies.exec_paths.session import note_unrouted, open_session
+from .routes import edge_softmax as routed_edge_softmax
 
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
 ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported before any enable()
@@ -130,6 +131,7 @@ def _apply(active: bool) -> None:
     for module, name in _TARGETS:
         setattr(module, name, target)
     dgl.core.message_passing = routed_message_passing if active else ORIGINAL_MESSAGE_PASSING
+    routed_edge_softmax.apply(active)
 
 
 def is_enabled() -> bool:

@@ -311,25 +311,25 @@ def test_swap_report_lists_what_it_left_alone():
         pass
 
     model = torch.nn.ModuleDict({
-        "rel": dgl.nn.HeteroGraphConv({"follows": dgl.nn.GraphConv(3, 3), "buys": dgl.nn.GATConv(3, 3, 2),
-                                       "bought_by": MyConv(3, 3, "mean")}),
-        "gat": dgl.nn.GATConv(3, 3, 1, residual=True),  # its inner dgl.nn Identity is not listed
+        "rel": dgl.nn.HeteroGraphConv({"follows": dgl.nn.GraphConv(3, 3), "buys": dgl.nn.GATv2Conv(3, 3, 2),
+                                       "bought_by": MyConv(3, 3, "mean"), "rates": dgl.nn.GATConv(3, 3, 2)}),
+        "gat": dgl.nn.GATv2Conv(3, 3, 1, residual=True),  # its inner dgl.nn Identity is not listed
         "lin": torch.nn.Linear(3, 3),
     })
     report = dgl_accel.nn.swap(model)
-    assert [r[0] for r in report.swapped] == ["rel.mods.follows"]
+    assert [r[0] for r in report.swapped] == ["rel.mods.follows", "rel.mods.rates"]
     kept = dict(report.kept)
     assert set(kept) == {"rel", "rel.mods.buys", "rel.mods.bought_by", "gat"}, kept
     assert kept["gat"] == kept["rel.mods.buys"] == (
-        "GATConv: no dgl-accel drop-in; its aggregation still runs on dgl-accel under enable() where supported")
+        "GATv2Conv: no dgl-accel drop-in; its aggregation still runs on dgl-accel under enable() where supported")
     assert kept["rel"].startswith("HeteroGraphConv: a container") and "subclasses a dgl.nn layer" in kept[
         "rel.mods.bought_by"]
     text = str(report)
-    assert "kept gat: GATConv: no dgl-accel drop-in" in text and "kept rel.mods.buys: GATConv" in text
+    assert "kept gat: GATv2Conv: no dgl-accel drop-in" in text and "kept rel.mods.buys: GATv2Conv" in text
     again = dgl_accel.nn.swap(model)
     assert again.swapped == [] and dict(again.kept) == kept  # idempotent, same report of what stays
     back = dgl_accel.nn.unswap(model)
-    assert [r[0] for r in back.swapped] == ["rel.mods.follows"] and dict(back.kept) == {
+    assert [r[0] for r in back.swapped] == ["rel.mods.follows", "rel.mods.rates"] and dict(back.kept) == {
         "rel.mods.bought_by": kept["rel.mods.bought_by"]}
 
 

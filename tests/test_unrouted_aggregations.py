@@ -17,7 +17,8 @@ import torch.nn.functional as F
 
 import dgl_accel
 import dgl_accel.nn
-from dgl_accel import patching
+from dgl_accel import functional, patching
+from dgl_accel.routes import edge_softmax as routed_edge_softmax
 from dgl_accel.testing.tolerances import assert_close
 
 ORIGINAL_MP = dgl.core.message_passing
@@ -33,10 +34,12 @@ def _always_restore():
 
 @pytest.fixture
 def noted(monkeypatch):
-    """Graphs handed to note_unrouted, in order."""
+    """Graphs handed to note_unrouted, in order (by DGL's routing, our fused attention and the
+    edge-softmax route alike)."""
     calls = []
     real = patching.note_unrouted
-    monkeypatch.setattr(patching, "note_unrouted", lambda g: (calls.append(g), real(g)))
+    for module in (patching, functional, routed_edge_softmax):
+        monkeypatch.setattr(module, "note_unrouted", lambda g: (calls.append(g), real(g)))
     return calls
 
 
@@ -167,5 +170,5 @@ def test_mixed_models_train_with_dgls_gradients_inside_execution_paths(lstm, res
         assert loss == pytest.approx(loss0, rel=1e-5), step
         for k in grads0:
             assert_close(grads[k], grads0[k], msg=f"step {step} {k}")
-    assert len(noted) == 2 * (2 if lstm else 1)  # GATConv's per-head weights (+ the LSTM reducer) per step
+    assert len(noted) == 2 * (2 if lstm else 1)  # the swapped GATConv's fused attention (+ the LSTM reducer) per step
 

@@ -13,11 +13,12 @@ import dataclasses
 import dgl.nn
 import torch
 
+from .gatconv import GATConv
 from .ginconv import GINConv
 from .graphconv import GraphConv
 from .sageconv import SAGEConv
 
-SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv}
+SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv, dgl.nn.GATConv: GATConv}
 
 
 @dataclasses.dataclass

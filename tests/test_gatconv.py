@@ -1,0 +1,125 @@
+"""``dgl_accel.nn.GATConv`` (issue 18): DGL's GATConv with the attention aggregation fused.  Same
+parameters, outputs, attention and gradients as DGL's module on graphs with empty rows, self-loops
+and multi-edges, on blocks and bipartite pairs, on both paths; DGL's zero-in-degree error; the
+unfused fallback (attention dropout while training, edge weights) still equals DGL."""
+import copy
+
+import dgl
+import dgl.nn
+import pytest
+import torch
+from dgl.base import DGLError
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import dgl_accel
+import dgl_accel.nn
+from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.tolerances import assert_close
+
+
+def _pair(in_feats, out_feats, heads, **kw):
+    torch.manual_seed(0)
+    theirs = dgl.nn.GATConv(in_feats, out_feats, heads, allow_zero_in_degree=True, **kw)
+    with torch.no_grad():  # non-trivial attention vectors and bias
+        for p in theirs.parameters():
+            p.uniform_(-1, 1)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.nn.swap(ours)
+    assert type(ours) is dgl_accel.nn.GATConv and isinstance(ours, dgl.nn.GATConv)
+    return theirs, ours
+
+
+def _run(conv, g, x, get_attention=False):
+    x = x.detach().clone().requires_grad_()
+    conv.zero_grad()
+    out = conv(g, x, get_attention=get_attention)
+    rst, att = out if get_attention else (out, None)
+    w = torch.linspace(-1, 1, rst.numel()).reshape(rst.shape)  # a loss that weights every output
+    ((rst * w).sum() + (0 if att is None else (att.squeeze(-1) * att.squeeze(-1)).sum())).backward()
+    grads = {k: p.grad.clone() for k, p in conv.named_parameters() if p.grad is not None}
+    return rst.detach(), None if att is None else att.detach(), x.grad, grads
+
+
+def _same(a, b, where=""):
+    rst0, att0, gx0, g0 = a
+    rst1, att1, gx1, g1 = b
+    assert_close(rst1, rst0, msg=f"output {where}")
+    if att0 is not None:
+        assert att1.shape == att0.shape
+        assert_close(att1, att0, msg=f"attention {where}")
+    assert_close(gx1, gx0, msg=f"input grad {where}")
+    assert g1.keys() == g0.keys()
+    for k in g0:
+        assert_close(g1[k], g0[k], msg=f"{k} {where}")
+
+
+@settings(max_examples=12, deadline=None)
+@given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
+       heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), get_attention=st.booleans())
+def test_equals_dgls_gatconv_outputs_attention_and_gradients(g, heads, residual, bias, get_attention):
+    assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows (ours the same way)
+    theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, activation=torch.tanh)
+    x = torch.randn(g.num_src_nodes(), 5)
+    want = _run(theirs, g, x, get_attention)
+    for name in ("native", "triton"):  # the Triton kernels under the interpreter
+        with dgl_accel.use_backend(name):
+            dgl_accel.reset_stats()
+            _same(want, _run(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
+            assert "gat_attention" in dgl_accel.stats()
+
+
+def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
+    g = dgl.heterograph({("a", "r", "b"): (torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2]))})
+    theirs, ours = _pair((6, 3), 4, 2, residual=True)
+    xs, xd = torch.randn(3, 6), torch.randn(3, 3)
+    out0, out1 = theirs(g, (xs, xd)), ours(g, (xs, xd))
+    assert_close(out1, out0)
+
+
+def test_zero_in_degree_is_dgls_error_before_any_work():
+    g = dgl.graph((torch.tensor([0]), torch.tensor([1])), num_nodes=3)
+    theirs = dgl.nn.GATConv(2, 2, 1)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.nn.swap(ours)
+    x = torch.randn(3, 2)
+    with pytest.raises(DGLError) as want:
+        theirs(g, x)
+    dgl_accel.reset_stats()
+    with pytest.raises(DGLError) as got:
+        ours(g, x)
+    assert str(got.value) == str(want.value) and dgl_accel.stats() == {}
+
+
+def test_state_dict_keys_and_load_both_ways():
+    theirs, ours = _pair(4, 3, 2, residual=True)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    fresh = dgl.nn.GATConv(4, 3, 2, residual=True, allow_zero_in_degree=True)
+    fresh.load_state_dict(ours.state_dict())
+
+
+def test_attention_dropout_in_training_and_edge_weights_take_dgls_path_with_same_numbers():
+    torch.manual_seed(1)
+    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 30, (90,)), torch.randint(0, 30, (90,))), num_nodes=30))
+    theirs, ours = _pair(5, 4, 2)
+    theirs.attn_drop.p = ours.attn_drop.p = 0.5
+    theirs.train(), ours.train()
+    x = torch.randn(30, 5)
+    dgl_accel.reset_stats()
+    torch.manual_seed(7)
+    out0 = theirs(g, x)
+    torch.manual_seed(7)
+    out1 = ours(g, x)
+    assert_close(out1, out0)
+    assert "gat_attention" not in dgl_accel.stats() and "edge_softmax" in dgl_accel.stats()
+    theirs.eval(), ours.eval()
+    w = torch.rand(g.num_edges())
+    assert_close(ours(g, x, edge_weight=w), theirs(g, x, edge_weight=w))
+
+
+def test_blocks_from_our_sampler_train_as_dgl():
+    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 50, (200,)), torch.randint(0, 50, (200,))), num_nodes=50))
+    _, _, (block,) = dgl_accel.sampling.NeighborSampler([4], seed=0).sample_blocks(g, torch.arange(10))
+    theirs, ours = _pair(5, 4, 2, residual=True)
+    x = torch.randn(block.num_src_nodes(), 5)
+    _same(_run(theirs, block, x, True), _run(ours, block, x, True))
