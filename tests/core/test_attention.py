@@ -256,6 +256,17 @@ def test_gat_empty_rows_and_graphs(path):
     assert torch.all(torch.autograd.grad(out.sum(), f)[0] == 0)
 
 
+def test_gat_saves_per_node_normalisers_not_per_edge_tensors(path):
+    # FlashAttention's bargain: backward keeps the inputs, the output and lse [num_dst, H], nothing
+    # with a row per edge (E x H or E x H x D) unless the attention itself was asked for.
+    g = star(40, extra=2)
+    feat, el, er = gat_inputs(g.num_src, g.num_dst, 2, 3, torch.float32, 9, requires_grad=True)
+    out = gat_attention(g, feat, el, er)
+    saved = out.grad_fn.saved_tensors
+    assert [tuple(t.shape) for t in saved] == [(42, 2, 3), (42, 2), (42, 2), (42, 2, 3), (42, 2)]
+    assert saved[-1].dtype == torch.float32 and g.num_edges == 40
+
+
 # ------------------------------------------------------------------------------------------ bad input
 def _g():
     return TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
