@@ -8,6 +8,8 @@ tensors.  Otherwise they run their vectorised torch code, which is also what run
 """
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from ..aggregation.scales import acc_dtype
@@ -15,6 +17,20 @@ from ..csr import Structure
 from ..jit import attention as loops
 from ..jit import runtime
 from ..sampling.arrays import np64
+from .native import edge_groups
+
+# Per out-CSR view (weak keys: views are cached and reused by their owners, every layer and epoch):
+# the in-CSR position of each of its entries, for the GAT backward's second pass.
+_to_in: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def out_to_in(in_csr: Structure, out_csr: Structure):
+    """:func:`~dgl_accel.core.jit.attention.out_to_in` of the two views, kept per out-CSR."""
+    known = _to_in.get(out_csr)
+    if known is None or known[0] is not in_csr:
+        known = (in_csr, loops.out_to_in(np64(in_csr.eids), np64(out_csr.eids)))
+        _to_in[out_csr] = known
+    return known[1]
 
 
 def usable(num_edges: int, *tensors: torch.Tensor) -> bool:
@@ -34,16 +50,14 @@ def csr_arrays(rows: Structure):
 
 def edge_softmax(rows: Structure, score: torch.Tensor) -> torch.Tensor:
     """:func:`~.native.edge_softmax_native` compiled: softmax of ``score`` [E, H] within each row."""
-    indptr, _, eids = csr_arrays(rows)
-    out = loops.edge_softmax_forward(indptr, eids, as_array(score, acc_dtype(score.dtype)))
+    out = loops.edge_softmax_forward(edge_groups(rows).numpy(), as_array(score, acc_dtype(score.dtype)), rows.num_rows)
     return torch.from_numpy(out).to(score.dtype)
 
 
 def edge_softmax_backward(rows: Structure, a: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     """:func:`~.native.edge_softmax_backward_native` compiled: a * (grad - sum over the row of a * grad)."""
     acc = acc_dtype(a.dtype)
-    indptr, _, eids = csr_arrays(rows)
-    out = loops.edge_softmax_backward(indptr, eids, as_array(a, acc), as_array(grad, acc))
+    out = loops.edge_softmax_backward(edge_groups(rows).numpy(), as_array(a, acc), as_array(grad, acc), rows.num_rows)
     return torch.from_numpy(out).to(a.dtype)
 
 
@@ -67,5 +81,6 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
     acc = lse.dtype
     grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(feat, acc), as_array(el, acc),
                                as_array(er, acc), slope, as_array(out, acc), as_array(lse, acc),
-                               as_array(grad_out, acc), None if grad_attn is None else as_array(grad_attn, acc))
+                               as_array(grad_out, acc), None if grad_attn is None else as_array(grad_attn, acc),
+                               out_to_in(in_csr, out_csr))
     return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (feat, el, er)))

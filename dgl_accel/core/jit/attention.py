@@ -10,11 +10,14 @@ materialises E x H x D messages (the GAT forward's ``a * feat[src]`` and the bac
   softmax per head (running max m, running sum l, an accumulator of D floats rescaled when m grows),
   writing ``out[v]`` and ``lse[v] = m + log(l)``;
 * GAT backward, pass A over destinations: p_e = exp(s_e - lse[v]) recomputed, grad_s, its leaky
-  derivative and grad_er, with p and grad_s * leaky' kept in E x H scratch arrays (by edge id);
-  pass B over sources (out-CSR rows): grad_feat and grad_el.  Each output row is written by the one
+  derivative and grad_er, with p and grad_s * leaky' kept in an E x 2 x H scratch array (by in-CSR
+  position: sequential writes); pass B over sources (out-CSR rows, each entry's in-CSR position
+  given): grad_feat and grad_el.  Each output row is written by the one
   task owning it: no atomics, no races;
 * edge softmax forward (max, sum of exp, normalise per row and column) and backward
-  (a * (grad - sum over the row of a * grad)), values in edge-id order through ``eids``.
+  (a * (grad - sum over the row of a * grad)) in edge-id order, given every edge's row: reads and
+  writes sequential, only per-row maxima and sums indexed by row (gathering a row's scores through
+  the CSR's edge ids instead costs a cache miss per 16 bytes and measured 2x slower).
 
 Rows are cut into ``CHUNKS`` ranges of about equal edge counts, one parallel task each (as
 ``rows_spmm``): real graphs have a few hub rows among many light ones.  Sums run in the arrays' dtype
@@ -29,10 +32,13 @@ import numpy as np
 
 from .runtime import njit, pick, prange, twins
 
-__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "edge_softmax_forward",
+__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "out_to_in", "partitions", "edge_softmax_forward",
            "edge_softmax_backward"]
 
 CHUNKS = 64  # parallel tasks per call (row ranges of about equal edge counts)
+# Sums may be reordered (and multiply-adds fused), so the D-long dot products of the GAT backward
+# vectorise; no assumption about infinities or NaN (the online max starts at -inf).
+REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True)
@@ -92,7 +98,7 @@ def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse):
                     lse[v, h] = -np.inf
 
 
-_gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl)
+_gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl, fastmath=REASSOC)
 
 
 def _gat_attention_impl(indptr, indices, eids, el, er, slope, lse, a):
@@ -112,13 +118,14 @@ def _gat_attention_impl(indptr, indices, eids, el, er, slope, lse, a):
                     a[e, h] = math.exp(s - lse[v, h])
 
 
-_gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl)
+_gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fastmath=REASSOC)
 
 
 def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, slope, out, lse, grad_out, grad_attn, has_attn,
-                      p_e, gsl_e, grad_er):
-    """Pass A over destinations: p_e, grad_s (plus the softmax backward of ``grad_attn``), times
-    leaky'(raw) into ``gsl_e`` (by edge id), and grad_er[v] = its sum over v's in-edges."""
+                      scratch, grad_er):
+    """Pass A over destinations: for the in-CSR entry k of edge e, scratch[k, 0] = p_e and
+    scratch[k, 1] = grad_s (plus the softmax backward of ``grad_attn``) times leaky'(raw);
+    grad_er[v] = the latter's sum over v's in-edges.  Stored by CSR position: sequential writes."""
     H = feat.shape[1]
     D = feat.shape[2]
     bounds = _bounds(indptr, CHUNKS)
@@ -144,8 +151,8 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, slope, out, lse, grad
                     t = grad_out[v, h, 0] * feat[u, h, 0]
                     for d in range(1, D):
                         t += grad_out[v, h, d] * feat[u, h, d]
-                    p_e[e, h] = p
-                    gsl_e[e, h] = p * (t - dv[h])
+                    scratch[k, 0, h] = p
+                    scratch[k, 1, h] = p * (t - dv[h])
                     if has_attn:
                         tot[h] += p * grad_attn[e, h]
             for h in range(H):
@@ -154,23 +161,25 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, slope, out, lse, grad
                 u = indices[k]
                 e = eids[k]
                 for h in range(H):
-                    gs = gsl_e[e, h]
+                    gs = scratch[k, 1, h]
                     if has_attn:  # + the segment softmax backward: p * (ga - sum_row(p * ga))
-                        p = p_e[e, h]
+                        p = scratch[k, 0, h]
                         gs += p * grad_attn[e, h] - p * tot[h]
                     if not el[u, h] + er[v, h] > 0:
                         gs = gs * sl
-                    gsl_e[e, h] = gs
+                    scratch[k, 1, h] = gs
                     dv[h] += gs
             for h in range(H):
                 grad_er[v, h] = dv[h]
 
 
-_gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl)
+_gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC)
 
 
-def _gat_bwd_src_impl(indptr, indices, eids, p_e, gsl_e, grad_out, grad_feat, grad_el):
-    """Pass B over sources: grad_feat[u] = sum p_e grad_out[v], grad_el[u] = sum gsl_e over u's out-edges."""
+def _gat_bwd_src_impl(indptr, indices, to_in, scratch, grad_out, grad_feat, grad_el):
+    """Pass B over sources: grad_feat[u] = sum p_e grad_out[v], grad_el[u] = sum of grad_s * leaky'
+    over u's out-edges; ``to_in[k]``: the in-CSR position of the out-CSR entry k (where pass A
+    stored the edge's p and grad)."""
     H = grad_out.shape[1]
     D = grad_out.shape[2]
     bounds = _bounds(indptr, CHUNKS)
@@ -184,10 +193,10 @@ def _gat_bwd_src_impl(indptr, indices, eids, p_e, gsl_e, grad_out, grad_feat, gr
                     acc[h, d] = 0
             for k in range(indptr[u], indptr[u + 1]):
                 v = indices[k]
-                e = eids[k]
+                q = to_in[k]
                 for h in range(H):
-                    p = p_e[e, h]
-                    gl[h] += gsl_e[e, h]
+                    p = scratch[q, 0, h]
+                    gl[h] += scratch[q, 1, h]
                     for d in range(D):
                         acc[h, d] += p * grad_out[v, h, d]
             for h in range(H):
@@ -196,56 +205,85 @@ def _gat_bwd_src_impl(indptr, indices, eids, p_e, gsl_e, grad_out, grad_feat, gr
                     grad_feat[u, h, d] = acc[h, d]
 
 
-_gat_bwd_src_parallel, _gat_bwd_src_serial = twins(_gat_bwd_src_impl)
+_gat_bwd_src_parallel, _gat_bwd_src_serial = twins(_gat_bwd_src_impl, fastmath=REASSOC)
 
 
-def _softmax_fwd_impl(indptr, eids, score, out):
-    """out[e] = exp(score[e] - max) / sum over the row of exp(score - max), per column."""
+@njit(cache=True)
+def _edge_range(part, nparts, num_edges):
+    step = (num_edges + nparts - 1) // nparts
+    return min(part * step, num_edges), min((part + 1) * step, num_edges)
+
+
+def _softmax_fwd_impl(group, score, num_rows, nparts, out):
+    """out[e] = exp(score[e] - max) / sum over e's row of exp(score - max), per column, in edge
+    order: reads and writes are sequential, only the per-row max and sum (small, cache-resident)
+    are indexed by row.  Each of ``nparts`` edge ranges reduces into its own rows, merged after."""
+    E = score.shape[0]
     H = score.shape[1]
-    bounds = _bounds(indptr, CHUNKS)
-    for ch in prange(CHUNKS):
-        m = np.empty(H, dtype=out.dtype)
-        den = np.empty(H, dtype=out.dtype)
-        for r in range(bounds[ch], bounds[ch + 1]):
+    mx = np.empty((nparts, num_rows, H), dtype=out.dtype)
+    den = np.empty((nparts, num_rows, H), dtype=out.dtype)
+    for p in prange(nparts):
+        for r in range(num_rows):
             for h in range(H):
-                m[h] = -np.inf
-                den[h] = 0
-            for k in range(indptr[r], indptr[r + 1]):
-                e = eids[k]
-                for h in range(H):
-                    m[h] = max(m[h], score[e, h])
-            for k in range(indptr[r], indptr[r + 1]):
-                e = eids[k]
-                for h in range(H):
-                    x = math.exp(score[e, h] - m[h])
-                    out[e, h] = x
-                    den[h] += x
-            for k in range(indptr[r], indptr[r + 1]):
-                e = eids[k]
-                for h in range(H):
-                    out[e, h] = out[e, h] / den[h]
+                mx[p, r, h] = -np.inf
+                den[p, r, h] = 0
+        lo, hi = _edge_range(p, nparts, E)
+        for e in range(lo, hi):
+            r = group[e]
+            for h in range(H):
+                mx[p, r, h] = max(mx[p, r, h], score[e, h])
+    for r in prange(num_rows):
+        for p in range(1, nparts):
+            for h in range(H):
+                mx[0, r, h] = max(mx[0, r, h], mx[p, r, h])
+    for p in prange(nparts):
+        lo, hi = _edge_range(p, nparts, E)
+        for e in range(lo, hi):
+            r = group[e]
+            for h in range(H):
+                x = math.exp(score[e, h] - mx[0, r, h])
+                out[e, h] = x
+                den[p, r, h] += x
+    for r in prange(num_rows):
+        for p in range(1, nparts):
+            for h in range(H):
+                den[0, r, h] += den[p, r, h]
+    for p in prange(CHUNKS):
+        lo, hi = _edge_range(p, CHUNKS, E)
+        for e in range(lo, hi):
+            r = group[e]
+            for h in range(H):
+                out[e, h] = out[e, h] / den[0, r, h]
 
 
 _softmax_fwd_parallel, _softmax_fwd_serial = twins(_softmax_fwd_impl)
 
 
-def _softmax_bwd_impl(indptr, eids, a, grad, out):
-    """out[e] = a[e] grad[e] - a[e] * sum over the row of a grad, per column."""
+def _softmax_bwd_impl(group, a, grad, num_rows, nparts, out):
+    """out[e] = a[e] grad[e] - a[e] * sum over e's row of a grad, per column, in edge order."""
+    E = a.shape[0]
     H = a.shape[1]
-    bounds = _bounds(indptr, CHUNKS)
-    for ch in prange(CHUNKS):
-        tot = np.empty(H, dtype=out.dtype)
-        for r in range(bounds[ch], bounds[ch + 1]):
+    tot = np.empty((nparts, num_rows, H), dtype=out.dtype)
+    for p in prange(nparts):
+        for r in range(num_rows):
             for h in range(H):
-                tot[h] = 0
-            for k in range(indptr[r], indptr[r + 1]):
-                e = eids[k]
-                for h in range(H):
-                    tot[h] += a[e, h] * grad[e, h]
-            for k in range(indptr[r], indptr[r + 1]):
-                e = eids[k]
-                for h in range(H):
-                    out[e, h] = a[e, h] * grad[e, h] - a[e, h] * tot[h]
+                tot[p, r, h] = 0
+        lo, hi = _edge_range(p, nparts, E)
+        for e in range(lo, hi):
+            r = group[e]
+            for h in range(H):
+                tot[p, r, h] += a[e, h] * grad[e, h]
+    for r in prange(num_rows):
+        for p in range(1, nparts):
+            for h in range(H):
+                tot[0, r, h] += tot[p, r, h]
+    for p in prange(CHUNKS):
+        lo, hi = _edge_range(p, CHUNKS, E)
+        for e in range(lo, hi):
+            r = group[e]
+            for h in range(H):
+                x = a[e, h]
+                out[e, h] = x * grad[e, h] - x * tot[0, r, h]
 
 
 _softmax_bwd_parallel, _softmax_bwd_serial = twins(_softmax_bwd_impl)
@@ -276,14 +314,22 @@ def gat_attention(indptr, indices, eids, el, er, slope: float, lse):
     return a
 
 
-def gat_backward(in_csr, out_csr, feat, el, er, slope: float, out, lse, grad_out, grad_attn=None):
+def out_to_in(in_eids, out_eids):
+    """The in-CSR position of every out-CSR entry (int64), from the two views' edge ids."""
+    position = np.empty(in_eids.shape[0], dtype=np.int64)
+    position[in_eids] = np.arange(in_eids.shape[0], dtype=np.int64)
+    return position[out_eids]
+
+
+def gat_backward(in_csr, out_csr, feat, el, er, slope: float, out, lse, grad_out, grad_attn=None, to_in=None):
     """(grad_feat, grad_el, grad_er) of the fused GAT op; ``in_csr`` / ``out_csr`` are (indptr,
     indices, eids) int64 triples (in: rows = destinations, indices = sources; out: the reverse),
-    ``grad_attn`` [E, H] in edge-id order or None.  Temporaries: two E x H arrays."""
+    ``grad_attn`` [E, H] in edge-id order or None, ``to_in`` :func:`out_to_in` of the two views if the
+    caller keeps it.  Temporaries: one E x 2 x H array."""
     dt = feat.dtype
     num_edges, heads = in_csr[1].shape[0], feat.shape[1]
-    p_e = np.empty((num_edges, heads), dtype=dt)
-    gsl_e = np.empty((num_edges, heads), dtype=dt)
+    scratch = np.empty((num_edges, 2, heads), dtype=dt)
+    to_in = out_to_in(in_csr[2], out_csr[2]) if to_in is None else to_in
     grad_er = np.empty(er.shape, dtype=dt)
     grad_el = np.empty(el.shape, dtype=dt)
     grad_feat = np.empty(feat.shape, dtype=dt)
@@ -291,20 +337,31 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, out, lse, grad_out
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
     sl = _slope(slope, dt)
     pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, feat, el, er, sl, out, lse, grad_out, ga, has_attn,
-                                                     p_e, gsl_e, grad_er)
-    pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, p_e, gsl_e, grad_out, grad_feat, grad_el)
+                                                     scratch, grad_er)
+    pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(out_csr[0], out_csr[1], to_in, scratch, grad_out, grad_feat,
+                                                     grad_el)
     return grad_feat, grad_el, grad_er
 
 
-def edge_softmax_forward(indptr, eids, score):
-    """Softmax of ``score`` [E, H] (edge-id order) within each CSR row, per column."""
+def partitions(num_edges: int, num_rows: int, heads: int) -> int:
+    """How many edge ranges reduce into their own per-row arrays: 4 while those stay small next to
+    the scores (rows x heads x 4 <= edges x heads), else 1.  A function of the sizes only, so the
+    parallel and serial twins sum in one order (bit-identical results)."""
+    return 4 if 4 * num_rows <= num_edges else 1
+
+
+def edge_softmax_forward(group, score, num_rows: int):
+    """Softmax of ``score`` [E, H] (edge-id order) within each row, per column; ``group`` [E]
+    (int64): the row of every edge, in edge-id order."""
     out = np.empty_like(score)
-    pick(_softmax_fwd_parallel, _softmax_fwd_serial)(indptr, eids, score, out)
+    parts = partitions(score.shape[0], num_rows, score.shape[1])
+    pick(_softmax_fwd_parallel, _softmax_fwd_serial)(group, score, np.int64(num_rows), np.int64(parts), out)
     return out
 
 
-def edge_softmax_backward(indptr, eids, a, grad):
-    """a * (grad - sum over the row of a * grad), [E, H] in edge-id order."""
+def edge_softmax_backward(group, a, grad, num_rows: int):
+    """a * (grad - sum over the row of a * grad), [E, H] in edge-id order (``group`` as above)."""
     out = np.empty_like(a)
-    pick(_softmax_bwd_parallel, _softmax_bwd_serial)(indptr, eids, a, grad, out)
+    parts = partitions(a.shape[0], num_rows, a.shape[1])
+    pick(_softmax_bwd_parallel, _softmax_bwd_serial)(group, a, grad, np.int64(num_rows), np.int64(parts), out)
     return out

@@ -79,16 +79,17 @@ def parallel_allowed() -> bool:
     return _PARALLEL_PID == pid
 
 
-def twins(fn):
+def twins(fn, **options):
     """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
-    serially in the second).  Each gets its own name so numba's disk cache, which keys entries by
-    function name and signature but not by the parallel flag, keeps them apart."""
+    serially in the second), with further ``njit`` ``options`` (e.g. ``fastmath``).  Each gets its own
+    name so numba's disk cache, which keys entries by function name and signature but not by the
+    parallel flag, keeps them apart."""
     out = []
     for suffix, parallel in (("_parallel", True), ("_serial", False)):
         f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
         f.__qualname__ = fn.__qualname__ + suffix
         f.__doc__ = fn.__doc__
-        out.append(njit(cache=True, parallel=parallel)(f))
+        out.append(njit(cache=True, parallel=parallel, **options)(f))
     return tuple(out)
 
 
