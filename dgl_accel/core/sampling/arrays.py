@@ -40,10 +40,20 @@ def signed64(seed: int) -> int:
 class OneThread:
     """Run a CPU sampling loop on one intra-op thread (restored afterwards).  Its ops are small (one
     chunk of walks or instances) so intra-op threading only adds fork/join cost, which explodes
-    when the cores are shared: measured 10-30x slower with 2 threads on a loaded 2-core machine."""
+    when the cores are shared: measured 10-30x slower with 2 threads on a loaded 2-core machine.
+
+    ``work``: the loop's largest array length, when known.  Below torch's grain size (32,768
+    elements) its ops run on one thread anyway, and switching costs more than the loop: each
+    ``torch.set_num_threads`` call took ~5 ms on the loaded machine, 10 ms a call for the 16-walk
+    batches of DGL's node2vec example (3-5x its whole sampling time)."""
+
+    GRAIN = 32768  # at::internal::GRAIN_SIZE: torch parallelises an op only above it
+
+    def __init__(self, work: int | None = None):
+        self.skip = work is not None and work < self.GRAIN
 
     def __enter__(self):
-        self.n = torch.get_num_threads()
+        self.n = 1 if self.skip else torch.get_num_threads()
         if self.n != 1:
             torch.set_num_threads(1)
 

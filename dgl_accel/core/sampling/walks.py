@@ -108,7 +108,7 @@ class WalkCSR:
     a CSR view with one row per source (``out_csr(g)``), with per-weight tables cached on it."""
 
     __slots__ = ("indptr", "start", "deg", "indices", "eids", "num_nodes", "num_edges", "max_deg",
-                 "weights", "rev", "ehash", "indices32")
+                 "weights", "rev", "ehash", "indices32", "envelopes")
 
     def __init__(self, s: Structure):
         indptr = s.indptr.to(torch.int64)
@@ -130,6 +130,7 @@ class WalkCSR:
         self.rev = None          # node2vec: per position, CSR range [lo, hi) of its reverse edges (lazy)
         self.ehash = None        # node2vec: EdgeHash of the edge set (lazy)
         self.indices32 = None    # walks: int32 copy of indices (lazy; when ids fit)
+        self.envelopes: dict = {}  # node2vec: (id of weights, p, q, length > 1) -> (weights, envelope)
 
 
 class WalkWeights:
@@ -260,7 +261,7 @@ def random_walk(csr: WalkCSR, nodes, length, *, weights: torch.Tensor | None = N
     traces = torch.full((W, length + 1), -1, dtype=torch.int64)
     eids = torch.full((W, length), -1, dtype=torch.int64) if return_eids else None
     deg_arr = csr.deg if wt is None else wt.deg
-    with OneThread():
+    with OneThread(work=W):
         for lo in range(0, W, _CHUNK):
             hi = min(W, lo + _CHUNK)
             tr, ei = walk_chunk([csr] * length, [wt] * length, [deg_arr] * length, nodes[lo:hi], lo, thresh, seed,

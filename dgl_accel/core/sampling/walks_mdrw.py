@@ -101,7 +101,7 @@ def multi_dimensional_random_walk(csr: WalkCSR, num_roots_or_roots, walk_budget,
                    "pass the number of vertices to visit (roots included).")
     if path == "triton":
         return MDRWResult(*mdrw_triton(csr, roots, walk_budget, seed))
-    with OneThread():
+    with OneThread(work=roots.numel()):
         return _mdrw(csr, roots, walk_budget, m, n_inst, seed)
 
 

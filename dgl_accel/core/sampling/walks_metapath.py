@@ -73,7 +73,7 @@ def metapath_walk(steps: list, nodes, num_start_nodes: int, *, weights: list | N
     traces = torch.full((W, length + 1), -1, dtype=torch.int64, device=device)
     eids = torch.full((W, length), -1, dtype=torch.int64, device=device) if return_eids else None
     nodes = nodes.to(device)
-    with OneThread():
+    with OneThread(work=W):
         for lo in range(0, W, CHUNK):
             hi = min(W, lo + CHUNK)
             tr, ei = walk_chunk(steps, wts, degs, nodes[lo:hi], lo, thresh, seed, return_eids)

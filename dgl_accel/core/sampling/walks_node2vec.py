@@ -35,6 +35,12 @@ from .walks import (
 )
 from .walks_triton import node2vec_triton
 
+# The numpy path pays ~0.3 ms of per-call overhead per step (some 30 array passes) whatever the
+# batch; the compiled loop costs ~0.1 us per walk step.  So a walk step counts as this many slots
+# against runtime.MIN_WORK: from ~4 walks of 9 steps (DGL's node2vec example walks 16 per batch)
+# the compiled loop runs.
+STEP_WEIGHT = 64
+
 __all__ = ["node2vec_random_walk", "EdgeHash", "edge_hash", "N2VEnvelope", "n2v_envelope", "lower_bound",
            "reverse_bounds", "MAX_TRIALS"]
 
@@ -68,7 +74,7 @@ def node2vec_random_walk(csr: WalkCSR, nodes, p, q, walk_length, *, weights: tor
         env = n2v_envelope(csr, wt, p, q, walk_length)
         traces, pos = node2vec_triton(csr, wt, env, nodes, walk_length, seed, MAX_TRIALS)
         return traces, positions_to_eids(csr, pos) if return_eids else None
-    if wt is None and runtime.worth(W * walk_length):
+    if wt is None and runtime.worth(W * walk_length * STEP_WEIGHT):
         # compiled per-walk loop: same walks (see jit.walks.node2vec for the fallback's rounding)
         env = n2v_envelope(csr, wt, p, q, walk_length)
         scale = alt = None
@@ -79,7 +85,7 @@ def node2vec_random_walk(csr: WalkCSR, nodes, p, q, walk_length, *, weights: tor
         return torch.from_numpy(tr), positions_to_eids(csr, torch.from_numpy(ps)) if return_eids else None
     traces = torch.full((W, walk_length + 1), -1, dtype=torch.int64)
     eids = torch.full((W, walk_length), -1, dtype=torch.int64) if return_eids else None
-    with OneThread():
+    with OneThread(work=W):
         env = n2v_envelope(csr, wt, p, q, walk_length)
         eh = edge_hash(csr) if walk_length > 1 else None
         for lo in range(0, W, _CHUNK):
@@ -210,7 +216,21 @@ class N2VEnvelope(NamedTuple):
 
 
 def n2v_envelope(csr: WalkCSR, wt: WalkWeights | None, p: float, q: float, length: int) -> N2VEnvelope:
-    """The :class:`N2VEnvelope` of one call (shared by the CPU loops and the kernel)."""
+    """The :class:`N2VEnvelope` of one call (shared by the CPU loops and the kernel), cached on the
+    CSR: its per-edge arrays cost O(E) to build, 6 ms on Cora, where a 16-walk call of DGL's
+    node2vec example walks in well under 1 ms."""
+    key = (id(wt), float(p), float(q), length > 1)
+    hit = csr.envelopes.get(key)
+    if hit is not None and hit[0] is wt:  # the identity check: an id is reused only after its object died
+        return hit[1]
+    env = _build_envelope(csr, wt, p, q, length)
+    if len(csr.envelopes) >= 8:  # a few (p, q) settings per graph: drop the oldest
+        csr.envelopes.pop(next(iter(csr.envelopes)))
+    csr.envelopes[key] = (wt, env)
+    return env
+
+
+def _build_envelope(csr: WalkCSR, wt: WalkWeights | None, p: float, q: float, length: int) -> N2VEnvelope:
     # Envelope (KnightKing's outlier folding): c = max(1, 1/q) on every out-edge of v, plus an
     # "outlier" box of mass m(v->t) * (1/p - c) on the return edge when 1/p > c, where m(v->t)
     # is the count (weight) of edges v -> t, precomputed per edge.  A trial draws r uniform in
