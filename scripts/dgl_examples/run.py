@@ -137,12 +137,17 @@ def run_once(example: str, provider: str, seed: int, *, dataset: str | None = No
             **({} if rc == 0 else {"tail": out[-3000:]})}
 
 
+def _label(row: dict) -> str:
+    """Rows group by example and dataset (a graphsage run on another dataset is another experiment)."""
+    return f"{row['example']} on {row['dataset'].split(' ')[0]}"
+
+
 def summarize(rows: list[dict]) -> str:
     """A markdown table: example, provider, quantity (the metric, then the extras), runs, mean ± std, seconds."""
     lines = ["| example | provider | quantity | runs | mean ± std | seeds | mean s/run |",
              "|---|---|---|---|---|---|---|"]
-    for ex, prov in sorted({(r["example"], r["provider"]) for r in rows}):
-        sel = [r for r in rows if (r["example"], r["provider"]) == (ex, prov) and r["ok"]]
+    for ex, prov in sorted({(_label(r), r["provider"]) for r in rows}):
+        sel = [r for r in rows if (_label(r), r["provider"]) == (ex, prov) and r["ok"]]
         keys = dict.fromkeys([r["metric"] for r in sel] + [k for r in sel for k in r.get("extra", {})])
         for key in keys or ["?"]:
             vals = [r["value"] if key == r["metric"] else r.get("extra", {}).get(key) for r in sel]
@@ -152,7 +157,30 @@ def summarize(rows: list[dict]) -> str:
             secs = f"{statistics.fmean(r['seconds'] for r in sel):.0f}" if sel else "n/a"
             seeds = ",".join(str(r["seed"]) for r in sel)
             lines.append(f"| {ex} | {prov} | {key} | {len(vals)} | {mean} | {seeds} | {secs} |")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", *compare(rows)])
+
+
+def _values(rows: list[dict], example: str, provider: str, key: str) -> list[float]:
+    sel = [r for r in rows if (_label(r), r["provider"]) == (example, provider) and r["ok"]]
+    vals = [r["value"] if key == r["metric"] else r.get("extra", {}).get(key) for r in sel]
+    return [v for v in vals if v is not None]
+
+
+def compare(rows: list[dict]) -> list[str]:
+    """ours − dgl per example and quantity: difference of means, its standard error (Welch) and
+    their ratio z; |z| < 2 reads as "within seed noise"."""
+    lines = ["| example | quantity | ours − dgl | s.e. | z |", "|---|---|---|---|---|"]
+    for ex in sorted({_label(r) for r in rows}):
+        keys = dict.fromkeys(k for r in rows if _label(r) == ex for k in [r["metric"], *r.get("extra", {})])
+        for key in keys:
+            a, b = _values(rows, ex, "ours", key), _values(rows, ex, "dgl", key)
+            if len(a) < 2 or len(b) < 2:
+                continue
+            diff = statistics.fmean(a) - statistics.fmean(b)
+            se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+            z = diff / se if se else math.inf if diff else 0.0
+            lines.append(f"| {ex} | {key} | {diff:+.4f} | {se:.4f} | {z:+.2f} |")
+    return lines if len(lines) > 2 else []
 
 
 def main(argv: list[str] | None = None) -> int:
