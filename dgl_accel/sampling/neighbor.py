@@ -55,8 +55,11 @@ class NeighborSampler(CallSeeds, BlockSampler):
         heterograph a layer may be a dict {etype: fanout} naming every edge type (canonical or plain
         names), as in DGL; an int applies to every edge type.  Heterographs (seeds a dict
         {ntype: ids}, ``prob``/``mask`` a field on every edge type, ``exclude_eids`` a dict per edge
-        type) are sampled relation by relation, see :mod:`.neighbor_hetero`.
-    edge_dir : "in" only (sample in-edges, messages flow to the seeds).
+        type) are sampled with all relations stacked as one CSR, see :mod:`.neighbor_hetero`.
+    edge_dir : "in" only (sample in-edges, messages flow to the seeds).  "out" is refused: DGL
+        2.1.0's own out-edge blocks are malformed (``to_block`` adds the sampled destinations as
+        destination nodes of the layer, and the next layer's edges point past its destination
+        count), so there is no behaviour to reproduce.
     prob : str, optional
         Name of an ``edata`` field of non-negative per-edge weights; zero-weight edges are never
         chosen.
