@@ -6,9 +6,9 @@ Why: the native path (:mod:`dgl_accel.core.attention.native`) is vectorised torc
 materialises E x H x D messages (the GAT forward's ``a * feat[src]`` and the backward's
 ``p * grad_out[dst]``) and a dozen E x H temporaries.  These loops make one pass per CSR row instead:
 
-* GAT forward, ``prange`` over destinations (in-CSR rows): one pass over v's in-edges with an online
-  softmax per head (running max m, running sum l, an accumulator of D floats rescaled when m grows),
-  writing ``out[v]`` and ``lse[v] = m + log(l)``;
+* GAT forward, ``prange`` over destinations (in-CSR rows): v's scores and their max per head (a
+  buffer of the row's scores), then one pass over v's in-edges summing exp(s - m) feat[u] into an
+  accumulator of H x D floats, writing ``out[v]`` and ``lse[v] = m + log(l)``;
 * GAT backward, pass A over destinations: p_e = exp(s_e - lse[v]) recomputed, grad_s, its leaky
   derivative and grad_er, with p and grad_s * leaky' kept in an E x 2 x H scratch array (by in-CSR
   position: sequential writes); pass B over sources (out-CSR rows, each entry's in-CSR position
@@ -32,8 +32,8 @@ import numpy as np
 
 from .runtime import njit, pick, prange, twins
 
-__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "out_to_in", "partitions", "edge_softmax_forward",
-           "edge_softmax_backward"]
+__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "out_to_in", "partitions", "max_degree",
+           "edge_softmax_forward", "edge_softmax_backward"]
 
 CHUNKS = 64  # parallel tasks per call (row ranges of about equal edge counts)
 # Sums may be reordered (and multiply-adds fused), so the D-long dot products of the GAT backward
@@ -52,40 +52,46 @@ def _bounds(indptr, nch):
     return bounds
 
 
-def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse):
-    """out[v, h] = sum_e softmax_e(leaky(el[u, h] + er[v, h])) feat[u, h] over v's in-edges, online."""
+def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse, max_degree):
+    """out[v, h] = sum_e softmax_e(leaky(el[u, h] + er[v, h])) feat[u, h] over v's in-edges: the
+    row's scores and their max first (16 bytes read per edge), then exp and the weighted sum of
+    feature rows, branch-free (an online softmax's rescaling branch measured 20-30% slower)."""
     H = feat.shape[1]
     D = feat.shape[2]
     bounds = _bounds(indptr, CHUNKS)
     for ch in prange(CHUNKS):
-        m = np.empty(H, dtype=out.dtype)  # running max, sum and accumulator: one set per task
+        m = np.empty(H, dtype=out.dtype)  # max, sum, accumulator and the row's scores: one set per task
         lsum = np.empty(H, dtype=out.dtype)
         acc = np.empty((H, D), dtype=out.dtype)
+        sbuf = np.empty((max_degree, H), dtype=out.dtype)
         sl = slope[0]
         for v in range(bounds[ch], bounds[ch + 1]):
+            start = indptr[v]
+            n = indptr[v + 1] - start
             for h in range(H):
                 m[h] = -np.inf
                 lsum[h] = 0
                 for d in range(D):
                     acc[h, d] = 0
-            for k in range(indptr[v], indptr[v + 1]):
-                u = indices[k]
+            for j in range(n):
+                u = indices[start + j]
                 for h in range(H):
                     s = el[u, h] + er[v, h]
                     if not s > 0:
                         s = s * sl
-                    mo = m[h]
-                    if s > mo:  # a new maximum: rescale what was summed so far
-                        c = math.exp(mo - s)
-                        lsum[h] = lsum[h] * c + 1
-                        for d in range(D):
-                            acc[h, d] = acc[h, d] * c + feat[u, h, d]
-                        m[h] = s
-                    else:
-                        p = math.exp(s - mo)
-                        lsum[h] += p
-                        for d in range(D):
-                            acc[h, d] += p * feat[u, h, d]
+                    sbuf[j, h] = s
+                    m[h] = max(m[h], s)
+            for j in range(n):
+                for h in range(H):
+                    p = math.exp(sbuf[j, h] - m[h])
+                    sbuf[j, h] = p
+                    lsum[h] += p
+            for j in range(n):
+                u = indices[start + j]
+                for h in range(H):
+                    p = sbuf[j, h]
+                    for d in range(D):
+                        acc[h, d] += p * feat[u, h, d]
             for h in range(H):
                 den = lsum[h]
                 if den > 0:
@@ -290,6 +296,11 @@ _softmax_bwd_parallel, _softmax_bwd_serial = twins(_softmax_bwd_impl)
 
 
 # ------------------------------------------------------------------ entry points (numpy in, numpy out)
+def max_degree(indptr) -> int:
+    """The longest row of a CSR (0 without rows): the size of the per-task score buffers."""
+    return int((indptr[1:] - indptr[:-1]).max()) if indptr.shape[0] > 1 else 0
+
+
 def _slope(slope: float, dtype) -> np.ndarray:
     # a one-element array of the data's dtype: a Python float would turn float32 sums into float64
     return np.array([slope], dtype=dtype)
@@ -302,7 +313,8 @@ def gat_forward(indptr, indices, feat, el, er, slope: float):
     num_dst = indptr.shape[0] - 1
     out = np.empty((num_dst,) + feat.shape[1:], dtype=feat.dtype)
     lse = np.empty((num_dst, feat.shape[1]), dtype=feat.dtype)
-    pick(_gat_fwd_parallel, _gat_fwd_serial)(indptr, indices, feat, el, er, _slope(slope, feat.dtype), out, lse)
+    pick(_gat_fwd_parallel, _gat_fwd_serial)(indptr, indices, feat, el, er, _slope(slope, feat.dtype), out, lse,
+                                             np.int64(max_degree(indptr)))
     return out, lse
 
 
