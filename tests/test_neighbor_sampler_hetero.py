@@ -6,6 +6,7 @@ import dgl
 import pytest
 import torch
 
+import dgl_accel
 from dgl_accel.sampling import DGLSamplingInputError, NeighborSampler
 
 FOLLOWS, CLICKS, CLICKED_BY = ("user", "follows", "user"), ("user", "clicks", "item"), ("item", "clicked-by", "user")
@@ -253,3 +254,18 @@ def test_empty_relation_and_node_type_without_edges_keep_dgl_layout(seeds):
         same_layout(b, t)
         assert {n: b.num_src_nodes(n) for n in b.srctypes} == {n: t.num_src_nodes(n) for n in t.srctypes}
         sampled(g, b)
+
+
+def test_one_choice_per_layer_for_relations_sharing_a_fanout_same_on_both_paths():
+    """The relations are stacked as one CSR: a layer whose edge types share a fanout makes one
+    neighbour choice (one kernel launch on the Triton path), and both paths give the same blocks."""
+    g = small_graph()
+    blocks = {}
+    for path in ("native", "triton"):  # the Triton kernels under the interpreter
+        with dgl_accel.use_backend(path):
+            dgl_accel.reset_stats()
+            _, _, bl = NeighborSampler([{FOLLOWS: 3, CLICKS: 2, CLICKED_BY: 2}, 2], seed=4).sample_blocks(g, SEEDS)
+            calls = sum(dgl_accel.stats()["neighbor_choice"].values())
+            assert calls == 2 + 1, path  # layer 1: fanouts 3 and 2; layer 2: one fanout for all three
+            blocks[path] = [sampled(g, b) for b in bl]
+    assert blocks["native"] == blocks["triton"]
