@@ -139,6 +139,7 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, slope, out, lse, grad
     for ch in prange(CHUNKS):
         dv = np.empty(H, dtype=grad_er.dtype)
         tot = np.empty(H, dtype=grad_er.dtype)
+        ger = np.empty(H, dtype=grad_er.dtype)
         for v in range(bounds[ch], bounds[ch + 1]):
             for h in range(H):
                 t = grad_out[v, h, 0] * out[v, h, 0]
@@ -146,37 +147,38 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, slope, out, lse, grad
                     t += grad_out[v, h, d] * out[v, h, d]
                 dv[h] = t  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], feat[u]>
                 tot[h] = 0
+                ger[h] = 0
             for k in range(indptr[v], indptr[v + 1]):
                 u = indices[k]
-                e = eids[k]
                 for h in range(H):
-                    s = el[u, h] + er[v, h]
-                    if not s > 0:
-                        s = s * sl
+                    raw = el[u, h] + er[v, h]
+                    s = raw if raw > 0 else raw * sl
                     p = math.exp(s - lse[v, h])
                     t = grad_out[v, h, 0] * feat[u, h, 0]
                     for d in range(1, D):
                         t += grad_out[v, h, d] * feat[u, h, d]
+                    gs = p * (t - dv[h])
                     scratch[k, 0, h] = p
-                    scratch[k, 1, h] = p * (t - dv[h])
-                    if has_attn:
-                        tot[h] += p * grad_attn[e, h]
+                    if has_attn:  # leaky' after the attention's term, in the second loop
+                        scratch[k, 1, h] = gs
+                        tot[h] += p * grad_attn[eids[k], h]
+                    else:
+                        gs = gs if raw > 0 else gs * sl
+                        scratch[k, 1, h] = gs
+                        ger[h] += gs
+            if has_attn:
+                for k in range(indptr[v], indptr[v + 1]):
+                    u = indices[k]
+                    e = eids[k]
+                    for h in range(H):
+                        p = scratch[k, 0, h]  # + the segment softmax backward: p * (ga - sum_row(p * ga))
+                        gs = scratch[k, 1, h] + p * grad_attn[e, h] - p * tot[h]
+                        if not el[u, h] + er[v, h] > 0:
+                            gs = gs * sl
+                        scratch[k, 1, h] = gs
+                        ger[h] += gs
             for h in range(H):
-                dv[h] = 0  # now grad_er[v]'s sum
-            for k in range(indptr[v], indptr[v + 1]):
-                u = indices[k]
-                e = eids[k]
-                for h in range(H):
-                    gs = scratch[k, 1, h]
-                    if has_attn:  # + the segment softmax backward: p * (ga - sum_row(p * ga))
-                        p = scratch[k, 0, h]
-                        gs += p * grad_attn[e, h] - p * tot[h]
-                    if not el[u, h] + er[v, h] > 0:
-                        gs = gs * sl
-                    scratch[k, 1, h] = gs
-                    dv[h] += gs
-            for h in range(H):
-                grad_er[v, h] = dv[h]
+                grad_er[v, h] = ger[h]
 
 
 _gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC)
