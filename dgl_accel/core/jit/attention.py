@@ -222,6 +222,15 @@ def _edge_range(part, nparts, num_edges):
     return min(part * step, num_edges), min((part + 1) * step, num_edges)
 
 
+@njit(cache=True)
+def _merge_sums(parts):
+    """parts[0] += parts[1] + parts[2] + ... (the partial per-row sums of the edge ranges), in order."""
+    for p in range(1, parts.shape[0]):
+        for r in range(parts.shape[1]):
+            for h in range(parts.shape[2]):
+                parts[0, r, h] += parts[p, r, h]
+
+
 def _softmax_fwd_impl(group, score, num_rows, nparts, out):
     """out[e] = exp(score[e] - max) / sum over e's row of exp(score - max), per column, in edge
     order: reads and writes are sequential, only the per-row max and sum (small, cache-resident)
@@ -252,10 +261,7 @@ def _softmax_fwd_impl(group, score, num_rows, nparts, out):
                 x = math.exp(score[e, h] - mx[0, r, h])
                 out[e, h] = x
                 den[p, r, h] += x
-    for r in prange(num_rows):
-        for p in range(1, nparts):
-            for h in range(H):
-                den[0, r, h] += den[p, r, h]
+    _merge_sums(den)
     for p in prange(CHUNKS):
         lo, hi = _edge_range(p, CHUNKS, E)
         for e in range(lo, hi):
@@ -281,10 +287,7 @@ def _softmax_bwd_impl(group, a, grad, num_rows, nparts, out):
             r = group[e]
             for h in range(H):
                 tot[p, r, h] += a[e, h] * grad[e, h]
-    for r in prange(num_rows):
-        for p in range(1, nparts):
-            for h in range(H):
-                tot[0, r, h] += tot[p, r, h]
+    _merge_sums(tot)
     for p in prange(CHUNKS):
         lo, hi = _edge_range(p, CHUNKS, E)
         for e in range(lo, hi):
