@@ -1,0 +1,190 @@
+"""GAT attention on CPU vs DGL (issue 18), measured in one run on the shared graphs
+(snap_soc-Slashdot0902, hetero_tolokers, fb100_Cornell5), self-loops as DGL's GAT examples add them
+(``dgl.add_self_loop(dgl.remove_self_loop(g))``):
+
+* (a) GATConv forward + backward, in 128 -> 4 heads x 32: ``dgl.nn.GATConv`` against the same
+  computation with our fused op on the same module's parameters (fc, el/er as DGL computes them,
+  :func:`dgl_accel.core.attention.gat.gat_attention`, bias); bar: >= 1.5x DGL, geomean over graphs;
+* (b) edge_softmax forward + backward on [E, 4] scores: ``dgl.nn.functional.edge_softmax`` against
+  :func:`dgl_accel.core.attention.edge_softmax.edge_softmax` on the in-CSR; bar: >= 1.5x DGL;
+* (c) peak memory of one GATConv training step (forward + backward), both providers.  Method: a
+  fresh subprocess per (graph, provider) with glibc's ``MALLOC_MMAP_THRESHOLD_=65536`` (every block of
+  64 KiB or more, so every sizeable tensor, is its own mapping, unmapped when freed, so resident
+  memory follows live memory), one untimed warm-up step (numba loads its cache, DGL builds its
+  formats), then the kernel's peak-RSS counter is reset (``5 > /proc/self/clear_refs``) and one more
+  step runs: peak = VmHWM after it - VmRSS before it (everything the step allocated: torch, DGL's C++
+  kernels, numba's loops alike).  tracemalloc would not see torch's allocations.
+
+Providers run interleaved repeat by repeat (bench/harness.py); rows go to bench/results/attention.jsonl
+(and .csv), a bar chart of the timings to bench/results/attention.png.
+
+Usage: DGL_ACCEL_DATASETS=... DGLBACKEND=pytorch python bench/bench_attention.py [--quick] [--graphs a,b]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py` from anywhere
+
+import dgl  # noqa: E402  (the DGL adapter layer: the bench compares against DGL itself)
+import torch  # noqa: E402
+from dgl.nn.functional import edge_softmax as dgl_edge_softmax  # noqa: E402
+
+from bench.harness import RESULTS_DIR, interleaved, print_table, record  # noqa: E402
+from dgl_accel import data  # noqa: E402
+from dgl_accel.core.attention.edge_softmax import edge_softmax  # noqa: E402
+from dgl_accel.core.attention.gat import gat_attention  # noqa: E402
+from dgl_accel.graph.views import DGLGraphViews  # noqa: E402
+
+GRAPHS = ("snap_soc-Slashdot0902", "hetero_tolokers", "fb100_Cornell5")
+IN_FEATS, HEADS, DIM = 128, 4, 32
+PROVIDERS = ("dgl", "dgl_accel")
+
+
+def load_graph(name: str):
+    g = data.load(name, features="none")
+    return dgl.add_self_loop(dgl.remove_self_loop(g))
+
+
+def gat_setup(g, seed: int = 0):
+    """({provider: one training step}, max |ours - DGL| of the forward) on one module's parameters."""
+    torch.manual_seed(seed)
+    conv = dgl.nn.GATConv(IN_FEATS, DIM, HEADS)
+    n = g.num_nodes()
+    x = torch.randn(n, IN_FEATS)
+    grad = torch.randn(n, HEADS, DIM)
+    views = DGLGraphViews(g)
+
+    def ours_forward():
+        h = conv.fc(x).view(n, HEADS, DIM)
+        el = (h * conv.attn_l).sum(-1)
+        er = (h * conv.attn_r).sum(-1)
+        out = gat_attention(views, h, el, er, conv.leaky_relu.negative_slope)
+        return out + conv.bias.view(1, HEADS, DIM)
+
+    def step(forward):
+        def run():
+            conv.zero_grad(set_to_none=True)
+            forward().backward(grad)
+        return run
+
+    with torch.no_grad():  # a sanity check that both compute one thing
+        diff = float((ours_forward() - conv(g, x)).abs().max())
+    return {"dgl": step(lambda: conv(g, x)), "dgl_accel": step(ours_forward)}, diff
+
+
+def softmax_setup(g, seed: int = 1):
+    torch.manual_seed(seed)
+    score = torch.randn(g.num_edges(), HEADS, requires_grad=True)
+    grad = torch.randn(g.num_edges(), HEADS)
+    rows = DGLGraphViews(g).csr("in")
+
+    def step(fn):
+        def run():
+            score.grad = None
+            fn().backward(grad)
+        return run
+
+    fns = {"dgl": step(lambda: dgl_edge_softmax(g, score)), "dgl_accel": step(lambda: edge_softmax(rows, score))}
+    with torch.no_grad():
+        diff = float((dgl_edge_softmax(g, score) - edge_softmax(rows, score)).abs().max())
+    return fns, diff
+
+
+def _status(field: str) -> int:
+    """``field`` of /proc/self/status in bytes (VmRSS, VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def memory_child(name: str, provider: str) -> None:
+    """One (graph, provider) in this fresh process: print the step's peak memory as JSON."""
+    g = load_graph(name)
+    fns, _ = gat_setup(g)
+    fns[provider]()  # warm-up: caches, formats, compiled loops
+    before = _status("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    t0 = time.perf_counter()
+    fns[provider]()
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"peak_step_bytes": _status("VmHWM") - before, "rss_before": before, "seconds": seconds}))
+
+
+def measure_memory(name: str, provider: str) -> dict:
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    out = subprocess.run([sys.executable, __file__, "--memory-child", name, provider], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-memory", action="store_true", help="skip (c), the peak-memory subprocesses")
+    ap.add_argument("--memory-child", nargs=2, metavar=("GRAPH", "PROVIDER"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.memory_child:
+        memory_child(*args.memory_child)
+        return 0
+    if data.datasets_root() is None:
+        print("no shared datasets here (DGL_ACCEL_DATASETS): nothing to compare on", file=sys.stderr)
+        return 0
+    warmup = 1 if args.quick else 2
+    repeats = {"GATConv fwd+bwd": 2 if args.quick else 5, "edge_softmax fwd+bwd": 5 if args.quick else 15}
+    rows, speedups = [], {"gatconv": {}, "edge_softmax": {}}
+    for name in args.graphs.split(","):
+        g = load_graph(name)
+        facts = {"graph": name, "num_nodes": g.num_nodes(), "num_edges": g.num_edges(), "heads": HEADS, "dim": DIM,
+                 "loadavg_1min": os.getloadavg()[0]}  # the machine may be shared: say how busy it was
+        for case, setup in (("GATConv fwd+bwd", gat_setup), ("edge_softmax fwd+bwd", softmax_setup)):
+            step_fns, diff = setup(g)
+            times = interleaved(step_fns, warmup=warmup, repeat=repeats[case])
+            for provider in PROVIDERS:
+                rows.append({"case": f"{name} {case}", "provider": provider, **times[provider], **facts,
+                             "max_abs_diff": diff})
+            key = "gatconv" if case.startswith("GAT") else "edge_softmax"
+            speedups[key][name] = times["dgl"]["median"] / times["dgl_accel"]["median"]
+            del step_fns
+        if not args.no_memory:
+            for provider in PROVIDERS:
+                m = measure_memory(name, provider)
+                rows.append({"case": f"{name} GATConv step peak memory", "provider": provider, "median": m["seconds"],
+                             "min": m["seconds"], "max": m["seconds"], "repeat": 1, **facts,
+                             "peak_step_mib": m["peak_step_bytes"] / 2**20, "rss_before_mib": m["rss_before"] / 2**20})
+    print_table(rows, columns=["max_abs_diff", "peak_step_mib"])
+    record("attention", rows)
+    print("\nspeedup = DGL median / ours (ours/DGL time in brackets); bar: >= 1.5x, geomean over graphs")
+    for key, per_graph in speedups.items():
+        for name, s in per_graph.items():
+            print(f"  {key:13s} {name}: {s:.2f}x  ({1 / s:.3f})")
+        print(f"  {key:13s} geomean: {geomean(per_graph.values()):.2f}x")
+    mem = {(r["graph"], r["provider"]): r["peak_step_mib"] for r in rows if "peak_step_mib" in r}
+    for name in dict.fromkeys(n for n, _ in mem):
+        print(f"  peak memory of one GATConv step on {name}: DGL {mem[(name, 'dgl')]:.0f} MiB, "
+              f"ours {mem[(name, 'dgl_accel')]:.0f} MiB")
+    try:  # matplotlib is optional: the numbers are in the results file either way
+        from bench.plot import plot
+    except ImportError:
+        return 0
+    plot([r for r in rows if "peak_step_mib" not in r], RESULTS_DIR / "attention.png",
+         "GAT attention on CPU: dgl vs dgl_accel (fwd+bwd)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
