@@ -10,7 +10,8 @@ import importlib
 from collections.abc import Mapping
 
 # Kernel modules of this package, in the order the table prints them.
-KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention")
+KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention",
+                  "extrema")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,292 @@
+"""Max/min aggregation (gspmm's reduce ``max``/``min``) with DGL's arg-based backward, DGL-free.
+
+``out[v, f]`` = the max (min) over v's in-edges e = (u -> v) of the message ``m_e[f]``:
+
+* ``copy_u``  x[u, f]           * ``u_mul_e``  x[u, f] * w[e, f or 0]
+* ``copy_e``  w[e, f]           * ``u_add_e``  x[u, f] + w[e, f or 0]
+
+Messages are computed in fp32 (fp64 for fp64 inputs) and the result is stored in the input dtype.
+Rows without in-edges hold ``fill`` (0, as DGL's ``update_all`` gives; DGL's ``gspmm`` itself leaves
+-inf for max and +inf for min).  Ties go to the FIRST in-CSR position that carries the extremum, on
+both paths.  The forward keeps ``arg`` [num_dst, F] (int64 in-CSR position, -1 for empty rows) and
+nothing of size E x F; the backward reads the argument's source and edge from it and scatters
+``grad_out`` there, as DGL's GSpMM backward does (rows without in-edges pass no gradient on: DGL
+sends theirs to node/edge 0, its default arg, which is no derivative of anything).
+
+Naming chain: ``_extrema_fwd_kernel`` (kernels/extrema.py) -> :func:`extrema_forward` (launcher) and
+:func:`extrema_native` (CPU: scatter_reduce amax, then the first position that reaches it) ->
+:class:`ExtremaFunction` (backward: :func:`extrema_backward`, torch ops on the saved arg) ->
+:func:`aggregate_extrema`.  :func:`extrema_reference` is the pure-torch loop the tests compare with.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from . import backend
+from .aggregation.checks import FLOAT_DTYPES
+from .aggregation.scales import acc_dtype
+from .aggregation.views import GraphViews
+from .csr import Structure
+from .launch import kernel_module, triton_kernel
+
+__all__ = ["EXTREMA_OPS", "EXTREMA_REDUCES", "aggregate_extrema", "check_extrema", "extrema_forward",
+           "extrema_native", "extrema_backward", "extrema_reference", "ExtremaFunction"]
+
+EXTREMA_OPS = ("copy_u", "u_mul_e", "u_add_e", "copy_e")
+EXTREMA_REDUCES = ("max", "min")
+_KERNEL_OP = {"copy_u": "copy", "copy_e": "copy", "u_mul_e": "mul", "u_add_e": "add"}
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _kind(x) -> str:
+    return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _check_float(name: str, x, rows: int, device) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor of shape [{rows}, ...] "
+                         f"(got {_kind(x)}). Fix: {name}.float().")
+    if x.shape[0] != rows:
+        what = "source node" if name == "ufeat" else "edge, in edge-id order"
+        raise ValueError(f"expected {name} with {rows} rows, one per {what} (got {x.shape[0]}). "
+                         f"Fix: for a block pass its srcdata features; edge features follow the edge ids.")
+    if x.device != device:
+        raise ValueError(f"expected {name} on the graph's device {device} (got {x.device}). "
+                         f"Fix: {name}.to({str(device)!r}).")
+
+
+def check_extrema(views, op: str, reduce: str, ufeat, efeat, fill) -> None:
+    """Every argument of :func:`aggregate_extrema`, before any kernel runs."""
+    if not isinstance(views, GraphViews):
+        raise ValueError(f"expected views to be a dgl_accel.core.aggregation.views.GraphViews (got {_kind(views)}). "
+                         f"Fix: TensorGraph(src, dst, num_nodes) or, on a DGL graph, dgl_accel.functional.gspmm.")
+    if op not in EXTREMA_OPS:
+        raise ValueError(f"expected op to be one of {', '.join(EXTREMA_OPS)} (got {op!r}). "
+                         f"Fix: DGL's copy_lhs is copy_u, copy_rhs is copy_e, mul is u_mul_e, add is u_add_e.")
+    if reduce not in EXTREMA_REDUCES:
+        raise ValueError(f"expected reduce 'max' or 'min' (got {reduce!r}). "
+                         f"Fix: sum and mean run on dgl_accel.core.aggregation.")
+    if not isinstance(fill, numbers.Real) or isinstance(fill, bool):
+        raise ValueError(f"expected fill to be a real number, the value of rows without in-edges (got {_kind(fill)}). "
+                         f"Fix: fill=0.0 as update_all gives, or float('-inf') for max as DGL's gspmm gives.")
+    device = views.device
+    if op == "copy_e":
+        if ufeat is not None:
+            raise ValueError(f"expected ufeat=None for op='copy_e' (got {_kind(ufeat)}). "
+                             f"Fix: pass the edge features as efeat.")
+        _check_float("efeat", efeat, views.num_edges, device)
+        return
+    _check_float("ufeat", ufeat, views.num_src, device)
+    if op == "copy_u":
+        if efeat is not None:
+            raise ValueError(f"expected efeat=None for op='copy_u' (got {_kind(efeat)}). "
+                             f"Fix: op='u_mul_e' or 'u_add_e' with edge features.")
+        return
+    _check_float("efeat", efeat, views.num_edges, device)
+    if efeat.dtype != ufeat.dtype:
+        raise ValueError(f"expected efeat of ufeat's dtype {ufeat.dtype} (got {efeat.dtype}). "
+                         f"Fix: efeat.to(ufeat.dtype).")
+    feat = tuple(ufeat.shape[1:])
+    if math.prod(efeat.shape[1:]) != 1 and tuple(efeat.shape[1:]) != feat:
+        raise ValueError(f"expected efeat of shape [E], [E, 1] or [E, {', '.join(map(str, feat))}] with "
+                         f"E = {views.num_edges} (got {list(efeat.shape)}). Fix: one weight per edge, or one per "
+                         f"feature of ufeat.")
+
+
+# ---------------------------------------------------------------------------------------------- paths
+def extrema_forward(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: torch.Tensor | None,
+                    fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Launch ``_extrema_fwd_kernel``: (out [R, F] in x's dtype, arg [R, F] int64).  ``x`` [N, F]
+    (edge features for copy_e), ``w`` [E, 1] or [E, F] or None; ``negate`` computes min as -max(-m)."""
+    x = x.contiguous()
+    num_rows, num_feat = rows.num_rows, x.shape[1]
+    out = torch.empty((num_rows, num_feat), dtype=x.dtype, device=x.device)
+    arg = torch.empty((num_rows, num_feat), dtype=torch.int64, device=x.device)
+    if num_rows and num_feat:
+        mod = kernel_module("extrema")
+        block_e, block_f = mod.feature_tile(num_feat)
+        w = x if w is None else w.contiguous()  # copy ops never read w
+        cols = rows.eids if op == "copy_e" else rows.indices
+        kernel = triton_kernel("extrema", "_extrema_fwd_kernel", x.device)
+        kernel[(num_rows, -(-num_feat // block_f))](
+            rows.indptr, cols, rows.eids, x, w, out, arg, num_feat, w.shape[1], int(negate), float(fill),
+            OP=mod.OPS[_KERNEL_OP[op]], BLOCK_E=block_e, BLOCK_F=block_f, num_warps=mod.NUM_WARPS)
+    return out, arg
+
+
+def _entry_rows(rows: Structure) -> torch.Tensor:
+    degrees = rows.indptr[1:] - rows.indptr[:-1]
+    return torch.repeat_interleave(torch.arange(rows.num_rows, device=rows.indptr.device), degrees)
+
+
+def _messages(rows: Structure, op: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+    """Every entry's message [E, F] in CSR order, in the accumulation dtype."""
+    acc = acc_dtype(x.dtype)
+    cols = rows.eids if op == "copy_e" else rows.indices
+    m = x.index_select(0, cols.long()).to(acc)
+    if op in ("u_mul_e", "u_add_e"):
+        wk = w.index_select(0, rows.eids.long()).to(acc)
+        m = m * wk if op == "u_mul_e" else m + wk
+    return m
+
+
+def extrema_native(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: torch.Tensor | None,
+                   fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`extrema_forward` in vectorised torch: scatter_reduce amax of the messages per row, then
+    scatter_reduce amin of the CSR positions that reach it (the first one: ties in CSR order)."""
+    num_rows, num_feat, num_edges = rows.num_rows, x.shape[1], rows.num_edges
+    acc = acc_dtype(x.dtype)
+    if not (num_rows and num_feat and num_edges):
+        arg = torch.full((num_rows, num_feat), -1, dtype=torch.int64, device=x.device)
+        return torch.full((num_rows, num_feat), float(fill), dtype=x.dtype, device=x.device), arg
+    m = _messages(rows, op, x, w)
+    if negate:
+        m = m.neg_()
+    entry_rows = _entry_rows(rows)
+    index = entry_rows[:, None].expand(-1, num_feat)
+    best = torch.full((num_rows, num_feat), float("-inf"), dtype=acc, device=x.device)
+    best.scatter_reduce_(0, index, m, "amax")
+    positions = torch.arange(num_edges, device=x.device)[:, None].expand(-1, num_feat)
+    candidates = torch.where(m == best.index_select(0, entry_rows), positions, num_edges)
+    arg = torch.full((num_rows, num_feat), num_edges, dtype=torch.int64, device=x.device)
+    arg.scatter_reduce_(0, index, candidates, "amin")
+    arg = torch.where(arg < num_edges, arg, -1)  # empty rows (and NaN-only ones)
+    best = best.neg_() if negate else best
+    out = torch.where(arg >= 0, best, torch.tensor(float(fill), dtype=acc, device=x.device))
+    return out.to(x.dtype), arg
+
+
+def _weight_at(w: torch.Tensor, eid: torch.Tensor) -> torch.Tensor:
+    """w[eid[r, f], f] (one weight per feature) or w[eid[r, f], 0] (one per edge), [R, F]."""
+    if w.shape[1] == 1:
+        return w[:, 0].index_select(0, eid.reshape(-1)).reshape(eid.shape)
+    return w.gather(0, eid)
+
+
+def extrema_backward(rows: Structure, op: str, arg: torch.Tensor, x: torch.Tensor | None, w: torch.Tensor | None,
+                     grad: torch.Tensor, x_shape, w_shape, need_x: bool, need_w: bool):
+    """(grad_x, grad_w) of the aggregation from its ``arg``: each (r, f) sends grad[r, f] (times the
+    other operand for u_mul_e) to its argument's source row and edge.  Torch ops, differentiable
+    (create_graph=True works); accumulation in fp32 (fp64 for fp64), results in the inputs' dtypes."""
+    acc = acc_dtype(grad.dtype)
+    valid = arg >= 0
+    g = torch.where(valid, grad.to(acc), torch.zeros((), dtype=acc, device=grad.device))
+    k = arg.clamp(min=0)
+    grad_x = grad_w = None
+    empty = rows.num_edges == 0
+    cols = (rows.eids if op == "copy_e" else rows.indices).long()
+    src = None if empty else cols[k]
+    if need_x:
+        grad_x = torch.zeros(x_shape, dtype=acc, device=grad.device)
+        if not empty:
+            contrib = g * _weight_at(w.to(acc), rows.eids.long()[k]) if op == "u_mul_e" else g
+            grad_x.scatter_add_(0, src, contrib)
+    if need_w:
+        grad_w = torch.zeros(w_shape, dtype=acc, device=grad.device)
+        if not empty:
+            eid = rows.eids.long()[k]
+            contrib = g * x.to(acc).gather(0, src) if op == "u_mul_e" else g
+            if w_shape[1] == 1:
+                grad_w = grad_w.reshape(-1).index_add(0, eid.reshape(-1), contrib.reshape(-1)).reshape(w_shape)
+            else:
+                grad_w.scatter_add_(0, eid, contrib)
+    return grad_x, grad_w
+
+
+class ExtremaFunction(torch.autograd.Function):
+    """(out, arg) of the max/min aggregation on ``path``; differentiable in ``x`` and ``w``."""
+
+    @staticmethod
+    def forward(ctx, rows: Structure, op: str, negate: bool, fill: float, path: str, x, w):
+        run = extrema_forward if path == "triton" else extrema_native
+        out, arg = run(rows, op, negate, x, w, fill)
+        ctx.mark_non_differentiable(arg)
+        ctx.rows, ctx.op = rows, op
+        ctx.x_meta = (tuple(x.shape), x.dtype)
+        ctx.w_meta = None if w is None else (tuple(w.shape), w.dtype)
+        keep = op == "u_mul_e"  # the other operand scales the gradient; no other op needs an input
+        ctx.save_for_backward(arg, x if keep else None, w if keep else None)
+        return out, arg
+
+    @staticmethod
+    def backward(ctx, grad, _grad_arg):
+        arg, x, w = ctx.saved_tensors
+        need_x, need_w = ctx.needs_input_grad[5], ctx.needs_input_grad[6]
+        backend.record(f"{ctx.op}_extrema_backward", "native", grad.device)
+        grad_x, grad_w = extrema_backward(ctx.rows, ctx.op, arg, x, w, grad, ctx.x_meta[0],
+                                          None if ctx.w_meta is None else ctx.w_meta[0], need_x, need_w)
+        grad_x = None if grad_x is None else grad_x.to(ctx.x_meta[1])
+        grad_w = None if grad_w is None else grad_w.to(ctx.w_meta[1])
+        return None, None, None, None, None, grad_x, grad_w
+
+
+def _operands(views: GraphViews, op: str, ufeat, efeat):
+    """(x [N, F], w [E, 1|F] or None, feature shape) of the op's operands."""
+    if op == "copy_e":
+        feat = tuple(efeat.shape[1:])
+        return efeat.reshape(views.num_edges, math.prod(feat)), None, feat
+    feat = tuple(ufeat.shape[1:])
+    x = ufeat.reshape(views.num_src, math.prod(feat))
+    if efeat is None:
+        return x, None, feat
+    width = 1 if math.prod(efeat.shape[1:]) == 1 else math.prod(feat)
+    return x, efeat.reshape(views.num_edges, width), feat
+
+
+def aggregate_extrema(views: GraphViews, op: str, reduce: str, ufeat: torch.Tensor | None,
+                      efeat: torch.Tensor | None = None, *, fill: float = 0.0, return_arg: bool = False):
+    """Max (``reduce="max"``) or min of each destination's in-edge messages; differentiable in
+    ``ufeat`` and ``efeat``.
+
+    ``ufeat`` [num_src, *] (None for ``copy_e``); ``efeat`` [E] or [E, 1] (one weight per edge) or
+    [E, *ufeat.shape[1:]] for ``u_mul_e``/``u_add_e``, [E, *] for ``copy_e``, in edge-id order, of
+    ufeat's dtype.  Returns ``out`` [num_dst, *] in the input dtype (rows without in-edges hold
+    ``fill``), and with ``return_arg=True`` also ``arg`` of ``out``'s shape: the in-CSR position
+    (``views.csr("in")``) of each result's message, the first one on ties, -1 for empty rows.
+
+    >>> import torch
+    >>> from dgl_accel.core.aggregation.views import TensorGraph
+    >>> g = TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 1, 2]), num_nodes=3)
+    >>> out, arg = aggregate_extrema(g, "copy_u", "max", torch.tensor([[5.0], [7.0], [1.0]]), return_arg=True)
+    >>> out.flatten().tolist(), arg.flatten().tolist()  # node 0 has no in-edges
+    ([0.0, 7.0, 1.0], [-1, 1, 2])
+    """
+    check_extrema(views, op, reduce, ufeat, efeat, fill)
+    rows = views.csr("in")
+    x, w, feat = _operands(views, op, ufeat, efeat)
+    path = backend.choose_path(*(t for t in (x, w) if t is not None))
+    backend.record(f"{op}_{reduce}", path, x.device)
+    out, arg = ExtremaFunction.apply(rows, op, reduce == "min", float(fill), path, x, w)
+    shape = (rows.num_rows,) + feat
+    return (out.reshape(shape), arg.reshape(shape)) if return_arg else out.reshape(shape)
+
+
+def extrema_reference(rows: Structure, op: str, reduce: str, ufeat, efeat=None, fill: float = 0.0):
+    """(out, arg) by a Python loop over the rows of ``rows`` (clear, not fast): the messages of a
+    row in CSR order, their max/min per feature, the first position that carries it."""
+    src = efeat if op == "copy_e" else ufeat
+    feat = tuple(src.shape[1:])
+    x = src.reshape(src.shape[0], math.prod(feat))
+    w = None
+    if op in ("u_mul_e", "u_add_e"):
+        w = efeat.reshape(efeat.shape[0], -1) if math.prod(efeat.shape[1:]) != 1 else efeat.reshape(-1, 1)
+    acc = acc_dtype(x.dtype)
+    out = torch.full((rows.num_rows, x.shape[1]), float(fill), dtype=acc)
+    arg = torch.full((rows.num_rows, x.shape[1]), -1, dtype=torch.int64)
+    indptr = rows.indptr.tolist()
+    for r in range(rows.num_rows):
+        lo, hi = indptr[r], indptr[r + 1]
+        if lo == hi:
+            continue
+        cols = (rows.eids if op == "copy_e" else rows.indices)[lo:hi].long()
+        m = x[cols].to(acc)
+        if w is not None:
+            we = w[rows.eids[lo:hi].long()].to(acc)
+            m = m * we if op == "u_mul_e" else m + we
+        best = m.max(0).values if reduce == "max" else m.min(0).values
+        out[r] = best
+        arg[r] = lo + (m == best).int().argmax(0)  # argmax of 0/1: the first position equal to best
+    return out.to(x.dtype).reshape((rows.num_rows,) + feat), arg.reshape((rows.num_rows,) + feat)
