@@ -22,6 +22,7 @@ from .core.aggregation.function import run_aggregation
 from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
 from .core.dense import DenseFunction
+from .core.sddmm.function import gsddmm as core_gsddmm
 from .core.vector_scale import scale
 from .graph.dgl_kernels import ORIGINAL_GSPMM
 from .graph.views import DGLGraphViews
@@ -145,3 +146,23 @@ def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
     # an aggregation we run in full: inside an execution-path session it counts as a layer
     note_unrouted(graph)
     return core_gat_attention(views, feat, el, er, negative_slope, return_attention=return_attention)
+
+def gsddmm(graph, op: str, lhs, rhs, lhs_target: str = "u", rhs_target: str = "v") -> torch.Tensor:
+    """DGL's ``dgl.ops.gsddmm`` on dgl-accel's paths: for every edge (edge-id order)
+    ``op(lhs[row], rhs[row])`` with ``row`` its source (target ``u``), destination (``v``) or the
+    edge itself (``e``); ``op`` one of add, sub, mul, div, dot, copy_lhs, copy_rhs.  DGL's
+    broadcasting (``[N, H, 1]`` with ``[N, H, D]``; ``dot`` sums the last dim into size 1) and
+    result shape; differentiable in ``lhs`` and ``rhs``.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2])))
+    >>> gsddmm(g, "add", torch.tensor([1.0, 2.0, 4.0]), torch.tensor([10.0, 20.0, 40.0])).tolist()
+    [21.0, 42.0]
+    """
+    views = _views(graph)
+    # reads both endpoints of every edge: inside an execution-path session it counts as a layer
+    note_unrouted(graph)
+    return core_gsddmm(views, op, lhs, rhs, lhs_target, rhs_target)
+
+
+__all__ += ["gsddmm"]

@@ -33,6 +33,7 @@ from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
 from .graph.structure import is_supported_graph
 from .policies.exec_paths.session import note_unrouted, open_session
 from .routes import edge_softmax as routed_edge_softmax
+from .routes import gsddmm as routed_gsddmm
 
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
 ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported before any enable()
@@ -132,6 +133,7 @@ def _apply(active: bool) -> None:
         setattr(module, name, target)
     dgl.core.message_passing = routed_message_passing if active else ORIGINAL_MESSAGE_PASSING
     routed_edge_softmax.apply(active)
+    routed_gsddmm.apply(active)
 
 
 def is_enabled() -> bool:

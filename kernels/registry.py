@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 # Kernel modules of this package, in the order the table prints them.
 KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention",
-                  "extrema")
+                  "extrema", "sddmm")
 
 
 @dataclasses.dataclass(frozen=True)
