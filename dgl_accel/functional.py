@@ -5,8 +5,10 @@ Each entry checks its arguments (a clear ``ValueError`` before any kernel runs),
 core.  ``gspmm`` is the op every DGL message passing reaches once ``dgl_accel.enable()`` is on.
 
 * ``op``: ``copy_u`` (message x[u]) or ``u_mul_e`` (x[u] * w[e]; w of shape [E], [E,1] or [E,F]).
-* ``reduce``: ``sum`` or ``mean`` run on our paths; ``max``/``min`` fall through to DGL's gspmm
-  (the grouped design combines partial sums linearly; an arg-max backward needs a different one).
+* ``reduce``: ``sum`` or ``mean`` (the grouped aggregation) or ``max``/``min`` (the core's arg-based
+  extrema op, ``dgl_accel.core.extrema``: DGL's arg backward, also for ``u_add_e`` and ``copy_e``
+  (``ufeat=None``, edge features as ``efeat``); rows without in-edges hold ``fill``, 0 by default as
+  ``update_all`` gives, where DGL's raw gspmm leaves -inf/+inf).
 * ``norm``: GCN normalisation fused into the aggregation, with ``dgl.nn.GraphConv``'s conventions:
   ``left``/``both`` scale each message by out_deg(u)^-1 / ^-1/2, ``right``/``both`` scale each row
   by in_deg(v)^-1 / ^-1/2, degrees clamped to at least 1.  ``mean`` is ``sum`` with 1/in_deg(v).
@@ -16,15 +18,14 @@ from __future__ import annotations
 import dgl
 import torch
 
-from .core import backend
 from .core.aggregation.checks import check_features, check_options
 from .core.aggregation.function import run_aggregation
 from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
 from .core.dense import DenseFunction
+from .core.extrema import aggregate_extrema
 from .core.sddmm.function import gsddmm as core_gsddmm
 from .core.vector_scale import scale
-from .graph.dgl_kernels import ORIGINAL_GSPMM
 from .graph.views import DGLGraphViews
 from .policies.exec_paths.plan import LayerPlan, rows_aggregate, rows_path_applies
 from .policies.exec_paths.session import begin_layer, note_unrouted
@@ -33,57 +34,60 @@ from .policies.redundancy.hook import plan_for as redundancy_plan_for
 __all__ = ["gspmm", "copy_u_sum", "gspmm_rows", "dense", "scale", "edge_softmax", "gat_attention"]
 
 
-def _dgl_fallthrough(graph, op, reduce, ufeat, efeat):
-    """max/min: DGL's gspmm, with zero rows for zero in-degree as ``update_all`` gives."""
-    if efeat is not None and efeat.dim() == 1:
-        efeat = efeat.reshape(-1, *([1] * (ufeat.dim() - 1)))
-    out = ORIGINAL_GSPMM(graph, "copy_lhs" if op == "copy_u" else "mul", reduce, ufeat, efeat)
-    empty = graph.in_degrees() == 0
-    if bool(empty.any()):
-        out = torch.where(empty.reshape((-1,) + (1,) * (out.dim() - 1)), torch.zeros_like(out), out)
-    return out
-
-
 def _views(graph) -> DGLGraphViews:
     if not isinstance(graph, dgl.DGLGraph):
         raise ValueError(f"expected a dgl.DGLGraph or block (got {type(graph).__name__}).")
     return DGLGraphViews(graph)  # checks a homogeneous graph / one-relation block
 
 
-def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None = None, *,
+def gspmm(graph, op: str, reduce: str, ufeat: torch.Tensor | None, efeat: torch.Tensor | None = None, *,
           norm: str = "none", group_size: int | None = None,
-          deterministic: bool | None = None, layer_plan: LayerPlan | None = None) -> torch.Tensor:
+          deterministic: bool | None = None, layer_plan: LayerPlan | None = None, fill: float = 0.0) -> torch.Tensor:
     """Aggregate messages into destination nodes; differentiable in ``ufeat`` and ``efeat``.
 
     ``ufeat``: [num_src_nodes, *]; ``efeat`` (``u_mul_e`` only): [E], [E, 1] or [E, *ufeat.shape[1:]].
     Returns [num_dst_nodes, *ufeat.shape[1:]].  ``group_size`` forces gs (default: chosen from the
     graph's degree statistics, see ``dgl_accel.explain``).  ``deterministic``: bit-identical
     results across runs on the Triton path (default: ``torch.are_deterministic_algorithms_enabled()``).
-    ``layer_plan`` is for layers that registered with ``begin_layer`` themselves.
+    ``layer_plan`` is for layers that registered with ``begin_layer`` themselves.  ``max``/``min``
+    take ``op`` ``copy_u``, ``u_mul_e``, ``u_add_e`` or ``copy_e`` and ``fill``, the value of rows
+    without in-edges (``group_size``, ``deterministic`` do not apply: the forward is exact and
+    deterministic, ties going to the first in-edge in CSR order).
 
     >>> import dgl, torch
     >>> g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1])))
     >>> gspmm(g, "copy_u", "sum", torch.tensor([[1.0], [2.0], [4.0]])).flatten().tolist()
     [0.0, 5.0, 2.0]
+    >>> gspmm(g, "copy_u", "max", torch.tensor([[1.0], [2.0], [4.0]])).flatten().tolist()
+    [0.0, 4.0, 2.0]
     """
+    if reduce == "max" or reduce == "min":
+        return _extrema(graph, op, reduce, ufeat, efeat, norm, fill)
     check_options(op, reduce, norm, group_size)
     views = _views(graph)
     check_features(op, ufeat, efeat, views.num_src, views.num_edges, views.device)
-    if op == "copy_u" and reduce != "max" and reduce != "min":
+    if op == "copy_u":
         # GraphACT redundancy reduction: a plan attached to this graph (or auto-built under
         # use_redundancy) and allowed by the mode computes the same sum/mean via its pair nodes.
         # Costs one dict check when no plans are in use.
         rplan = redundancy_plan_for(graph, ufeat)
         if rplan is not None:
             return rplan.aggregate(ufeat, reduce=reduce, norm=norm)
-    if reduce in ("max", "min"):
-        backend.record_fallthrough(f"{op}_{reduce}", "max/min reduce runs DGL's gspmm")
-        note_unrouted(graph)  # an aggregation all the same: inside execution paths it counts as a layer
-        return _dgl_fallthrough(graph, op, reduce, ufeat, efeat)
     # Inside dgl_accel.execution_paths(...): this aggregation's place in the training step.  A layer
     # that already registered itself (to restrict its own dense work) passes its plan.
     plan = layer_plan if layer_plan is not None else begin_layer(graph)
     return run_aggregation(views, op, reduce, ufeat, efeat, norm, group_size, deterministic, plan)
+
+
+def _extrema(graph, op, reduce, ufeat, efeat, norm, fill):
+    """max/min on the core's extrema op, over the full graph."""
+    if norm != "none":
+        raise ValueError(f"expected norm='none' with reduce={reduce!r} (got norm={norm!r}): degree normalisation "
+                         f"is defined for sum/mean aggregation. Fix: scale the features before or after.")
+    views = _views(graph)
+    # it runs every row (no execution-path plan): inside a session it counts as an unrouted layer
+    note_unrouted(graph)
+    return aggregate_extrema(views, op, reduce, ufeat, efeat, fill=fill)
 
 
 def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
@@ -146,6 +150,7 @@ def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
     # an aggregation we run in full: inside an execution-path session it counts as a layer
     note_unrouted(graph)
     return core_gat_attention(views, feat, el, er, negative_slope, return_attention=return_attention)
+
 
 def gsddmm(graph, op: str, lhs, rhs, lhs_target: str = "u", rhs_target: str = "v") -> torch.Tensor:
     """DGL's ``dgl.ops.gsddmm`` on dgl-accel's paths: for every edge (edge-id order)

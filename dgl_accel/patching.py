@@ -38,6 +38,8 @@ from .routes import gsddmm as routed_gsddmm
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
 ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported before any enable()
 _OPS = {"copy_lhs": "copy_u", "mul": "u_mul_e", "div": "u_mul_e"}  # DGL op -> ours (div: 1/w)
+# max/min: the core's extrema op also takes DGL's add (sub: add -w, DGL's rewrite) and copy_rhs
+_EXTREMA_OPS = {**_OPS, "add": "u_add_e", "sub": "u_add_e", "copy_rhs": "copy_e"}
 _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "u_div_e",
           "add": "u_add_e", "sub": "u_sub_e"}  # DGL op -> the dgl.ops name users know
 
@@ -65,16 +67,17 @@ def _dgl_decides(g, op, lhs, rhs):
 
 def _unsupported(op, reduce_op, lhs, rhs):
     """Why this call, valid for DGL, must go to DGL unchanged, or None if dgl-accel runs it."""
-    if op not in _OPS:
+    extrema = reduce_op in ("max", "min")
+    if op not in (_EXTREMA_OPS if extrema else _OPS):
         return f"op {op}" if op != "copy_rhs" else "edge-only op copy_e"
-    if reduce_op not in ("sum", "mean"):
+    if reduce_op not in ("sum", "mean") and not extrema:
         return f"reduce {reduce_op}"
-    if lhs.dtype not in FLOAT_DTYPES:
+    if op != "copy_rhs" and lhs.dtype not in FLOAT_DTYPES:
         return "lhs dtype"
     if op != "copy_lhs":
         if rhs.dtype not in FLOAT_DTYPES:
             return "rhs dtype"
-        if math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:]):
+        if op != "copy_rhs" and math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:]):
             return "broadcast shape"
     return None
 
@@ -94,10 +97,17 @@ def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
         return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
     efeat = None
     if op != "copy_lhs":
-        per_feature = math.prod(rhs_data.shape[1:]) != 1
+        per_feature = op == "copy_rhs" or math.prod(rhs_data.shape[1:]) != 1
         efeat = rhs_data if per_feature else rhs_data.reshape(rhs_data.shape[0])  # [E, 1, 1]: one weight
         if op == "div":
-            efeat = 1.0 / efeat  # DGL's own rewrite of div (backend/pytorch/sparse.py)
+            efeat = 1.0 / efeat  # DGL's own rewrites of div and sub (backend/pytorch/sparse.py)
+        elif op == "sub":
+            efeat = -efeat
+    if reduce_op in ("max", "min"):
+        # DGL's gspmm leaves -inf (max) / +inf (min) in rows without in-edges, 0 where no edge exists
+        fill = 0.0 if g.num_edges() == 0 else float("-inf") if reduce_op == "max" else float("inf")
+        lhs = None if op == "copy_rhs" else lhs_data
+        return gspmm(g, _EXTREMA_OPS[op], reduce_op, lhs, efeat, fill=fill).reshape(out_shape)
     return gspmm(g, _OPS[op], reduce_op, lhs_data, efeat).reshape(out_shape)
 
 

@@ -150,7 +150,7 @@ class _MaxThenGCN(torch.nn.Module):
 
 
 def test_a_max_aggregation_through_the_front_door_counts_as_a_layer():
-    """max/min fall through to DGL; inside execution paths they still count as an aggregation, so
+    """max/min run on the extrema op over every row; inside execution paths they count as an aggregation, so
     the layers before them keep the right frontier depth (exact without the gradient guard's
     fallback, hence no warning)."""
     g, _, x, y, idx = _fixed()

@@ -28,10 +28,11 @@ MODULES = {
     "SAGEConv-pool": lambda i, o: dgl.nn.SAGEConv(i, o, "pool"),
     "GINConv-sum": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "sum", learn_eps=True),
     "GINConv-mean": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "mean"),
+    "GINConv-max": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "max"),
 }
 EDGE_WEIGHTS = {"GraphConv-both", "GraphConv-right", "GraphConv-none", "GraphConv-relu", "GraphConv-ReLU",
                 "GraphConv-tanh", "SAGEConv-mean", "SAGEConv-gcn",
-                "GINConv-sum", "GINConv-mean"}
+                "GINConv-sum", "GINConv-mean", "GINConv-max"}
 
 
 def _run(module, g, x, w):

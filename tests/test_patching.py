@@ -66,7 +66,7 @@ def test_update_all_and_dgl_ops_are_routed(path):
 
 
 @pytest.mark.parametrize("name, run, reason", [
-    ("copy_u_max", lambda g, x, w: dgl.ops.copy_u_max(g, x), "reduce max"),
+    ("u_sub_e_sum", lambda g, x, w: dgl.ops.u_sub_e_sum(g, x, w[:, None]), "op sub"),  # max/min of sub: ours
     ("copy_e_sum", lambda g, x, w: dgl.ops.copy_e_sum(g, w), "edge-only op copy_e"),
     ("u_add_e_sum", lambda g, x, w: dgl.ops.u_add_e_sum(g, x, w[:, None]), "op add"),
     ("u_mul_e_sum", lambda g, x, w: dgl.ops.u_mul_e_sum(g, x.reshape(30, 2, 2), w.reshape(-1, 2, 1).repeat(1, 1, 1)),
@@ -110,6 +110,18 @@ def test_heterograph_falls_through():
         assert torch.equal(hg.nodes[nt].data["o"], expected[nt])
     assert all(label.startswith("fallthrough") or label.startswith("native") for d in dgl_accel.stats().values()
                for label in d)
+
+
+def test_max_min_are_routed_with_dgls_infinities_in_empty_rows(path):
+    g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 1, 2])), num_nodes=4)
+    x = torch.tensor([[1.0], [4.0], [2.0], [8.0]])
+    expected = dgl.ops.copy_u_max(g, x), dgl.ops.copy_u_min(g, x)
+    with dgl_accel.enabled():
+        got = dgl.ops.copy_u_max(g, x), dgl.ops.copy_u_min(g, x)
+    assert got[0].flatten().tolist() == [float("-inf"), 4.0, 2.0, float("-inf")]
+    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+    label = "native-cpu" if path == "native" else "triton-interpreter"
+    assert dgl_accel.stats() == {"copy_u_max": {label: 1}, "copy_u_min": {label: 1}}
 
 
 def test_our_own_fallthrough_does_not_recurse_while_enabled():

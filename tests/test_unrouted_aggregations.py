@@ -67,7 +67,6 @@ UNROUTED = {
     "udf message and reduce": (_mul_udf, _mean_udf, "udf_udf", "udf reduce"),
     "udf message": (_mul_udf, fn.sum("m", "h"), "udf_sum", "udf message"),
     "no fused op": (fn.u_dot_v("x", "x", "m"), fn.sum("m", "h"), "u_dot_v_sum", "message u_dot_v has no fused op"),
-    "max reduce": (fn.copy_u("x", "m"), fn.max("m", "h"), "copy_u_max", "reduce max"),
     "per-head weights": (fn.u_mul_e("x", "w3", "m"), fn.sum("m", "h"), "u_mul_e_sum", "broadcast shape"),
 }
 
@@ -106,6 +105,17 @@ def test_routed_aggregations_are_not_reported_as_unrouted(noted):
         _run(g, fn.u_mul_e("x", "w", "m"), fn.mean("m", "h"))
     assert noted == []
     assert all(not label.startswith("fallthrough") for d in dgl_accel.stats().values() for label in d)
+
+
+def test_max_reduce_runs_ours_and_is_reported_as_unrouted_once(noted):
+    # the extrema op runs every row (no execution-path plan): it counts as a layer all the same
+    g = _graph()
+    expected = _run(g, fn.copy_u("x", "m"), fn.max("m", "h"))
+    with dgl_accel.enabled():
+        got = _run(g, fn.copy_u("x", "m"), fn.max("m", "h"))
+    assert torch.equal(got, expected)
+    assert dgl_accel.stats() == {"copy_u_max": {"native-cpu": 1}}
+    assert len(noted) == 1 and all(torch.equal(a, b) for a, b in zip(noted[0].edges(), g.edges()))
 
 
 def test_heterograph_aggregations_are_counted_and_reported(noted):

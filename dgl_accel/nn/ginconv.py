@@ -1,5 +1,5 @@
-"""Drop-in ``GINConv``: DGL's module, with its sum/mean aggregation routed through dgl-accel
-(``max`` goes to DGL unchanged and is counted as a fallthrough); relation graphs ``hg[etype]``
+"""Drop-in ``GINConv``: DGL's module, with its sum/mean/max aggregation routed through dgl-accel
+(``max`` on the arg-based extrema op, ``dgl_accel.core.extrema``); relation graphs ``hg[etype]``
 between two node types run on dgl-accel too, as for ``SAGEConv``."""
 import dgl.nn
 

@@ -1,8 +1,8 @@
 """Drop-in ``SAGEConv``: DGL's module, with its message passing routed through dgl-accel.
 
-``mean`` and ``gcn`` aggregate with copy_u/u_mul_e + sum/mean, which run on our paths; ``pool``'s
-max and ``lstm``'s UDF reducer go to DGL unchanged (``dgl_accel.stats()`` records the max
-fallthrough).  Parameters, state_dict keys and outputs are DGL's.  Homogeneous graphs, blocks and
+``mean`` and ``gcn`` aggregate with copy_u/u_mul_e + sum/mean, ``pool`` with copy_u/u_mul_e + max
+(the arg-based extrema op, ``dgl_accel.core.extrema``), all on our paths; ``lstm``'s UDF reducer
+goes to DGL unchanged.  Parameters, state_dict keys and outputs are DGL's.  Homogeneous graphs, blocks and
 relation graphs ``hg[etype]`` between two node types (``dgl.nn.HeteroGraphConv``) all run on
 dgl-accel; graphs with several relations go to DGL ("fallthrough: heterograph").
 """
