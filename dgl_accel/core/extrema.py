@@ -14,7 +14,9 @@ nothing of size E x F; the backward reads the argument's source and edge from it
 sends theirs to node/edge 0, its default arg, which is no derivative of anything).
 
 Naming chain: ``_extrema_fwd_kernel`` (kernels/extrema.py) -> :func:`extrema_forward` (launcher) and
-:func:`extrema_native` (CPU: scatter_reduce amax, then the first position that reaches it) ->
+the native path: :func:`extrema_compiled` (numba, one pass per row, ``core/jit/extrema.py``) where
+numba is there and the graph has at least ``jit.runtime.MIN_WORK`` edges, else :func:`extrema_native`
+(vectorised torch: scatter_reduce amax, then the first position that reaches it) ->
 :class:`ExtremaFunction` (backward: :func:`extrema_backward`, torch ops on the saved arg) ->
 :func:`aggregate_extrema`.  :func:`extrema_reference` is the pure-torch loop the tests compare with.
 """
@@ -30,14 +32,18 @@ from .aggregation.checks import FLOAT_DTYPES
 from .aggregation.scales import acc_dtype
 from .aggregation.views import GraphViews
 from .csr import Structure
+from .jit import extrema as loops
+from .jit import runtime as jit_runtime
 from .launch import kernel_module, triton_kernel
+from .sampling.arrays import np64
 
 __all__ = ["EXTREMA_OPS", "EXTREMA_REDUCES", "aggregate_extrema", "check_extrema", "extrema_forward",
-           "extrema_native", "extrema_backward", "extrema_reference", "ExtremaFunction"]
+           "extrema_native", "extrema_compiled", "extrema_backward", "extrema_reference", "ExtremaFunction"]
 
 EXTREMA_OPS = ("copy_u", "u_mul_e", "u_add_e", "copy_e")
 EXTREMA_REDUCES = ("max", "min")
 _KERNEL_OP = {"copy_u": "copy", "copy_e": "copy", "u_mul_e": "mul", "u_add_e": "add"}
+_LOOP_OP = {"copy": 0, "mul": 1, "add": 2}  # the compiled loop's op codes
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -159,6 +165,18 @@ def extrema_native(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: t
     return out.to(x.dtype), arg
 
 
+def extrema_compiled(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: torch.Tensor | None,
+                     fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`extrema_native` as one compiled pass per row (CPU tensors; half types in fp32)."""
+    acc = acc_dtype(x.dtype)
+    xa = x.detach().to(acc).contiguous().numpy()
+    wa = (torch.zeros((1, 1), dtype=acc) if w is None else w.detach().to(acc).contiguous()).numpy()
+    cols = rows.eids if op == "copy_e" else rows.indices
+    out, arg = loops.extrema_rows(np64(rows.indptr), np64(cols), np64(rows.eids), xa, wa, _LOOP_OP[_KERNEL_OP[op]],
+                                  bool(negate), float(fill))
+    return torch.from_numpy(out).to(x.dtype), torch.from_numpy(arg)
+
+
 def _weight_at(w: torch.Tensor, eid: torch.Tensor) -> torch.Tensor:
     """w[eid[r, f], f] (one weight per feature) or w[eid[r, f], 0] (one per edge), [R, F]."""
     if w.shape[1] == 1:
@@ -196,12 +214,35 @@ def extrema_backward(rows: Structure, op: str, arg: torch.Tensor, x: torch.Tenso
     return grad_x, grad_w
 
 
+def extrema_backward_compiled(rows: Structure, op: str, arg: torch.Tensor, x, w, grad: torch.Tensor, x_shape,
+                              w_shape, need_x: bool, need_w: bool):
+    """:func:`extrema_backward` as one compiled serial pass over the results (CPU, not differentiable)."""
+    acc = acc_dtype(grad.dtype)
+
+    def array(t):  # x [N, F], w [E, 1|F] as saved (u_mul_e), else a dummy the loop never reads
+        return (torch.zeros((1, 1), dtype=acc) if t is None else t.detach().to(acc)).contiguous()
+
+    xa, wa = array(x), array(w)
+    grad_x = torch.zeros(x_shape if need_x else (0, 1), dtype=acc)
+    grad_w = torch.zeros(w_shape if need_w else (0, 1), dtype=acc)
+    cols = rows.eids if op == "copy_e" else rows.indices
+    loops.extrema_scatter(np64(cols), np64(rows.eids), arg.numpy(), grad.detach().to(acc).contiguous().numpy(),
+                          xa.numpy(), wa.numpy(), _LOOP_OP[_KERNEL_OP[op]], w_shape is not None and w_shape[1] != 1,
+                          grad_x.numpy(), grad_w.numpy())
+    return (grad_x if need_x else None), (grad_w if need_w else None)
+
+
 class ExtremaFunction(torch.autograd.Function):
     """(out, arg) of the max/min aggregation on ``path``; differentiable in ``x`` and ``w``."""
 
     @staticmethod
     def forward(ctx, rows: Structure, op: str, negate: bool, fill: float, path: str, x, w):
-        run = extrema_forward if path == "triton" else extrema_native
+        if path == "triton":
+            run = extrema_forward
+        elif jit_runtime.worth(rows.num_edges) and x.device.type == "cpu":
+            run = extrema_compiled
+        else:
+            run = extrema_native
         out, arg = run(rows, op, negate, x, w, fill)
         ctx.mark_non_differentiable(arg)
         ctx.rows, ctx.op = rows, op
@@ -216,8 +257,11 @@ class ExtremaFunction(torch.autograd.Function):
         arg, x, w = ctx.saved_tensors
         need_x, need_w = ctx.needs_input_grad[5], ctx.needs_input_grad[6]
         backend.record(f"{ctx.op}_extrema_backward", "native", grad.device)
-        grad_x, grad_w = extrema_backward(ctx.rows, ctx.op, arg, x, w, grad, ctx.x_meta[0],
-                                          None if ctx.w_meta is None else ctx.w_meta[0], need_x, need_w)
+        compiled = (not torch.is_grad_enabled() and grad.device.type == "cpu"  # create_graph: torch ops
+                    and jit_runtime.worth(ctx.rows.num_edges))
+        grad_x, grad_w = (extrema_backward_compiled if compiled else extrema_backward)(
+            ctx.rows, ctx.op, arg, x, w, grad, ctx.x_meta[0], None if ctx.w_meta is None else ctx.w_meta[0],
+            need_x, need_w)
         grad_x = None if grad_x is None else grad_x.to(ctx.x_meta[1])
         grad_w = None if grad_w is None else grad_w.to(ctx.w_meta[1])
         return None, None, None, None, None, grad_x, grad_w
@@ -272,7 +316,7 @@ def extrema_reference(rows: Structure, op: str, reduce: str, ufeat, efeat=None, 
     x = src.reshape(src.shape[0], math.prod(feat))
     w = None
     if op in ("u_mul_e", "u_add_e"):
-        w = efeat.reshape(efeat.shape[0], -1) if math.prod(efeat.shape[1:]) != 1 else efeat.reshape(-1, 1)
+        w = efeat.reshape(efeat.shape[0], math.prod(efeat.shape[1:]))
     acc = acc_dtype(x.dtype)
     out = torch.full((rows.num_rows, x.shape[1]), float(fill), dtype=acc)
     arg = torch.full((rows.num_rows, x.shape[1]), -1, dtype=torch.int64)

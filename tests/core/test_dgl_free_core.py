@@ -88,6 +88,9 @@ FAMILY_TESTS = {
     "saint_frontier": "test_saint_frontier.py",
     "bulk_sampling": "test_bulk_sampling.py",
     "walks": "test_walks.py",
+    "attention": "test_attention.py",
+    "extrema": "test_extrema.py",
+    "sddmm": "test_sddmm.py",
 }
 
 

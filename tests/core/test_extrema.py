@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.extrema import EXTREMA_OPS, aggregate_extrema, extrema_reference
+from dgl_accel.core.jit import runtime as jit_runtime
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.tolerances import assert_close
 
@@ -202,6 +203,33 @@ def test_backward_keeps_the_arg_and_no_edge_sized_tensor(path):
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         run(path, g, "copy_u", "max", x, None)
     assert [tuple(t.shape) for t in saved] == [(50, 8)]
+
+
+@pytest.mark.skipif(not jit_runtime.enabled(), reason="the compiled loops need numba (absent in the core lane)")
+@settings(max_examples=12)
+@given(e=SMALL, op=st.sampled_from(EXTREMA_OPS), reduce=st.sampled_from(["max", "min"]),
+       feat=st.sampled_from([(1,), (3,), (2, 2)]), w_shape=st.sampled_from(["E", "E1", "EF"]),
+       dtype=st.sampled_from(DTYPES), integer=st.booleans(), seed=tst.SEEDS)
+def test_compiled_loops_equal_the_torch_path(e, op, reduce, feat, w_shape, dtype, integer, seed):
+    # the numba forward is bit-identical to the reference (values and args, ties included); its
+    # serial backward equals the torch scatter within the tolerance (another summation order)
+    g = tensor_graph(e)
+    ufeat, efeat = operands(g, op, feat, w_shape, dtype, seed % 2**31, integer)
+    inputs = [t.requires_grad_(True) for t in (ufeat, efeat) if t is not None]
+    results = {}
+    for min_work in (0, 2**62):  # compiled, then the vectorised torch code
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(jit_runtime, "MIN_WORK", min_work)
+            out, arg = run("native", g, op, reduce, ufeat, efeat, return_arg=True)
+            grads = torch.autograd.grad(out, inputs, torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(dtype))
+        results[min_work] = (out, arg, grads)
+    ref_out, ref_arg = extrema_reference(g.csr("in"), op, reduce, ufeat.detach() if ufeat is not None else None,
+                                         efeat.detach() if efeat is not None else None)
+    (out, arg, grads), (_, _, torch_grads) = results[0], results[2**62]
+    assert torch.equal(out, ref_out) and torch.equal(arg, ref_arg)
+    for got, want in zip(grads, torch_grads):
+        assert got.dtype == want.dtype
+        assert_close(got, want.double(), dtype)
 
 
 # ------------------------------------------------------------------------------------------ bad input

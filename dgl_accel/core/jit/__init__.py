@@ -12,6 +12,7 @@ Modules, by job:
                     ``parallel_allowed()`` (DataLoader workers run the serial twins), ``twins``,
                     and the in-register Philox4x32-10 (``philox``) every sampling loop uses;
 * ``aggregation``   ``rows_spmm``, ``scatter_rows`` (execution paths of the aggregation ops);
+* ``extrema``       max/min aggregation with its arg, one pass per CSR row (:mod:`dgl_accel.core.extrema`);
 * ``attention``     edge softmax and the fused GAT aggregation, forward and backward (one pass per
                     CSR row, online softmax; :mod:`dgl_accel.core.attention.compiled` calls them);
 * ``neighbor``      uniform neighbour choice and block relabelling (family ``neighbor``);
