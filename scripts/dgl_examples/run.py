@@ -78,6 +78,18 @@ def have_real_deps(deps: Path) -> bool:
             sys.path.remove(str(deps))
 
 
+def code_version() -> str:
+    """``git describe``-like stamp of the tree the run used (other engineers commit while runs go on)."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "dgl_accel"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + ("+dirty(dgl_accel)" if dirty else "")
+
+
 def parse_metrics(example: str, out: str) -> dict[str, float]:
     """The last match of the example's metric line(s) in its output, as floats."""
     spec = EXAMPLES[example]
@@ -132,7 +144,8 @@ def run_once(example: str, provider: str, seed: int, *, dataset: str | None = No
     return {"example": example, "provider": provider, "seed": seed, "metric": spec["metric"], "value": value,
             "seconds": round(seconds, 2), "ok": rc == 0 and math.isfinite(value), "rc": rc,
             "dataset": dataset or "cora (DGL CitationGraphDataset)", "args": args,
-            "deps": "real" if real else "stub", "extra": {k: v for k, v in found.items() if k != spec["metric"]},
+            "deps": "real" if real else "stub", "code": code_version(), "finished": time.strftime("%H:%M:%S"),
+            "extra": {k: v for k, v in found.items() if k != spec["metric"]},
             "bindings": json.loads(bind[-1]) if bind else None,
             **({} if rc == 0 else {"tail": out[-3000:]})}
 
