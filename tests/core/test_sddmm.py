@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
+from dgl_accel.core.jit import runtime as jit_runtime
 from dgl_accel.core.sddmm.function import gsddmm
 from dgl_accel.core.sddmm.reference import ref_gsddmm
 from dgl_accel.testing import tensors as tst
@@ -121,6 +122,27 @@ def test_random_graph_gradients_match_reference(e, op, pair, shape, dtype, seed)
             _, got = run_grads(g, op, lhs, rhs, lt, rt, gsddmm)
         for a, b in zip(got, expected, strict=True):
             assert_close(a, b, msg=f"{path} {op} {lt}{rt} grad")
+
+
+@pytest.mark.skipif(not jit_runtime.enabled(), reason="the compiled loops need numba")
+@pytest.mark.parametrize("idtype", tst.IDTYPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_native_loops_match_reference(dtype, idtype, monkeypatch):
+    # the native path's numba loops (op and backward scatter) run from any size here
+    monkeypatch.setattr(jit_runtime, "MIN_WORK", 0)
+    g = fixed_graph(idtype)
+    with dgl_accel.use_backend("native"):
+        for op in OPS:
+            for lt, rt in PAIRS:
+                for lshape, rshape in DOT_SHAPES if op == "dot" else SHAPES:
+                    lhs, rhs = operands(g, op, lshape, rshape, lt, rt, dtype, seed=len(lshape) + 5 * len(rshape))
+                    want, want_grads = run_grads(g, op, lhs, rhs, lt, rt,
+                                                 lambda g_, *a: ref_gsddmm(*g_.edges_by_id(), *a))
+                    got, grads = run_grads(g, op, lhs, rhs, lt, rt, gsddmm)
+                    label = f"{op} {lt}{rt} {lshape} {rshape} {dtype}"
+                    assert_close(got, want, msg=label)
+                    for a, b in zip(grads, want_grads, strict=True):
+                        assert_close(a, b, msg=f"{label} grad")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -15,6 +15,7 @@ Modules, by job:
 * ``extrema``       max/min aggregation with its arg, one pass per CSR row (:mod:`dgl_accel.core.extrema`);
 * ``attention``     edge softmax and the fused GAT aggregation, forward and backward (one pass per
                     CSR row, online softmax; :mod:`dgl_accel.core.attention.compiled` calls them);
+* ``sddmm``         gsddmm's per-edge op in one pass over the edges (:mod:`dgl_accel.core.sddmm.native`);
 * ``neighbor``      uniform neighbour choice and block relabelling (family ``neighbor``);
 * ``induced``       node-induced subgraph filters (GraphSAINT subgraphs);
 * ``walks``         node2vec walks (family ``walks``);

@@ -6,8 +6,8 @@ operand (``mul``/``dot``: grad * other; ``div``: grad / rhs and -grad * out / rh
 recomputed), summed over the broadcast dimensions back to the operand's feature shape, then onto
 the operand's rows: a segment sum over the out-CSR (target ``u``) or the in-CSR (``v``), nothing
 for ``e``.  On the Triton path both steps run kernels (``kernels/sddmm.py``); on the native path
-torch ops.  Under ``create_graph=True`` the backward runs the native torch ops, which autograd
-records, so higher derivatives work on both paths.
+compiled loops or torch ops (``native.py``).  Under ``create_graph=True`` the backward runs the
+native torch ops, which autograd records, so higher derivatives work on both paths.
 
 Naming chain: ``_sddmm_kernel`` / ``_sddmm_dot_kernel`` / ``_segment_sum_kernel`` (kernels/sddmm.py)
 -> :func:`~.launchers.sddmm_forward` / ``segment_sum`` and :func:`~.native.native_sddmm` /
