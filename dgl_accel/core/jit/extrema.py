@@ -2,8 +2,8 @@
 
 Same contract as the Triton kernel and the vectorised torch path: messages in the arrays' dtype
 (float32 or float64), the first entry of a row taken, then a later one only when strictly larger
-(ties stay with the first CSR position); ``negate`` computes min as -max(-m); rows without entries
-hold ``fill`` and arg -1.
+(``negate``: strictly smaller, the min; ties stay with the first CSR position); rows without
+entries hold ``fill`` and arg -1.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg):
     for ch in prange(nch):
         best = np.empty(num_feat, dtype=out.dtype)  # one per range: no allocation per row
         pos = np.empty(num_feat, dtype=np.int64)
+        msg = np.empty(num_feat, dtype=out.dtype)
         for r in range(bounds[ch], bounds[ch + 1]):
             lo = indptr[r]
             hi = indptr[r + 1]
@@ -39,19 +40,34 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg):
             for k in range(lo, hi):
                 c = cols[k]
                 e = eids[k]
-                for f in range(num_feat):
-                    m = x[c, f]
-                    if op == 1:
-                        m = m * w[e, f if wide else 0]
-                    elif op == 2:
-                        m = m + w[e, f if wide else 0]
-                    if negate:
-                        m = -m
-                    if k == lo or m > best[f]:
-                        best[f] = m
+                # the entry's message row (x's row itself for copies; simple loops the compiler vectorises)
+                if op == 0:
+                    vals = x[c]
+                elif wide:
+                    for f in range(num_feat):
+                        msg[f] = x[c, f] * w[e, f] if op == 1 else x[c, f] + w[e, f]
+                    vals = msg
+                else:
+                    we = w[e, 0]
+                    for f in range(num_feat):
+                        msg[f] = x[c, f] * we if op == 1 else x[c, f] + we
+                    vals = msg
+                if k == lo:
+                    for f in range(num_feat):
+                        best[f] = vals[f]
                         pos[f] = k
+                elif negate:  # min: strictly smaller (as -max(-m), ties stay with the first position)
+                    for f in range(num_feat):
+                        if vals[f] < best[f]:
+                            best[f] = vals[f]
+                            pos[f] = k
+                else:
+                    for f in range(num_feat):
+                        if vals[f] > best[f]:
+                            best[f] = vals[f]
+                            pos[f] = k
             for f in range(num_feat):
-                out[r, f] = -best[f] if negate else best[f]
+                out[r, f] = best[f]
                 arg[r, f] = pos[f]
 
 

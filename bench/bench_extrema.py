@@ -1,0 +1,83 @@
+"""Benchmark max/min message passing: DGL's gspmm against dgl-accel's extrema op (``enabled()``),
+forward + backward, interleaved repeat by repeat (float32, the tensors' device).
+
+Cases: ``dgl.ops.copy_u_max`` and ``dgl.ops.u_mul_e_min`` (one weight per edge) on random graphs,
+and one ``dgl.nn.SAGEConv(F, F, "pool")`` training step.  CPU tensors run our native path (the
+compiled loop of ``core/jit/extrema.py`` where numba is there), CUDA tensors the Triton kernel.
+
+Usage: python bench/bench_extrema.py [--quick] [--device cpu|cuda]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py` from anywhere
+
+import dgl  # noqa: E402
+import dgl.nn  # noqa: E402
+import torch  # noqa: E402
+
+import dgl_accel  # noqa: E402
+from bench.harness import compare, interleaved, print_table, record  # noqa: E402
+
+
+def _op_step(g, x, w, name):
+    def step():
+        xx = x.detach().requires_grad_()
+        ww = w.detach().requires_grad_()
+        out = dgl.ops.copy_u_max(g, xx) if name == "copy_u_max" else dgl.ops.u_mul_e_min(g, xx, ww)
+        out = torch.where(torch.isinf(out), torch.zeros((), dtype=out.dtype, device=out.device), out)
+        out.sum().backward()
+    return step
+
+
+def _sage_step(g, x, conv):
+    def step():
+        conv.zero_grad()
+        conv(g, x).sum().backward()
+    return step
+
+
+def _providers(step):
+    def ours():
+        with dgl_accel.enabled():
+            step()
+    return {"dgl": step, "dgl_accel": ours}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small graphs, few repeats, for a smoke run")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--results-dir", default=None, help="default: bench/results")
+    args = ap.parse_args(argv)
+    warmup, repeat = (1, 3) if args.quick else (2, 10)
+    sizes = [(5_000, 50_000)] if args.quick else [(20_000, 200_000), (100_000, 1_000_000)]
+    dims = [16] if args.quick else [16, 64]
+    rows = []
+    for n, e in sizes:
+        gen = torch.Generator().manual_seed(0)
+        g = dgl.rand_graph(n, e).to(args.device)
+        w = torch.rand(e, generator=gen).to(args.device)
+        for f in dims:
+            x = torch.randn(n, f, generator=gen).to(args.device)
+            torch.manual_seed(0)
+            conv = dgl.nn.SAGEConv(f, f, "pool").to(args.device)
+            cases = {"copy_u_max": _op_step(g, x, w, "copy_u_max"), "u_mul_e_min": _op_step(g, x, w, "u_mul_e_min"),
+                     "sage_pool_step": _sage_step(g, x, conv)}
+            for case, step in cases.items():
+                times = interleaved(_providers(step), warmup, repeat)
+                for provider, t in times.items():
+                    rows.append({"case": f"{case} n={n} e={e} F={f}", "provider": provider, "op": case, "n": n,
+                                 "e": e, "F": f, "dtype": "float32", "tensor_device": args.device,
+                                 "threads": torch.get_num_threads(), "quick": args.quick, **t})
+    print_table(rows)
+    for case, r in compare(rows).items():
+        print(f"{case}: dgl / dgl_accel = {r:.2f}x")
+    record("extrema", rows, args.results_dir)
+
+
+if __name__ == "__main__":
+    main()
