@@ -1,7 +1,8 @@
 """Runs DGL 2.1.0's own tests with dgl-accel's samplers substituted (SUBSTITUTE=1, issue 17's
 acceptance), with DGL's message passing routed through dgl-accel (ENABLE=1: ``dgl_accel.enable()``
-for the whole run, issue 18's acceptance on ``python/pytorch/nn/test_nn.py``), or on plain DGL.  Put this file at the root of a copy of DGL's ``tests/`` folder
-at tag v2.1.0 (``fetch`` github:dmlc/dgl, or a clone), then from that folder:
+for the whole run, issue 18's acceptance on ``python/pytorch/nn/test_nn.py``), or on plain DGL.
+Put this file at the root of a copy of DGL's ``tests/`` folder at tag v2.1.0 (``fetch``
+github:dmlc/dgl, or a clone), then from that folder:
 
     SUBSTITUTE=1 DGLBACKEND=pytorch python -m pytest -q python/pytorch/dataloading/test_dataloader.py
     SUBSTITUTE=1 DGLBACKEND=pytorch python -m pytest -q python/common/sampling/test_sampling.py
