@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
+from ..core.aggregation.views import TensorGraph
+
 IDTYPES = (torch.int32, torch.int64)
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -27,6 +29,14 @@ class EdgeList(NamedTuple):
     num_src: int
     num_dst: int
     bipartite: bool = False
+
+
+def tensor_graph(e: EdgeList) -> TensorGraph:
+    """The core's plain-tensor graph of an :class:`EdgeList` (bipartite for a block's edge list), as
+    :func:`~dgl_accel.testing.strategies.to_dgl` builds the DGL one."""
+    if e.bipartite:
+        return TensorGraph(e.src, e.dst, num_src=e.num_src, num_dst=e.num_dst)
+    return TensorGraph(e.src, e.dst, num_nodes=e.num_src)
 
 
 def _edge_list(src, dst, num_src: int, num_dst: int, idtype, bipartite: bool = False) -> EdgeList:
@@ -224,4 +234,4 @@ def edge_weights(draw, num_edges, per_feature_dim=None, dtypes=(torch.float32,),
 
 
 __all__ = ["IDTYPES", "SEEDS", "EdgeList", "edge_lists", "power_law_edge_lists", "block_edge_lists",
-           "any_edge_list", "features", "edge_weights"]
+           "any_edge_list", "features", "edge_weights", "tensor_graph"]

@@ -37,12 +37,6 @@ def reference(e: tst.EdgeList, op, reduce, norm, x, w=None):
     return out
 
 
-def tensor_graph(e: tst.EdgeList) -> TensorGraph:
-    if e.bipartite:
-        return TensorGraph(e.src, e.dst, num_src=e.num_src, num_dst=e.num_dst)
-    return TensorGraph(e.src, e.dst, num_nodes=e.num_src)
-
-
 @st.composite
 def cases(draw, edges=None, dim=st.integers(1, 24), dtypes=DTYPES):
     e = draw(edges if edges is not None else st.one_of(tst.edge_lists(), tst.block_edge_lists()))
@@ -56,7 +50,7 @@ def cases(draw, edges=None, dim=st.integers(1, 24), dtypes=DTYPES):
 @given(case=cases(), deterministic=st.booleans(), gs=st.one_of(st.none(), st.integers(1, 9)))
 def test_forward_matches_reference(case, deterministic, gs):
     e, x, op, w, reduce, norm = case
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     for name in ("native", "triton"):
         dgl_accel.reset_stats()
         with dgl_accel.use_backend(name):
@@ -73,7 +67,7 @@ def test_forward_matches_reference(case, deterministic, gs):
        deterministic=st.booleans())
 def test_backward_matches_reference_autograd(case, deterministic):
     e, x, op, w, reduce, norm = case
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     grad_out = torch.randn(e.num_dst, x.shape[1], dtype=x.dtype)
     leaves_ref = [x.clone().requires_grad_()] + ([w.clone().requires_grad_()] if w is not None else [])
     expected = torch.autograd.grad(reference(e, op, reduce, norm, *leaves_ref), leaves_ref, grad_out)
@@ -94,7 +88,7 @@ def test_backward_matches_reference_autograd(case, deterministic):
 @given(e=tst.power_law_edge_lists(), dim=st.integers(1, 8), deterministic=st.booleans(),
        norm=st.sampled_from(NORMS))
 def test_hubs_above_1024(e, dim, deterministic, norm):
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     assert int(g.in_degrees().max()) > 1024 and int(g.out_degrees().max()) > 1024
     x = tst.randn((e.num_src, dim), torch.float32, 5)
     xr = x.clone().requires_grad_()

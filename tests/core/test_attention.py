@@ -25,12 +25,6 @@ PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
 SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
 
 
-def tensor_graph(e: tst.EdgeList) -> TensorGraph:
-    if e.bipartite:
-        return TensorGraph(e.src, e.dst, num_src=e.num_src, num_dst=e.num_dst)
-    return TensorGraph(e.src, e.dst, num_nodes=e.num_src)
-
-
 def star(degree: int, idtype=torch.int64, extra: int = 3) -> TensorGraph:
     """Node 0 receives ``degree`` edges (rows longer than any kernel chunk); node ``extra`` + 1 receives none."""
     gen = torch.Generator().manual_seed(degree)
@@ -54,7 +48,7 @@ def ref_gat_attention(in_csr, feat, el, er, slope, src, dst):
 @given(e=SMALL, heads=st.integers(1, 10), shape=st.sampled_from(["E", "EH", "EH1"]), dtype=st.sampled_from(DTYPES),
        direction=st.sampled_from(["in", "out"]), seed=tst.SEEDS, scale=st.sampled_from([1.0, 30.0]))
 def test_edge_softmax_matches_reference(e, heads, shape, dtype, direction, seed, scale):
-    rows = tensor_graph(e).csr(direction)  # "in": DGL's norm_by='dst', "out": norm_by='src'
+    rows = tst.tensor_graph(e).csr(direction)  # "in": DGL's norm_by='dst', "out": norm_by='src'
     heads = 1 if shape == "E" else heads
     dims = {"E": (), "EH": (heads,), "EH1": (heads, 1)}[shape]
     score = (tst.randn((e.src.numel(),) + dims, torch.float32, seed) * scale).to(dtype)
@@ -83,7 +77,7 @@ def _rows_by_eid(rows: Structure) -> list:
 
 @given(e=SMALL, heads=st.integers(1, 4), dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS)
 def test_edge_softmax_backward_matches_reference(e, heads, dtype, seed):
-    rows = tensor_graph(e).csr("in")
+    rows = tst.tensor_graph(e).csr("in")
     score = tst.randn((e.src.numel(), heads), dtype, seed)
     grad = tst.randn((e.src.numel(), heads), dtype, seed + 1)
     leaf = score.clone().requires_grad_()
@@ -151,7 +145,7 @@ def test_edge_softmax_empty_graph_and_rows(path):
 @given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(DTYPES), seed=tst.SEEDS,
        slope=st.sampled_from([0.2, 0.0, 1.5]), el_shape=st.booleans())
 def test_gat_matches_unfused_reference(e, heads, dim, dtype, seed, slope, el_shape):
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     feat, el, er = gat_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
     if el_shape:  # dgl.nn.GATConv's [N, H, 1]
         el, er = el[:, :, None], er[:, :, None]
@@ -175,7 +169,7 @@ def test_gat_matches_unfused_reference(e, heads, dim, dtype, seed, slope, el_sha
 @given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
        seed=tst.SEEDS, with_attention=st.booleans())
 def test_gat_backward_matches_reference(e, heads, dim, dtype, seed, with_attention):
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     in_csr = g.csr("in")
     inputs = gat_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
     grad_out = tst.randn((e.num_dst, heads, dim), dtype, seed + 3)

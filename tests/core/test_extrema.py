@@ -23,12 +23,6 @@ PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
 SMALL = st.one_of(tst.edge_lists(max_nodes=20, max_edges=60), tst.block_edge_lists(max_dst=10, max_edges=60))
 
 
-def tensor_graph(e: tst.EdgeList) -> TensorGraph:
-    if e.bipartite:
-        return TensorGraph(e.src, e.dst, num_src=e.num_src, num_dst=e.num_dst)
-    return TensorGraph(e.src, e.dst, num_nodes=e.num_src)
-
-
 def operands(g: TensorGraph, op: str, feat: tuple, w_shape: str, dtype, seed: int, integer: bool = False):
     """(ufeat, efeat) for ``op``; ``integer=True`` draws small integers (many exact ties)."""
     def draw(shape, s):
@@ -74,7 +68,7 @@ def run(path, g, op, reduce, ufeat, efeat, **kw):
 def test_both_paths_equal_the_reference_exactly(e, op, reduce, feat, w_shape, dtype, integer, seed):
     # The result is one of the messages, computed in fp32 (fp64) on every path: values and args are
     # bit-identical, ties included (integer features make many), for every dtype.
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     ufeat, efeat = operands(g, op, feat, w_shape, dtype, seed % 2**31, integer)
     ref_out, ref_arg = extrema_reference(g.csr("in"), op, reduce, ufeat, efeat)
     for path in ("native", "triton"):
@@ -148,7 +142,7 @@ def arg_oracle(g: TensorGraph, op: str, ufeat, efeat, arg):
        dtype=st.sampled_from(DTYPES), integer=st.booleans(), path=st.sampled_from(["native", "triton"]),
        seed=tst.SEEDS)
 def test_gradients_follow_the_arg(e, op, reduce, feat, w_shape, dtype, integer, path, seed):
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     ufeat, efeat = operands(g, op, feat, w_shape, dtype, seed % 2**31, integer)
     inputs = [t.requires_grad_(True) for t in (ufeat, efeat) if t is not None]
     out, arg = run(path, g, op, reduce, ufeat, efeat, return_arg=True)
@@ -213,7 +207,7 @@ def test_backward_keeps_the_arg_and_no_edge_sized_tensor(path):
 def test_compiled_loops_equal_the_torch_path(e, op, reduce, feat, w_shape, dtype, integer, seed):
     # the numba forward is bit-identical to the reference (values and args, ties included); its
     # serial backward equals the torch scatter within the tolerance (another summation order)
-    g = tensor_graph(e)
+    g = tst.tensor_graph(e)
     ufeat, efeat = operands(g, op, feat, w_shape, dtype, seed % 2**31, integer)
     inputs = [t.requires_grad_(True) for t in (ufeat, efeat) if t is not None]
     results = {}
