@@ -84,7 +84,10 @@ def _unsupported(op, reduce_op, lhs, rhs):
 
 def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
     """Drop-in for ``dgl.ops.spmm.gspmm(g, op, reduce_op, lhs_data, rhs_data)``: DGL's rules
-    (``dgl_rules``: same exception type, same result shape), dgl-accel's kernels where supported."""
+    (``dgl_rules``: same exception type, same result shape), dgl-accel's kernels where supported.
+    max/min give DGL's values, -inf/+inf in rows without in-edges included (``update_all`` then
+    zeroes them); the backward passes no gradient from those rows, where DGL's sends it to node or
+    edge 0, its default arg."""
     if getattr(_local, "two_step", 0):  # the reduce step of a message passing counted as a whole
         return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
     reason = _dgl_decides(g, op, lhs_data, rhs_data)

@@ -245,7 +245,7 @@ class ExtremaFunction(torch.autograd.Function):
             run = extrema_native
         out, arg = run(rows, op, negate, x, w, fill)
         ctx.mark_non_differentiable(arg)
-        ctx.rows, ctx.op = rows, op
+        ctx.rows, ctx.op, ctx.name = rows, op, f"{op}_{'min' if negate else 'max'}"
         ctx.x_meta = (tuple(x.shape), x.dtype)
         ctx.w_meta = None if w is None else (tuple(w.shape), w.dtype)
         keep = op == "u_mul_e"  # the other operand scales the gradient; no other op needs an input
@@ -256,7 +256,7 @@ class ExtremaFunction(torch.autograd.Function):
     def backward(ctx, grad, _grad_arg):
         arg, x, w = ctx.saved_tensors
         need_x, need_w = ctx.needs_input_grad[5], ctx.needs_input_grad[6]
-        backend.record(f"{ctx.op}_extrema_backward", "native", grad.device)
+        backend.record(f"{ctx.name}_backward", "native", grad.device)  # torch ops or the compiled loop
         compiled = (not torch.is_grad_enabled() and grad.device.type == "cpu"  # create_graph: torch ops
                     and jit_runtime.worth(ctx.rows.num_edges))
         grad_x, grad_w = (extrema_backward_compiled if compiled else extrema_backward)(

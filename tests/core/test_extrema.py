@@ -114,6 +114,8 @@ def test_ties_go_to_the_first_csr_position_across_chunks(path, reduce):
     expected = torch.zeros(100, 3)
     expected[0, 0], expected[70, 1], expected[0, 2] = 1.0, 2.0, 3.0
     assert torch.equal(x.grad, expected)
+    # the backward is torch code (or its compiled twin) on both paths
+    assert dgl_accel.stats() == {f"copy_u_{reduce}": {PATH_LABEL[path]: 2}, f"copy_u_{reduce}_backward": {"native-cpu": 1}}
 
 
 # ------------------------------------------------------------------------------------------ backward
