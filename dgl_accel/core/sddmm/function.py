@@ -21,7 +21,7 @@ from .. import backend
 from ..aggregation.scales import acc_dtype
 from .checks import broadcast_feat_shape, check_gsddmm, uses
 from .launchers import sddmm_forward, segment_sum
-from .native import native_scatter, native_sddmm
+from .native import compiled_operand_grad, native_scatter, native_sddmm
 
 
 def _run(path: str, views, op: str, lhs, rhs, lhs_target: str, rhs_target: str) -> torch.Tensor:
@@ -78,13 +78,19 @@ class GSDDMMFunction(torch.autograd.Function):
         need_l, need_r = ctx.needs_input_grad[6], ctx.needs_input_grad[7]
         use_l, use_r = uses(op)
         grad_l = grad_r = None
-        if need_l and use_l:
+        if path == "native" and not torch.is_grad_enabled():
+            grad = grad.contiguous()  # once for both operands (a loss's sum hands an expanded one)
+        if need_l and use_l and path == "native":  # the compiled loop: no per-edge tensor
+            grad_l = compiled_operand_grad(views, op, 0, grad, lhs, rhs, ctx.targets, ctx.shapes)
+        if need_l and use_l and grad_l is None:
             if op in ("add", "sub", "copy_lhs"):
                 per_edge = grad
             else:  # mul, dot: grad * rhs; div: grad / rhs
                 per_edge = _run(path, views, "div" if op == "div" else "mul", grad.to(rhs.dtype), rhs, "e", rt)
             grad_l = _to_rows(path, views, per_edge, ctx.shapes[0], lt)
-        if need_r and use_r:
+        if need_r and use_r and path == "native":
+            grad_r = compiled_operand_grad(views, op, 1, grad, lhs, rhs, ctx.targets, ctx.shapes)
+        if need_r and use_r and grad_r is None:
             if op in ("add", "copy_rhs"):
                 per_edge = grad
             elif op == "sub":

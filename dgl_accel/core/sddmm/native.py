@@ -14,7 +14,7 @@ import torch
 from ..aggregation.scales import acc_dtype
 from ..jit import runtime as jit_runtime
 from ..jit.aggregation import rows_spmm
-from ..jit.sddmm import sddmm_rows
+from ..jit.sddmm import sddmm_grad_rows, sddmm_rows
 from .checks import broadcast, broadcast_feat_shape
 
 HALF = (torch.float16, torch.bfloat16)
@@ -42,18 +42,51 @@ def _flat(x: torch.Tensor) -> np.ndarray:
 def _compiled_sddmm(views, op, lhs, rhs, lhs_target, rhs_target, feat_shape) -> torch.Tensor:
     one = lhs if lhs is not None else rhs
     lhs, rhs = (lhs if lhs is not None else one), (rhs if rhs is not None else one)
-    copy = op in ("copy_lhs", "copy_rhs")
-    shapes = (feat_shape, feat_shape) if copy else (tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
-    bc = broadcast(op, *shapes, torch.device("cpu"))
-    if bc.loff is None:
-        loff = roff = np.arange(bc.out_len, dtype=np.int64) * bc.red_len
-    else:
-        loff, roff = bc.loff.numpy(), bc.roff.numpy()
+    loff, roff, out_len, red, bcast = _offsets(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]), feat_shape)
     out = torch.empty((views.num_edges,) + tuple(feat_shape), dtype=one.dtype)
     src, dst = views.edges_by_id()
     sddmm_rows(src.numpy(), dst.numpy(), _flat(lhs), _flat(rhs), loff, roff,
-               out.reshape(views.num_edges, bc.out_len).numpy(), op, lhs_target, rhs_target, bc.red_len,
-               bc.loff is not None)
+               out.reshape(views.num_edges, out_len).numpy(), op, lhs_target, rhs_target, red, bcast)
+    return out
+
+
+def _offsets(op: str, lshape: tuple, rshape: tuple, feat_shape: tuple):
+    """(loff, roff, out_len, red, broadcasting) as numpy for the compiled loops."""
+    copy = op in ("copy_lhs", "copy_rhs")
+    bc = broadcast(op, *((feat_shape, feat_shape) if copy else (lshape, rshape)), torch.device("cpu"))
+    if bc.loff is None:
+        offs = np.arange(bc.out_len, dtype=np.int64) * bc.red_len
+        return offs, offs, bc.out_len, bc.red_len, False
+    return bc.loff.numpy(), bc.roff.numpy(), bc.out_len, bc.red_len, True
+
+
+def compiled_operand_grad(views, op: str, side: int, grad: torch.Tensor, lhs, rhs, targets: tuple, shapes: tuple):
+    """The gradient of the operand ``side`` (0: lhs, 1: rhs; ``shapes`` both operands' shapes) in one
+    compiled pass: d op, the sum over the broadcast and onto its rows fused, no per-edge tensor; or
+    None where the compiled loops do not run (then the caller composes it from torch ops)."""
+    x, y = (lhs, rhs) if side == 0 else (rhs, lhs)
+    x_target, y_target = targets if side == 0 else targets[::-1]
+    used = [t for t, use in ((y, op in ("mul", "dot", "div")), (x, op == "div" and side == 1)) if use]
+    red = shapes[0][-1] if op == "dot" else 1
+    if not _compiled(grad.numel() * red, grad, *used):
+        return None
+    x_shape = shapes[side]
+    feat_shape = tuple(grad.shape[1:])
+    lshape, rshape = (feat_shape if shape is None else tuple(shape[1:]) for shape in shapes)  # None: copy ops
+    loff, roff, _, red, bcast = _offsets(op, lshape, rshape, feat_shape)
+    dtype = used[0].dtype if used else grad.dtype
+    g = _flat(grad.to(dtype))
+    if x_target == "e":
+        indptr, eids = views.cached("sddmm.edge_rows", lambda: (np.arange(views.num_edges + 1, dtype=np.int64),
+                                                                np.arange(views.num_edges, dtype=np.int64)))
+    else:
+        rows = views.csr("out" if x_target == "u" else "in")
+        indptr, eids = rows.indptr.numpy(), rows.eids.numpy()
+    out = torch.empty(x_shape, dtype=dtype)
+    src, dst = views.edges_by_id()
+    sddmm_grad_rows(indptr, eids, src.numpy(), dst.numpy(), g, _flat(x) if x is not None else g,
+                    _flat(y) if y is not None else g, *((loff, roff) if side == 0 else (roff, loff)),
+                    out.reshape(x_shape[0], math.prod(x_shape[1:])).numpy(), op, side, y_target, red, bcast)
     return out
 
 
