@@ -9,6 +9,15 @@ import torch
 from ..launch import kernel_module, triton_kernel
 from .checks import broadcast
 
+_NO_OFFSETS: dict = {}  # device -> a one-element int32 tensor standing for the unused offset tables
+
+
+def _no_offsets(device: torch.device) -> torch.Tensor:
+    key = str(device)
+    if key not in _NO_OFFSETS:
+        _NO_OFFSETS[key] = torch.zeros(1, dtype=torch.int32, device=device)
+    return _NO_OFFSETS[key]
+
 
 def sddmm_forward(views, op: str, lhs, rhs, lhs_target: str, rhs_target: str, feat_shape: tuple) -> torch.Tensor:
     """Per-edge ``op`` of the normalised operands (one rank; None where unused), [E, *feat_shape]."""
@@ -29,7 +38,7 @@ def sddmm_forward(views, op: str, lhs, rhs, lhs_target: str, rhs_target: str, fe
         return out.zero_()
     src, dst = views.edges_by_id()
     bcast = bc.loff is not None
-    loff, roff = (bc.loff, bc.roff) if bcast else (src, src)  # unused pointers: any tensor
+    loff, roff = (bc.loff, bc.roff) if bcast else (_no_offsets(lhs.device),) * 2  # unused: int32 as registered
     targets = mod.TARGETS
     if op == "dot":
         block_e, block_k = mod.dot_tile(bc.red_len)
