@@ -1,0 +1,95 @@
+"""Benchmark gsddmm (per-edge ops from node and edge data): DGL's kernels against dgl-accel's op
+(``enabled()``), forward + backward, interleaved repeat by repeat (float32, the tensors' device).
+
+Cases: ``dgl.ops.u_add_v`` on GAT's [N, H, 1] scores, ``dgl.ops.u_dot_v`` on [N, H, D] (DotGatConv),
+``dgl.ops.u_mul_v`` and ``dgl.ops.e_div_v`` on [N, F] rows, and one training step of ``dgl.nn``'s
+DotGatConv, GATv2Conv and EdgeConv (batch_norm=True: both of its apply_edges).  CPU tensors run our
+native path (the compiled loops of ``core/jit/sddmm.py`` where numba is there), CUDA tensors the
+Triton kernels of ``kernels/sddmm.py``.
+
+Usage: python bench/bench_sddmm.py [--quick] [--device cpu|cuda]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py` from anywhere
+
+import dgl  # noqa: E402
+import dgl.nn  # noqa: E402
+import torch  # noqa: E402
+
+import dgl_accel  # noqa: E402
+from bench.harness import compare, interleaved, print_table, record  # noqa: E402
+
+HEADS = 4
+
+
+def _op_step(g, name, lhs, rhs):
+    def step():
+        a, b = lhs.detach().requires_grad_(), rhs.detach().requires_grad_()
+        getattr(dgl.ops, name)(g, a, b).sum().backward()
+    return step
+
+
+def _module_step(g, x, module):
+    def step():
+        module.zero_grad()
+        module(g, x).sum().backward()
+    return step
+
+
+def _providers(step):
+    def ours():
+        with dgl_accel.enabled():
+            step()
+    return {"dgl": step, "dgl_accel": ours}
+
+
+def _cases(g, n, f, device, gen):
+    e = g.num_edges()
+    x = torch.randn(n, f, generator=gen).to(device)
+    torch.manual_seed(0)
+    modules = {"DotGatConv": dgl.nn.DotGatConv(f, f // HEADS, HEADS),
+               "GATv2Conv": dgl.nn.GATv2Conv(f, f // HEADS, HEADS),
+               "EdgeConv": dgl.nn.EdgeConv(f, f, batch_norm=True)}
+    scores = [torch.randn(n, HEADS, 1, generator=gen).to(device) for _ in range(2)]
+    heads = [torch.randn(n, HEADS, f // HEADS, generator=gen).to(device) for _ in range(2)]
+    weights = (torch.rand(e, f, generator=gen) + 0.5).to(device)
+    cases = {"u_add_v[N,H,1]": _op_step(g, "u_add_v", *scores), "u_dot_v[N,H,D]": _op_step(g, "u_dot_v", *heads),
+             "u_mul_v[N,F]": _op_step(g, "u_mul_v", x, x * 2),
+             "e_div_v[N,F]": _op_step(g, "e_div_v", weights, x.abs() + 1)}
+    cases.update({f"{name}_step": _module_step(g, x, m.to(device)) for name, m in modules.items()})
+    return cases
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small graphs, few repeats, for a smoke run")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--results-dir", default=None, help="default: bench/results")
+    args = ap.parse_args(argv)
+    warmup, repeat = (1, 3) if args.quick else (2, 10)
+    sizes = [(5_000, 50_000)] if args.quick else [(20_000, 200_000), (100_000, 1_000_000)]
+    dims = [32] if args.quick else [32, 128]
+    rows = []
+    for n, e in sizes:
+        gen = torch.Generator().manual_seed(0)
+        g = dgl.add_self_loop(dgl.rand_graph(n, e)).to(args.device)
+        for f in dims:
+            for case, step in _cases(g, n, f, args.device, gen).items():
+                times = interleaved(_providers(step), warmup, repeat)
+                for provider, t in times.items():
+                    rows.append({"case": f"{case} n={n} e={e} F={f}", "provider": provider, "op": case, "n": n,
+                                 "e": e, "F": f, "dtype": "float32", "tensor_device": args.device,
+                                 "threads": torch.get_num_threads(), "quick": args.quick, **t})
+    print_table(rows)
+    for case, r in compare(rows).items():
+        print(f"{case}: dgl / dgl_accel = {r:.2f}x")
+    record("sddmm", rows, args.results_dir)
+
+
+if __name__ == "__main__":
+    main()
