@@ -14,6 +14,29 @@ from .runtime import njit, pick, prange, twins
 __all__ = ["extrema_rows", "extrema_scatter"]
 
 
+@njit(cache=True, inline="always")
+def _merge(best, pos, src, row, k, first, negate):
+    """Merge entry ``k``'s message ``src[row]`` into the row's running extremum: taken when first,
+    else only where strictly larger (``negate``: strictly smaller), so ties keep the first position."""
+    num_feat = best.shape[0]
+    if first:
+        for f in range(num_feat):
+            best[f] = src[row, f]
+            pos[f] = k
+    elif negate:
+        for f in range(num_feat):
+            v = src[row, f]
+            if v < best[f]:
+                best[f] = v
+                pos[f] = k
+    else:
+        for f in range(num_feat):
+            v = src[row, f]
+            if v > best[f]:
+                best[f] = v
+                pos[f] = k
+
+
 def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg):
     """out[r, f], arg[r, f] for every row r (op 0: x[cols[k]], 1: times w[eids[k]], 2: plus it).
     Rows are cut into 64 ranges of about equal edge counts, one parallel task each."""
@@ -28,7 +51,7 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg):
     for ch in prange(nch):
         best = np.empty(num_feat, dtype=out.dtype)  # one per range: no allocation per row
         pos = np.empty(num_feat, dtype=np.int64)
-        msg = np.empty(num_feat, dtype=out.dtype)
+        msg = np.empty((1, num_feat), dtype=out.dtype)
         for r in range(bounds[ch], bounds[ch + 1]):
             lo = indptr[r]
             hi = indptr[r + 1]
@@ -39,33 +62,18 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg):
                 continue
             for k in range(lo, hi):
                 c = cols[k]
+                if op == 0:  # a copy: x's row itself
+                    _merge(best, pos, x, c, k, k == lo, negate)
+                    continue
                 e = eids[k]
-                # the entry's message row (x's row itself for copies; simple loops the compiler vectorises)
-                if op == 0:
-                    vals = x[c]
-                elif wide:
+                if wide:  # the message row first: a simple loop the compiler vectorises
                     for f in range(num_feat):
-                        msg[f] = x[c, f] * w[e, f] if op == 1 else x[c, f] + w[e, f]
-                    vals = msg
+                        msg[0, f] = x[c, f] * w[e, f] if op == 1 else x[c, f] + w[e, f]
                 else:
                     we = w[e, 0]
                     for f in range(num_feat):
-                        msg[f] = x[c, f] * we if op == 1 else x[c, f] + we
-                    vals = msg
-                if k == lo:
-                    for f in range(num_feat):
-                        best[f] = vals[f]
-                        pos[f] = k
-                elif negate:  # min: strictly smaller (as -max(-m), ties stay with the first position)
-                    for f in range(num_feat):
-                        if vals[f] < best[f]:
-                            best[f] = vals[f]
-                            pos[f] = k
-                else:
-                    for f in range(num_feat):
-                        if vals[f] > best[f]:
-                            best[f] = vals[f]
-                            pos[f] = k
+                        msg[0, f] = x[c, f] * we if op == 1 else x[c, f] + we
+                _merge(best, pos, msg, 0, k, k == lo, negate)
             for f in range(num_feat):
                 out[r, f] = best[f]
                 arg[r, f] = pos[f]
