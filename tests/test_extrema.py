@@ -180,3 +180,29 @@ def test_drop_in_sageconv_pool_and_ginconv_max_run_ours(path):
         dgl_accel.reset_stats()
         assert_close(ours(g, x), theirs(g, x))
         assert dgl_accel.stats()["copy_u_max"] == {PATH_LABEL[path]: 1}
+
+
+@pytest.mark.parametrize("kind", ["sage_pool", "gin_max"])
+def test_compiled_cpu_path_equals_dgl_on_a_larger_graph(kind):
+    # 30,000 edges: above jit.runtime.MIN_WORK, so the native path runs the compiled loops (with numba)
+    torch.manual_seed(0)
+    g = dgl.rand_graph(3000, 30000)
+    x = torch.randn(3000, 12)
+    conv = dgl.nn.SAGEConv(12, 7, "pool") if kind == "sage_pool" else \
+        dgl.nn.GINConv(torch.nn.Linear(12, 7), aggregator_type="max")
+
+    def run():
+        conv.zero_grad()
+        xx = x.clone().requires_grad_()
+        out = conv(g, xx)
+        out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape))
+        return out.detach(), xx.grad, {k: p.grad.clone() for k, p in conv.named_parameters()}
+
+    expected = run()
+    with dgl_accel.use_backend("native"), dgl_accel.enabled():
+        got = run()
+    assert_close(got[0], expected[0])
+    assert_close(got[1], expected[1])
+    for k in expected[2]:
+        assert_close(got[2][k], expected[2][k], msg=k)
+    assert dgl_accel.stats() == {"copy_u_max": {"native-cpu": 1}, "copy_u_max_backward": {"native-cpu": 1}}
