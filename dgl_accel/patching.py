@@ -34,6 +34,7 @@ from .graph.structure import is_supported_graph
 from .policies.exec_paths.session import note_unrouted, open_session
 from .routes import edge_softmax as routed_edge_softmax
 from .routes import gsddmm as routed_gsddmm
+from .routes.names import dgl_message_passing, in_dgl_message_passing
 
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
 ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported before any enable()
@@ -46,7 +47,6 @@ _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "
 _lock = threading.RLock()
 _depth = 0          # nesting of enabled() blocks
 _persistent = False  # enable() without a block
-_local = threading.local()  # .two_step: inside a message passing already counted as unrouted
 
 
 def _dgl_decides(g, op, lhs, rhs):
@@ -88,7 +88,7 @@ def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
     max/min give DGL's values, -inf/+inf in rows without in-edges included (``update_all`` then
     zeroes them); the backward passes no gradient from those rows, where DGL's sends it to node or
     edge 0, its default arg."""
-    if getattr(_local, "two_step", 0):  # the reduce step of a message passing counted as a whole
+    if in_dgl_message_passing():  # the reduce step of a message passing counted as a whole
         return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
     reason = _dgl_decides(g, op, lhs_data, rhs_data)
     if reason is None:
@@ -133,11 +133,8 @@ def routed_message_passing(g, mfunc, rfunc, afunc):
         return ORIGINAL_MESSAGE_PASSING(g, mfunc, rfunc, afunc)
     backend.record_fallthrough(f"{_func_name(mfunc)}_{_func_name(rfunc)}", reason)
     note_unrouted(g)
-    _local.two_step = getattr(_local, "two_step", 0) + 1
-    try:
+    with dgl_message_passing():
         return ORIGINAL_MESSAGE_PASSING(g, mfunc, rfunc, afunc)
-    finally:
-        _local.two_step -= 1
 
 
 def _apply(active: bool) -> None:

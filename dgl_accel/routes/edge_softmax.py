@@ -3,13 +3,11 @@ DotGatConv, AGNNConv, EGATConv, HGTConv ... call) routed to :func:`dgl_accel.fun
 
 DGL's modules import the function by name (``from ...functional import edge_softmax``), so routing
 replaces every module-level name in ``dgl`` that is DGL's original function, and ``apply(False)``
-puts the original back wherever the routed one stands.  DGL's rules kept: ``norm_by`` other than
-``"src"`` means ``"dst"``; what DGL would reject (wrong edge count, devices, non-float logits)
-goes to DGL, which raises its own error.
+puts the original back wherever the routed one stands (:class:`.names.ModuleNames`).  DGL's rules
+kept: ``norm_by`` other than ``"src"`` means ``"dst"``; what DGL would reject (wrong edge count,
+devices, non-float logits) goes to DGL, which raises its own error.
 """
 from __future__ import annotations
-
-import sys
 
 import dgl.ops
 import torch
@@ -19,6 +17,7 @@ from ..core.aggregation.checks import FLOAT_DTYPES
 from ..functional import edge_softmax
 from ..graph.structure import is_supported_graph
 from ..policies.exec_paths.session import note_unrouted
+from .names import ModuleNames
 
 ORIGINAL_EDGE_SOFTMAX = dgl.ops.edge_softmax  # captured at import, before any routing
 
@@ -47,6 +46,7 @@ def routed_edge_softmax(graph, logits, eids=dgl.base.ALL, norm_by="dst"):
     reason = fallthrough_reason(graph, logits, eids, norm_by)
     if reason is not None:
         backend.record_fallthrough("edge_softmax", reason)
+        note_unrouted(graph)  # DGL runs it; inside an execution-path session it counts as ours does
         return ORIGINAL_EDGE_SOFTMAX(graph, logits, eids=eids, norm_by=norm_by)
     # inside an execution-path session: counted like an aggregation DGL runs (its step runs in full;
     # an extra count only widens the frontiers of the layers before it, which is safe)
@@ -54,24 +54,9 @@ def routed_edge_softmax(graph, logits, eids=dgl.base.ALL, norm_by="dst"):
     return edge_softmax(graph, logits, norm_by="src" if norm_by == "src" else "dst")
 
 
-_targets: list = []        # dgl modules whose module-level edge_softmax is DGL's (or ours, routed)
-_scanned_at: list = [-1]  # len(sys.modules) at the last scan: rescan only when modules were added
-
-
-def _dgl_modules_naming_it() -> list:
-    """The ``dgl`` modules that hold ``edge_softmax`` as a module-level name (DGL's or ours).
-    ``enabled()`` blocks apply routing around every forward, so the scan of ``sys.modules`` runs
-    only when new modules were imported since the last one."""
-    if _scanned_at[0] != len(sys.modules):
-        _targets[:] = [m for name, m in list(sys.modules.items())
-                       if (name == "dgl" or name.startswith("dgl.")) and getattr(m, "edge_softmax", None)
-                       in (ORIGINAL_EDGE_SOFTMAX, routed_edge_softmax)]
-        _scanned_at[0] = len(sys.modules)
-    return _targets
+NAMES = ModuleNames("edge_softmax", ORIGINAL_EDGE_SOFTMAX, routed_edge_softmax)
 
 
 def apply(active: bool) -> None:
     """Point every ``dgl`` module-level ``edge_softmax`` at ours (``active``) or back at DGL's."""
-    target = routed_edge_softmax if active else ORIGINAL_EDGE_SOFTMAX
-    for module in _dgl_modules_naming_it():
-        module.edge_softmax = target
+    NAMES.apply(active)

@@ -11,15 +11,11 @@ devices) and what we do not run (heterographs, non-float data, autocast) goes to
 DGL computes it or raises its own error; the reason is counted in ``dgl_accel.stats()``.
 
 The message step of DGL's two-step message passing (a built-in message with a UDF reducer, or one
-with no fused op) stays DGL's, uncounted: ``dgl_accel.patching`` counts that message passing once,
-as a whole, as one DGL runs itself.
+with no fused op) stays DGL's, uncounted: ``dgl_accel.patching`` marks it
+(:func:`.names.dgl_message_passing`) and counts that message passing once, as a whole.
 """
 from __future__ import annotations
 
-import inspect
-import sys
-
-import dgl.core
 import dgl.ops
 import dgl.ops.sddmm
 import torch
@@ -30,11 +26,9 @@ from ..functional import gsddmm
 from ..graph.structure import is_supported_graph
 from ..graph.views import DGLGraphViews
 from ..policies.exec_paths.session import note_unrouted
+from .names import ModuleNames, in_dgl_message_passing
 
 ORIGINAL_GSDDMM = dgl.ops.sddmm.gsddmm  # captured at import, before any routing
-# DGL's message_passing (imported by dgl_accel.patching before it routes anything)
-_MESSAGE_PASSING_CODE = dgl.core.message_passing.__code__
-_CALLER_DEPTH = 5  # routed_gsddmm <- dgl.ops.u_dot_v (or copy_u) <- invoke_gsddmm <- message_passing
 
 __all__ = ["ORIGINAL_GSDDMM", "routed_gsddmm", "apply", "fallthrough_reason"]
 
@@ -65,21 +59,9 @@ def fallthrough_reason(g, op, lhs, rhs, lhs_target, rhs_target) -> str | None:
     return None
 
 
-def _in_dgl_message_passing() -> bool:
-    """Whether DGL's own (two-step) message passing called us: its frame is a few calls up."""
-    frame = inspect.currentframe()
-    for _ in range(_CALLER_DEPTH):
-        frame = frame.f_back if frame is not None else None
-        if frame is None:
-            return False
-        if frame.f_code is _MESSAGE_PASSING_CODE:
-            return True
-    return False
-
-
 def routed_gsddmm(g, op, lhs_data, rhs_data, lhs_target="u", rhs_target="v"):
     """Drop-in for ``dgl.ops.gsddmm(g, op, lhs_data, rhs_data, lhs_target='u', rhs_target='v')``."""
-    if _in_dgl_message_passing():  # counted by the routed message passing, which DGL runs as a whole
+    if in_dgl_message_passing():  # counted by the routed message passing, which DGL runs as a whole
         return ORIGINAL_GSDDMM(g, op, lhs_data, rhs_data, lhs_target=lhs_target, rhs_target=rhs_target)
     reason = fallthrough_reason(g, op, lhs_data, rhs_data, lhs_target, rhs_target)
     if reason is not None:
@@ -89,23 +71,9 @@ def routed_gsddmm(g, op, lhs_data, rhs_data, lhs_target="u", rhs_target="v"):
     return gsddmm(g, op, lhs_data, rhs_data, lhs_target, rhs_target)  # counts itself for sessions
 
 
-_targets: list = []        # dgl modules whose module-level gsddmm is DGL's (or ours, routed)
-_scanned_at: list = [-1]  # len(sys.modules) at the last scan: rescan only when modules were added
-
-
-def _dgl_modules_naming_it() -> list:
-    """The ``dgl`` modules that hold ``gsddmm`` as a module-level name (DGL's or ours); the scan of
-    ``sys.modules`` runs again only when modules were imported since the last one."""
-    if _scanned_at[0] != len(sys.modules):
-        _targets[:] = [m for name, m in list(sys.modules.items())
-                       if (name == "dgl" or name.startswith("dgl.")) and getattr(m, "gsddmm", None)
-                       in (ORIGINAL_GSDDMM, routed_gsddmm)]
-        _scanned_at[0] = len(sys.modules)
-    return _targets
+NAMES = ModuleNames("gsddmm", ORIGINAL_GSDDMM, routed_gsddmm)
 
 
 def apply(active: bool) -> None:
     """Point every ``dgl`` module-level ``gsddmm`` at ours (``active``) or back at DGL's."""
-    target = routed_gsddmm if active else ORIGINAL_GSDDMM
-    for module in _dgl_modules_naming_it():
-        module.gsddmm = target
+    NAMES.apply(active)
