@@ -15,6 +15,7 @@ from dgl_accel.core.sampling import neighbor, relations
 from dgl_accel.core.sampling.choice import weight_tables
 from dgl_accel.core.sampling.relations import choose_relations, stack_relations, stacked_weights
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.reference import ref_neighbor_choice
 
 
@@ -103,3 +104,15 @@ def test_drop_excluded_keeps_grouping():
 def test_stacking_nothing_is_refused():
     with pytest.raises(ValueError, match="at least one relation"):
         stack_relations([])
+
+
+def test_gather_pairs_compiled_loop_equals_the_gather_and_unpack():
+    rng = np.random.default_rng(0)
+    pairs = neighbor.pack_pairs(rng.integers(0, 2**31 - 1, 500), rng.integers(0, 2**31 - 1, 500))
+    flat = rng.integers(0, 500, 3000)
+    with forced_jit(True):
+        a = neighbor.gather_pairs(pairs, flat)
+    with forced_jit(False):
+        b = neighbor.gather_pairs(pairs, flat)
+    want = neighbor.unpack_pairs(pairs[flat])
+    assert all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(a, b, want))

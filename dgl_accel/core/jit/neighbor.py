@@ -14,7 +14,7 @@ import numpy as np
 
 from .runtime import M32, S32, njit, philox, prange
 
-__all__ = ["uniform_choice_flat", "relabel"]
+__all__ = ["uniform_choice_flat", "relabel", "gather_pairs"]
 
 
 @njit(cache=True)
@@ -57,6 +57,16 @@ def _uniform_choice(indptr, v, offs, fanout, seed, step, num_nodes, replace, out
 
 
 @njit(cache=True)
+def _gather_pairs(pairs, flat, src, eid):
+    """(source id, edge id) of the packed int64 pairs at positions ``flat``: one pass instead of a
+    gather and two unpacking passes (low 32 bits: source id, high: edge id, both >= 0)."""
+    for i in range(flat.shape[0]):
+        v = pairs[flat[i]]
+        src[i] = v & 0xFFFFFFFF
+        eid[i] = v >> 32
+
+
+@njit(cache=True)
 def _relabel(src, dst, n, mark, mapping):
     """Block relabelling (dst ids -> 0..T-1, other sources -> T.. in increasing id) with the
     scratch arrays ``mark`` (bool [n], all False on entry and on exit) and ``mapping``.
@@ -93,3 +103,11 @@ def relabel(src: np.ndarray, dst: np.ndarray, n: int):
     mark = np.zeros(n, dtype=np.bool_)
     mapping = np.empty(n, dtype=np.int64)
     return _relabel(src, dst, n, mark, mapping)
+
+
+def gather_pairs(pairs: np.ndarray, flat: np.ndarray):
+    """Compiled twin of ``unpack_pairs(np.take(pairs, flat))`` for int64-packed pairs."""
+    src = np.empty(flat.shape[0], dtype=np.int64)
+    eid = np.empty(flat.shape[0], dtype=np.int64)
+    _gather_pairs(pairs, flat, src, eid)
+    return src, eid

@@ -32,7 +32,7 @@ from .choice import neighbor_choice, uniform_choice_flat, weight_tables, weighte
 from .neighbor_triton import neighbor_choice_triton
 
 __all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "relabel_block", "drop_excluded",
-           "relabel_sources", "pack_pairs", "unpack_pairs"]
+           "relabel_sources", "pack_pairs", "gather_pairs", "unpack_pairs"]
 
 
 def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, replace: bool = False,
@@ -126,6 +126,19 @@ def pack_pairs(indices: np.ndarray, eids: np.ndarray) -> np.ndarray:
     return pairs.view(np.int64 if narrow else np.complex128).reshape(-1)
 
 
+def gather_pairs(pairs: np.ndarray, flat: np.ndarray):
+    """(source ids, edge ids) of the :func:`pack_pairs` entries at positions ``flat``: the compiled
+    one-pass loop for int64-packed pairs from :data:`~dgl_accel.core.jit.runtime.MIN_WORK` entries,
+    else a gather and :func:`unpack_pairs` (same values).
+
+    >>> [a.tolist() for a in gather_pairs(pack_pairs(np.array([5, 6]), np.array([0, 1])), np.array([1, 1, 0]))]
+    [[6, 6, 5], [1, 1, 0]]
+    """
+    if pairs.dtype == np.int64 and runtime.worth(flat.shape[0]):
+        return jit_neighbor.gather_pairs(pairs, flat)
+    return unpack_pairs(np.take(pairs, flat))
+
+
 def unpack_pairs(se: np.ndarray):
     """(source ids, edge ids) of gathered :func:`pack_pairs` entries."""
     if se.dtype == np.int64:  # two int32 (little-endian: source id low, edge id high), both >= 0
@@ -145,7 +158,7 @@ def relabel_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: 
     >>> [a.tolist() for a in relabel_block(np.array([0, 1, 2]), np.array([2, 1]), np.array([3, 5]), pairs, None, 10)]
     [[0, 2, 3], [2, 0, 3], [7, 9], [0, 1, 2]]
     """
-    src, eid = unpack_pairs(np.take(pairs, flat))
+    src, eid = gather_pairs(pairs, flat)
     counts, src, eid = drop_excluded(counts, src, eid, excl)
     new, src_local = relabel_sources(src, dst, n)
     return offsets(counts), src_local, new, eid

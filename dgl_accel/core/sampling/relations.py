@@ -29,7 +29,7 @@ import torch
 
 from ..csr import Structure
 from .arrays import np64, offsets
-from .neighbor import choose_positions, pack_pairs, unpack_pairs
+from .neighbor import choose_positions, gather_pairs, pack_pairs
 
 __all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations"]
 
@@ -94,7 +94,7 @@ def choose_relations(stack: StackedRelations, transits: Sequence[np.ndarray | No
         v = np.concatenate([transits[r] + stack.row_offsets[r] for r in rels])
         flat, counts = choose_positions(stack.csr, v, fanout, seed=seed, step=step, num_nodes=stack.csr.num_rows,
                                         replace=replace, tables=tables, host_indptr=stack.host_indptr)
-        src, eid = unpack_pairs(np.take(stack.pairs, flat))
+        src, eid = gather_pairs(stack.pairs, flat)
         t0 = e0 = 0
         for r in rels:
             t1 = t0 + transits[r].shape[0]
