@@ -22,7 +22,7 @@ from ..core.vector_scale import scale
 from ..kernels.registry import specialisations
 from ..testing.reference import ref_gspmm, ref_scale
 from ..testing.tolerances import assert_matches_reference
-from . import correctness_extrema, correctness_sampling
+from . import correctness_attention, correctness_extrema, correctness_sampling, correctness_sddmm
 from .coverage import LaunchLog
 from .graphs import Graph, hub_graph
 
@@ -171,6 +171,10 @@ def run(results, device, *, small: Graph, hub_degree: int, sampling_graph: Graph
         progress(f"  aggregation: done ({time.perf_counter() - t0:.1f} s)")
         correctness_extrema.run(checks, small, device, tiny)
         progress(f"  max/min aggregation: done ({time.perf_counter() - t0:.1f} s)")
+        correctness_sddmm.run(checks, small, device, tiny)
+        progress(f"  sddmm: done ({time.perf_counter() - t0:.1f} s)")
+        correctness_attention.run(checks, small, device, tiny)
+        progress(f"  attention: done ({time.perf_counter() - t0:.1f} s)")
         correctness_sampling.run(checks, sampling_graph, hub_degree, device, tiny, progress)
         progress(f"  sampling: done ({time.perf_counter() - t0:.1f} s)")
     cov = log.report(compiled=device.type == "cuda")
