@@ -19,8 +19,8 @@ import dgl  # noqa: E402
 import dgl.nn  # noqa: E402
 import torch  # noqa: E402
 
-import dgl_accel  # noqa: E402
 from bench.harness import compare, interleaved, print_table, record  # noqa: E402
+from bench.routed import dgl_vs_enabled, module_step  # noqa: E402
 
 
 def _op_step(g, x, w, name):
@@ -31,20 +31,6 @@ def _op_step(g, x, w, name):
         out = torch.where(torch.isinf(out), torch.zeros((), dtype=out.dtype, device=out.device), out)
         out.sum().backward()
     return step
-
-
-def _sage_step(g, x, conv):
-    def step():
-        conv.zero_grad()
-        conv(g, x).sum().backward()
-    return step
-
-
-def _providers(step):
-    def ours():
-        with dgl_accel.enabled():
-            step()
-    return {"dgl": step, "dgl_accel": ours}
 
 
 def main(argv=None) -> None:
@@ -66,9 +52,9 @@ def main(argv=None) -> None:
             torch.manual_seed(0)
             conv = dgl.nn.SAGEConv(f, f, "pool").to(args.device)
             cases = {"copy_u_max": _op_step(g, x, w, "copy_u_max"), "u_mul_e_min": _op_step(g, x, w, "u_mul_e_min"),
-                     "sage_pool_step": _sage_step(g, x, conv)}
+                     "sage_pool_step": module_step(g, x, conv)}
             for case, step in cases.items():
-                times = interleaved(_providers(step), warmup, repeat)
+                times = interleaved(dgl_vs_enabled(step), warmup, repeat)
                 for provider, t in times.items():
                     rows.append({"case": f"{case} n={n} e={e} F={f}", "provider": provider, "op": case, "n": n,
                                  "e": e, "F": f, "dtype": "float32", "tensor_device": args.device,

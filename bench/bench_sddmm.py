@@ -21,8 +21,8 @@ import dgl  # noqa: E402
 import dgl.nn  # noqa: E402
 import torch  # noqa: E402
 
-import dgl_accel  # noqa: E402
 from bench.harness import compare, interleaved, print_table, record  # noqa: E402
+from bench.routed import dgl_vs_enabled, module_step  # noqa: E402
 
 HEADS = 4
 
@@ -32,20 +32,6 @@ def _op_step(g, name, lhs, rhs):
         a, b = lhs.detach().requires_grad_(), rhs.detach().requires_grad_()
         getattr(dgl.ops, name)(g, a, b).sum().backward()
     return step
-
-
-def _module_step(g, x, module):
-    def step():
-        module.zero_grad()
-        module(g, x).sum().backward()
-    return step
-
-
-def _providers(step):
-    def ours():
-        with dgl_accel.enabled():
-            step()
-    return {"dgl": step, "dgl_accel": ours}
 
 
 def _cases(g, n, f, device, gen):
@@ -61,7 +47,7 @@ def _cases(g, n, f, device, gen):
     cases = {"u_add_v[N,H,1]": _op_step(g, "u_add_v", *scores), "u_dot_v[N,H,D]": _op_step(g, "u_dot_v", *heads),
              "u_mul_v[N,F]": _op_step(g, "u_mul_v", x, x * 2),
              "e_div_v[N,F]": _op_step(g, "e_div_v", weights, x.abs() + 1)}
-    cases.update({f"{name}_step": _module_step(g, x, m.to(device)) for name, m in modules.items()})
+    cases.update({f"{name}_step": module_step(g, x, m.to(device)) for name, m in modules.items()})
     return cases
 
 
@@ -80,7 +66,7 @@ def main(argv=None) -> None:
         g = dgl.add_self_loop(dgl.rand_graph(n, e)).to(args.device)
         for f in dims:
             for case, step in _cases(g, n, f, args.device, gen).items():
-                times = interleaved(_providers(step), warmup, repeat)
+                times = interleaved(dgl_vs_enabled(step), warmup, repeat)
                 for provider, t in times.items():
                     rows.append({"case": f"{case} n={n} e={e} F={f}", "provider": provider, "op": case, "n": n,
                                  "e": e, "F": f, "dtype": "float32", "tensor_device": args.device,

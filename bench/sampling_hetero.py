@@ -13,12 +13,11 @@ relations, two of them into ``user``.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 
 import torch
 
-from bench.sampling_neighbor import ratios, time_samplers
+from bench.sampling_neighbor import sampler_cli, time_samplers
 
 DEFAULT_GRAPHS = ("snap_soc-Slashdot0902",)
 FANOUTS = [15, 10, 5]
@@ -75,21 +74,7 @@ def bench_hetero(graph_names=DEFAULT_GRAPHS, quick: bool = False, warmup: int = 
 
 
 def main(argv=None):
-    from bench.harness import print_table, record
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("graphs", nargs="*", default=list(DEFAULT_GRAPHS))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeat", type=int, default=None)
-    ap.add_argument("--record", action="store_true", help="append rows to bench/results/sampling_hetero.*")
-    args = ap.parse_args(argv)
-    rows = bench_hetero(args.graphs, quick=args.quick, repeat=args.repeat)
-    print_table(rows, columns=["seeds_per_s", "edges_per_batch"])
-    for case, r in ratios(rows).items():
-        print(f"ratio ours/dgl (seeds/s) {r:.2f}  {case}")
-    if args.record:
-        record("sampling_hetero", rows)
-    return rows
+    return sampler_cli(argv, __doc__.splitlines()[0], DEFAULT_GRAPHS, bench_hetero, "sampling_hetero")
 
 
 if __name__ == "__main__":

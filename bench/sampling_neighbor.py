@@ -75,22 +75,28 @@ def ratios(rows) -> dict:
     return compare(rows, baseline="dgl", candidate="dgl_accel")
 
 
-def main(argv=None):
+def sampler_cli(argv, description: str, default_graphs, bench, name: str):
+    """The command line of a sampler bench module: graphs, --quick, --repeat, --record (rows to
+    bench/results/<name>.*); prints the table and the seeds/s ratios."""
     from bench.harness import print_table, record
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("graphs", nargs="*", default=list(DEFAULT_GRAPHS))
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("graphs", nargs="*", default=list(default_graphs))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=None)
-    ap.add_argument("--record", action="store_true", help="append rows to bench/results/sampling_neighbor.*")
+    ap.add_argument("--record", action="store_true", help=f"append rows to bench/results/{name}.*")
     args = ap.parse_args(argv)
-    rows = bench_neighbor(args.graphs, quick=args.quick, repeat=args.repeat)
+    rows = bench(args.graphs, quick=args.quick, repeat=args.repeat)
     print_table(rows, columns=["seeds_per_s", "edges_per_batch"])
     for case, r in ratios(rows).items():
         print(f"ratio ours/dgl (seeds/s) {r:.2f}  {case}")
     if args.record:
-        record("sampling_neighbor", rows)
+        record(name, rows)
     return rows
+
+
+def main(argv=None):
+    return sampler_cli(argv, __doc__.splitlines()[0], DEFAULT_GRAPHS, bench_neighbor, "sampling_neighbor")
 
 
 if __name__ == "__main__":

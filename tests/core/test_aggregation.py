@@ -91,15 +91,20 @@ def test_hubs_above_1024(e, dim, deterministic, norm):
     g = tst.tensor_graph(e)
     assert int(g.in_degrees().max()) > 1024 and int(g.out_degrees().max()) > 1024
     x = tst.randn((e.num_src, dim), torch.float32, 5)
-    xr = x.clone().requires_grad_()
-    (expected,) = torch.autograd.grad(reference(e, "copy_u", "sum", norm, xr).sum(), xr)
+
+    def reference_grad(x_):
+        xr = x_.clone().requires_grad_()
+        return torch.autograd.grad(reference(e, "copy_u", "sum", norm, xr).sum(), xr)[0]
+
     for name in ("native", "triton"):
         xx = x.clone().requires_grad_()
         with dgl_accel.use_backend(name):
             out = aggregate(g, "copy_u", "sum", xx, norm=norm, deterministic=deterministic)
             (grad,) = torch.autograd.grad(out.sum(), xx)
         assert_matches_reference(out.detach(), lambda x_: reference(e, "copy_u", "sum", norm, x_), x, msg=name)
-        assert_close(grad, expected, msg=f"{name} grad")
+        # a hub's gradient sums ~1100 scaled terms: an fp32 reference is itself ~1e-5 off (measured
+        # 4.4e-4 at magnitude 32), so the rule is the flash-attention one against fp64, as for out
+        assert_matches_reference(grad, reference_grad, x, msg=f"{name} grad")
 
 
 @pytest.mark.parametrize("op, wshape", [("copy_u", None), ("u_mul_e", (9,)), ("u_mul_e", (9, 3))])
