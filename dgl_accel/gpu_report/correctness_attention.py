@@ -14,7 +14,7 @@ from ..core.attention.edge_softmax import edge_softmax
 from ..core.attention.gat import gat_attention
 from ..core.attention.reference import ref_edge_softmax, ref_gat
 from ..testing.tolerances import assert_matches_reference
-from .correctness_extrema import _on_cpu
+from .correctness_extrema import on_cpu
 from .graphs import Graph
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -62,7 +62,7 @@ def run(checks, g: Graph, device, tiny: bool) -> None:
         for idtype in (torch.int32, torch.int64):
             views = TensorGraph(src.to(device=device, dtype=idtype), dst.to(device=device, dtype=idtype),
                                 num_src=num_src, num_dst=num_dst)
-            rows = _on_cpu(views.csr("in"))
+            rows = on_cpu(views.csr("in"))
             for heads in SOFTMAX_HEADS if tiny else SOFTMAX_HEADS_FULL:
                 score = torch.randn(views.num_edges, heads, generator=gen).mul_(2).to(dtype)
                 gout = torch.randn(views.num_edges, heads, generator=gen).to(dtype)

@@ -17,7 +17,8 @@ WIDTHS = (8, 40)  # one per feature tile of kernels/extrema.py (TILES)
 OPS = ("copy_u", "copy_e", "u_mul_e", "u_add_e")
 
 
-def _on_cpu(rows: Structure) -> Structure:
+def on_cpu(rows: Structure) -> Structure:
+    """A CSR view's copy on the CPU, for the references (shared with the attention checks)."""
     return Structure(indptr=rows.indptr.cpu(), indices=rows.indices.cpu(), eids=rows.eids.cpu(),
                      num_rows=rows.num_rows, num_cols=rows.num_cols, device=torch.device("cpu"))
 
@@ -42,7 +43,7 @@ def run(checks, g: Graph, device, tiny: bool) -> None:
         for idtype in (torch.int32, torch.int64):
             views = TensorGraph(src.to(device=device, dtype=idtype), dst.to(device=device, dtype=idtype),
                                 num_src=g.num_nodes, num_dst=num_dst)
-            rows = _on_cpu(views.csr("in"))
+            rows = on_cpu(views.csr("in"))
             for op in OPS[:1] + OPS[2:] if tiny else OPS:  # tiny: no copy_e (copy_u's variant of the kernel)
                 for width in WIDTHS:
                     step += 1
