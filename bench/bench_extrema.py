@@ -9,7 +9,6 @@ Usage: python bench/bench_extrema.py [--quick] [--device cpu|cuda]
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import dgl.nn  # noqa: E402
 import torch  # noqa: E402
 
 from bench.harness import compare, interleaved, print_table, record  # noqa: E402
-from bench.routed import dgl_vs_enabled, module_step  # noqa: E402
+from bench.routed import dgl_vs_enabled, module_step, routed_args  # noqa: E402
 
 
 def _op_step(g, x, w, name):
@@ -34,14 +33,7 @@ def _op_step(g, x, w, name):
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small graphs, few repeats, for a smoke run")
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--results-dir", default=None, help="default: bench/results")
-    args = ap.parse_args(argv)
-    warmup, repeat = (1, 3) if args.quick else (2, 10)
-    sizes = [(5_000, 50_000)] if args.quick else [(20_000, 200_000), (100_000, 1_000_000)]
-    dims = [16] if args.quick else [16, 64]
+    args, warmup, repeat, sizes, dims = routed_args(argv, __doc__.splitlines()[0], [16], [16, 64])
     rows = []
     for n, e in sizes:
         gen = torch.Generator().manual_seed(0)
