@@ -18,8 +18,7 @@ import dgl  # noqa: E402
 import dgl.nn  # noqa: E402
 import torch  # noqa: E402
 
-from bench.harness import compare, interleaved, print_table, record  # noqa: E402
-from bench.routed import dgl_vs_enabled, module_step, routed_args  # noqa: E402
+from bench.routed import module_step, report, routed_args, time_cases  # noqa: E402
 
 
 def _op_step(g, x, w, name):
@@ -45,16 +44,8 @@ def main(argv=None) -> None:
             conv = dgl.nn.SAGEConv(f, f, "pool").to(args.device)
             cases = {"copy_u_max": _op_step(g, x, w, "copy_u_max"), "u_mul_e_min": _op_step(g, x, w, "u_mul_e_min"),
                      "sage_pool_step": module_step(g, x, conv)}
-            for case, step in cases.items():
-                times = interleaved(dgl_vs_enabled(step), warmup, repeat)
-                for provider, t in times.items():
-                    rows.append({"case": f"{case} n={n} e={e} F={f}", "provider": provider, "op": case, "n": n,
-                                 "e": e, "F": f, "dtype": "float32", "tensor_device": args.device,
-                                 "threads": torch.get_num_threads(), "quick": args.quick, **t})
-    print_table(rows)
-    for case, r in compare(rows).items():
-        print(f"{case}: dgl / dgl_accel = {r:.2f}x")
-    record("extrema", rows, args.results_dir)
+            rows += time_cases(cases, warmup, repeat, args, n, e, f)
+    report(rows, "extrema", args.results_dir)
 
 
 if __name__ == "__main__":

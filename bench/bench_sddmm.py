@@ -20,8 +20,7 @@ import dgl  # noqa: E402
 import dgl.nn  # noqa: E402
 import torch  # noqa: E402
 
-from bench.harness import compare, interleaved, print_table, record  # noqa: E402
-from bench.routed import dgl_vs_enabled, module_step, routed_args  # noqa: E402
+from bench.routed import module_step, report, routed_args, time_cases  # noqa: E402
 
 HEADS = 4
 
@@ -57,16 +56,8 @@ def main(argv=None) -> None:
         gen = torch.Generator().manual_seed(0)
         g = dgl.add_self_loop(dgl.rand_graph(n, e)).to(args.device)
         for f in dims:
-            for case, step in _cases(g, n, f, args.device, gen).items():
-                times = interleaved(dgl_vs_enabled(step), warmup, repeat)
-                for provider, t in times.items():
-                    rows.append({"case": f"{case} n={n} e={e} F={f}", "provider": provider, "op": case, "n": n,
-                                 "e": e, "F": f, "dtype": "float32", "tensor_device": args.device,
-                                 "threads": torch.get_num_threads(), "quick": args.quick, **t})
-    print_table(rows)
-    for case, r in compare(rows).items():
-        print(f"{case}: dgl / dgl_accel = {r:.2f}x")
-    record("sddmm", rows, args.results_dir)
+            rows += time_cases(_cases(g, n, f, args.device, gen), warmup, repeat, args, n, e, f)
+    report(rows, "sddmm", args.results_dir)
 
 
 if __name__ == "__main__":
