@@ -28,7 +28,7 @@ import numbers
 import torch
 
 from . import backend
-from .aggregation.checks import FLOAT_DTYPES
+from .aggregation.checks import FLOAT_DTYPES, describe
 from .aggregation.scales import acc_dtype
 from .aggregation.views import GraphViews
 from .csr import Structure
@@ -47,14 +47,10 @@ _LOOP_OP = {"copy": 0, "mul": 1, "add": 2}  # the compiled loop's op codes
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def _kind(x) -> str:
-    return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
-
-
 def _check_float(name: str, x, rows: int, device) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.dtype not in FLOAT_DTYPES:
         raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor of shape [{rows}, ...] "
-                         f"(got {_kind(x)}). Fix: {name}.float().")
+                         f"(got {describe(x)}). Fix: {name}.float().")
     if x.shape[0] != rows:
         what = "source node" if name == "ufeat" else "edge, in edge-id order"
         raise ValueError(f"expected {name} with {rows} rows, one per {what} (got {x.shape[0]}). "
@@ -67,7 +63,7 @@ def _check_float(name: str, x, rows: int, device) -> None:
 def check_extrema(views, op: str, reduce: str, ufeat, efeat, fill) -> None:
     """Every argument of :func:`aggregate_extrema`, before any kernel runs."""
     if not isinstance(views, GraphViews):
-        raise ValueError(f"expected views to be a dgl_accel.core.aggregation.views.GraphViews (got {_kind(views)}). "
+        raise ValueError(f"expected views to be a dgl_accel.core.aggregation.views.GraphViews (got {describe(views)}). "
                          f"Fix: TensorGraph(src, dst, num_nodes) or, on a DGL graph, dgl_accel.functional.gspmm.")
     if op not in EXTREMA_OPS:
         raise ValueError(f"expected op to be one of {', '.join(EXTREMA_OPS)} (got {op!r}). "
@@ -76,19 +72,20 @@ def check_extrema(views, op: str, reduce: str, ufeat, efeat, fill) -> None:
         raise ValueError(f"expected reduce 'max' or 'min' (got {reduce!r}). "
                          f"Fix: sum and mean run on dgl_accel.core.aggregation.")
     if not isinstance(fill, numbers.Real) or isinstance(fill, bool):
-        raise ValueError(f"expected fill to be a real number, the value of rows without in-edges (got {_kind(fill)}). "
+        raise ValueError(f"expected fill to be a real number, the value of rows without in-edges "
+                         f"(got {describe(fill)}). "
                          f"Fix: fill=0.0 as update_all gives, or float('-inf') for max as DGL's gspmm gives.")
     device = views.device
     if op == "copy_e":
         if ufeat is not None:
-            raise ValueError(f"expected ufeat=None for op='copy_e' (got {_kind(ufeat)}). "
+            raise ValueError(f"expected ufeat=None for op='copy_e' (got {describe(ufeat)}). "
                              f"Fix: pass the edge features as efeat.")
         _check_float("efeat", efeat, views.num_edges, device)
         return
     _check_float("ufeat", ufeat, views.num_src, device)
     if op == "copy_u":
         if efeat is not None:
-            raise ValueError(f"expected efeat=None for op='copy_u' (got {_kind(efeat)}). "
+            raise ValueError(f"expected efeat=None for op='copy_u' (got {describe(efeat)}). "
                              f"Fix: op='u_mul_e' or 'u_add_e' with edge features.")
         return
     _check_float("efeat", efeat, views.num_edges, device)

@@ -10,6 +10,11 @@ NORMS = ("none", "both", "left", "right")
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
+def describe(x) -> str:
+    """What an argument is, for the "got ..." part of an error message."""
+    return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
 def check_choice(name: str, value, allowed) -> str:
     if value not in allowed:
         raise ValueError(f"expected {name} to be one of {', '.join(allowed)} (got {value!r}).")

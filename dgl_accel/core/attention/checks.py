@@ -6,20 +6,16 @@ import numbers
 
 import torch
 
+from ..aggregation.checks import FLOAT_DTYPES, describe
 from ..csr import Structure
 
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 INDEX_DTYPES = (torch.int32, torch.int64)
-
-
-def _kind(x) -> str:
-    return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def check_structure(rows, name: str = "rows") -> None:
     """A CSR view: int64 ``indptr`` of num_rows + 1 entries, int32/int64 ``indices``/``eids`` of one length."""
     if not isinstance(rows, Structure):
-        raise ValueError(f"expected {name} to be a dgl_accel.core.csr.Structure (a CSR view) (got {_kind(rows)}). "
+        raise ValueError(f"expected {name} to be a dgl_accel.core.csr.Structure (a CSR view) (got {describe(rows)}). "
                          f"Fix: pass views.csr('in') (rows = destinations) or views.csr('out').")
     if rows.indptr.dtype != torch.int64 or tuple(rows.indptr.shape) != (rows.num_rows + 1,):
         raise ValueError(f"expected {name}.indptr to be int64 of shape [{rows.num_rows + 1}] "
@@ -28,12 +24,12 @@ def check_structure(rows, name: str = "rows") -> None:
         t = getattr(rows, field)
         if t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != rows.indices.numel():
             raise ValueError(f"expected {name}.{field} to be a 1-D int32/int64 tensor of {rows.indices.numel()} "
-                             f"entries (got {_kind(t)}). Fix: build the view with dgl_accel.core.csr.sort_by_row.")
+                             f"entries (got {describe(t)}). Fix: build the view with dgl_accel.core.csr.sort_by_row.")
 
 
 def check_float(name: str, x, device: torch.device) -> None:
     if not isinstance(x, torch.Tensor) or x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor (got {_kind(x)}). "
+        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor (got {describe(x)}). "
                          f"Fix: {name}.float().")
     if x.device != device:
         raise ValueError(f"expected {name} on the graph's device {device} (got {x.device}). "

@@ -13,9 +13,10 @@ from typing import NamedTuple
 
 import torch
 
+from ..aggregation.checks import FLOAT_DTYPES, describe
+
 OPS = ("add", "sub", "mul", "div", "dot", "copy_lhs", "copy_rhs")
 TARGETS = ("u", "v", "e")
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 _TARGET_NAMES = {"u": "source nodes", "v": "destination nodes", "e": "edges"}
 
 
@@ -27,10 +28,6 @@ class Operands(NamedTuple):
     rhs: torch.Tensor | None
     feat_shape: tuple
     squeeze: bool
-
-
-def _kind(x) -> str:
-    return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def uses(op: str) -> tuple[bool, bool]:
@@ -54,7 +51,7 @@ def broadcast_feat_shape(op: str, lshape: tuple, rshape: tuple) -> tuple:
 
 def _check_operand(name: str, x, target: str, rows: int, device: torch.device) -> None:
     if not isinstance(x, torch.Tensor) or x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor (got {_kind(x)}). "
+        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor (got {describe(x)}). "
                          f"Fix: {name}.float().")
     if x.dim() < 1 or x.shape[0] != rows:
         raise ValueError(f"expected {name} of shape [{rows}, ...], one row per {_TARGET_NAMES[target][:-1]} "
