@@ -1,5 +1,6 @@
 """Run one DGL example file unchanged in this process, after seeding and (``--provider ours``)
-substituting dgl-accel's samplers and walks into ``dgl.dataloading`` / ``dgl.sampling``.
+substituting dgl-accel's samplers and walks into ``dgl.dataloading`` / ``dgl.sampling`` and its
+drop-in layers into ``dgl.nn``.
 
     python launch.py --provider ours --seed 0 -- upstream/node2vec/main.py --dataset cora --epochs 5
 
@@ -7,11 +8,14 @@ run.py calls it in a subprocess with the environment around the example set up (
 PYTHONPATH, DGL's download dir pointing at a copy of the shared raw datasets).  The example runs
 as ``__main__`` with its own folder first on ``sys.path`` (as ``python main.py`` would), and
 after it a ``DGL_EXAMPLES_BINDINGS`` JSON line says where the substituted names the example's
-modules hold come from, which proves the swap (or its absence on plain DGL).
+modules hold come from, and the classes of the substituted layers inside the example's models,
+which proves the swap (or its absence on plain DGL); with ours a ``DGL_EXAMPLES_STATS`` line
+holds ``dgl_accel.stats()`` (which paths ran, e.g. the fused attention).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import runpy
@@ -20,15 +24,21 @@ from pathlib import Path
 
 import dgl
 import dgl.dataloading
+import dgl.nn
 import dgl.sampling
 import numpy as np
 import torch
 
-# name -> the DGL module whose attribute is replaced (as scripts/dgl_suite/conftest.py does)
+# name -> (the DGL module whose attribute is replaced, our module holding the replacement), as
+# scripts/dgl_suite/conftest.py does; ours are named by module path so plain-DGL runs never import us
 SUBSTITUTED = {
-    "NeighborSampler": dgl.dataloading, "MultiLayerNeighborSampler": dgl.dataloading,
-    "MultiLayerFullNeighborSampler": dgl.dataloading, "SAINTSampler": dgl.dataloading,
-    "random_walk": dgl.sampling, "node2vec_random_walk": dgl.sampling,
+    "NeighborSampler": (dgl.dataloading, "dgl_accel.sampling"),
+    "MultiLayerNeighborSampler": (dgl.dataloading, "dgl_accel.sampling"),
+    "MultiLayerFullNeighborSampler": (dgl.dataloading, "dgl_accel.sampling"),
+    "SAINTSampler": (dgl.dataloading, "dgl_accel.sampling"),
+    "random_walk": (dgl.sampling, "dgl_accel.sampling"),
+    "node2vec_random_walk": (dgl.sampling, "dgl_accel.sampling"),
+    "GATConv": (dgl.nn, "dgl_accel.nn"),  # examples call dglnn.GATConv(...): an attribute, not a name
 }
 
 
@@ -41,11 +51,9 @@ def seed_everything(seed: int) -> None:
 
 
 def substitute() -> None:
-    # dgl_accel is imported only when substituting, so plain-DGL runs never load it here
-    import dgl_accel.sampling as ours
-
-    for name, module in SUBSTITUTED.items():
-        setattr(module, name, getattr(ours, name))
+    for name, (module, ours) in SUBSTITUTED.items():
+        # dgl_accel is imported only when substituting, so plain-DGL runs never load it here
+        setattr(module, name, getattr(importlib.import_module(ours), name))
 
 
 def bindings(main_globals: dict, example_dir: Path) -> dict[str, list[str]]:
@@ -60,6 +68,11 @@ def bindings(main_globals: dict, example_dir: Path) -> dict[str, list[str]]:
         for name in SUBSTITUTED:
             if name in space:
                 out.setdefault(name, set()).add(getattr(space[name], "__module__", "?"))
+        for value in space.values():  # layers built through an attribute (dglnn.GATConv): their classes
+            if isinstance(value, torch.nn.Module):
+                for module in value.modules():
+                    if type(module).__name__ in SUBSTITUTED:
+                        out.setdefault(type(module).__name__, set()).add(type(module).__module__)
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
@@ -79,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(example.parent))
     main_globals = runpy.run_path(str(example), run_name="__main__")
     print("DGL_EXAMPLES_BINDINGS " + json.dumps(bindings(main_globals, example.parent)), flush=True)
+    if a.provider == "ours":
+        print("DGL_EXAMPLES_STATS " + json.dumps(importlib.import_module("dgl_accel").stats()), flush=True)
     return 0
 
 

@@ -58,6 +58,15 @@ EXAMPLES = {
         "metric": "test_acc",
         "epoch_pattern": re.compile(rf"Epoch \d+ \| Loss {NUMBER} \| Accuracy {NUMBER}"),
     },
+    "gat": {  # issue 18: Cora GAT, 8 heads x 8, DGL's settings (feat/attn dropout 0.6, 200 epochs, int32 ids)
+        "script": UPSTREAM / "gat" / "train.py",
+        "args": [],  # its default: --dataset cora (DGL's CoraGraphDataset from the raw dir copy)
+        "dataset": None,
+        "pattern": re.compile(rf"Test accuracy {NUMBER}"),
+        "fields": ("test_acc",),
+        "metric": "test_acc",
+        "epoch_pattern": re.compile(rf"Epoch \d+ \| Loss {NUMBER} \| Accuracy {NUMBER}"),
+    },
 }
 
 
@@ -141,12 +150,14 @@ def run_once(example: str, provider: str, seed: int, *, dataset: str | None = No
     found = parse_metrics(example, out)
     value = found.get(spec["metric"], math.nan)
     bind = re.findall(r"^DGL_EXAMPLES_BINDINGS (.*)$", out, re.M)
+    stats = re.findall(r"^DGL_EXAMPLES_STATS (.*)$", out, re.M)
     return {"example": example, "provider": provider, "seed": seed, "metric": spec["metric"], "value": value,
             "seconds": round(seconds, 2), "ok": rc == 0 and math.isfinite(value), "rc": rc,
             "dataset": dataset or "cora (DGL CitationGraphDataset)", "args": args,
             "deps": "real" if real else "stub", "code": code_version(), "finished": time.strftime("%H:%M:%S"),
             "extra": {k: v for k, v in found.items() if k != spec["metric"]},
             "bindings": json.loads(bind[-1]) if bind else None,
+            **({"stats": json.loads(stats[-1])} if stats else {}),
             **({} if rc == 0 else {"tail": out[-3000:]})}
 
 
