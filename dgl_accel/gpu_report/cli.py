@@ -5,7 +5,8 @@ torch / triton / CUDA versions, mode and a timestamp), ``<out>/docs/gpu_report.m
 ``<out>/docs/gpu_report_roofline.png``.  ``<out>`` is the checkout (``--out``, default ``.``; a
 temporary folder under ``--interpret`` when none is given).  Sections: correctness on the device
 (every registered kernel specialisation, the test suite's tolerance rule, launch coverage),
-aggregation against torch.sparse / PyG / DGL, sampling, execution paths.  Exit status 1 when any
+aggregation against torch.sparse / PyG / DGL, sampling, a GAT layer fused / unfused / PyG (time and
+peak memory), execution paths.  Exit status 1 when any
 check mismatched or a registered specialisation was never launched.
 
 Modes:
@@ -47,7 +48,8 @@ def parse(argv):
     p.add_argument("--tiny", action="store_true", help="tiny graphs (with --interpret: the CI run)")
     p.add_argument("--out", type=Path, default=None, help="folder for bench/results/ and docs/ (default: .)")
     p.add_argument("--data", type=Path, default=None, help="folder of shared npz graphs (default: data/gpu)")
-    p.add_argument("--skip", default="", help="comma-separated sections to skip: aggregation,sampling,exec_paths")
+    p.add_argument("--skip", default="",
+                   help="comma-separated sections to skip: aggregation,sampling,attention,exec_paths")
     return p.parse_args(argv)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from . import aggregation, correctness, exec_paths, graphs, roofline, sampling, table
+from . import aggregation, attention, correctness, exec_paths, graphs, roofline, sampling, table
 from .env import Results, environment
 from .timing import copy_bandwidth, matmul_rate
 
@@ -15,11 +15,11 @@ from .timing import copy_bandwidth, matmul_rate
 PLANS = {
     "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, shared_ops=aggregation.OPS,
                  widths=(32, 64, 128, 256), sampling=("rmat22", "largest"), exec_paths=("rmat22", "largest"),
-                 small=5, hub=1100),
+                 attention=("rmat22", "largest"), small=5, hub=1100),
     "quick": dict(grid_scales=(20,), line_scales=(), shared=1, shared_ops=aggregation.OPS, widths=(64, 128),
-                  sampling=("rmat20", "largest"), exec_paths=("rmat20",), small=5, hub=1100),
+                  sampling=("rmat20", "largest"), exec_paths=("rmat20",), attention=("rmat20",), small=5, hub=1100),
     "tiny": dict(grid_scales=(5,), line_scales=(6,), shared=1, shared_ops=("copy_u",), widths=(32,),
-                 sampling=("largest",), exec_paths=("rmat6",), small=4, hub=1030),
+                 sampling=("largest",), exec_paths=("rmat6",), attention=("rmat5",), small=4, hub=1030),
 }
 DTYPES = (torch.float32, torch.bfloat16)
 
@@ -81,6 +81,9 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
     if "sampling" not in skip:
         progress("sampling")
         sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny", progress)
+    if "attention" not in skip:
+        progress("attention")
+        attention.run(results, _unique(gs, plan["attention"]), device, timing, size == "tiny", progress)
     if "exec_paths" not in skip:
         progress("execution paths")
         exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing, 128 if size != "tiny" else 16,
@@ -121,6 +124,13 @@ def _summary(results, cov: dict, progress) -> None:
     for r in results.section("sampling"):
         if r["where"] == "device" and r.get("ok"):
             lines.append(f"sampling: {r['graph']} {r['sampler']}: {r['rate']:.3g} {r['unit']}")
+    fused = {(r["graph"], r["dtype"]): r for r in results.section("attention")
+             if r.get("ok") and r["provider"] == "dgl_accel fused"}
+    for r in results.section("attention"):
+        base = fused.get((r["graph"], r["dtype"]))
+        if r.get("ok") and base and r["provider"] != base["provider"]:
+            lines.append(f"attention: {r['graph']} {r['dtype']} GAT layer fwd+bwd: fused {base['fwd_bwd_ms']:.3g} ms, "
+                         f"{r['provider']} {r['fwd_bwd_ms'] / base['fwd_bwd_ms']:.2f}x slower")
     for r in results.section("exec_paths"):
         if r.get("ok"):
             lines.append(f"execution paths: {r['graph']} {r['train_fraction']:.0%} depth {r['depth']}: "

@@ -36,7 +36,8 @@ def report(tmp_path_factory):
 def test_tiny_run_writes_every_file_with_the_environment(report):
     proc, out, rows = report
     assert "summary" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert set(rows) >= {"environment", "correctness", "coverage", "aggregation", "sampling", "exec_paths"}, rows.keys()
+    assert set(rows) >= {"environment", "correctness", "coverage", "aggregation", "sampling", "attention",
+                         "exec_paths"}, rows.keys()
     for section, section_rows in rows.items():
         assert section_rows, section
         for row in section_rows:
@@ -76,6 +77,11 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     assert len({r["sampler"].split(" ")[0] for r in samplers}) == 5
     assert all(r["ok"] and r["rate"] > 0 for r in samplers), [r for r in samplers if not r["ok"]]
     assert {r["where"] for r in samplers} == {"device", "cpu"}
+    layers = rows["attention"]  # our fused and unfused GAT layers ran in both dtypes; peers may be absent
+    ours = {(r["provider"], r["dtype"]) for r in layers if r["provider"].startswith("dgl_accel") and r["ok"]
+            and r["fwd_ms"] > 0 and r["fwd_bwd_ms"] > 0}
+    assert ours == {(p, d) for p in ("dgl_accel fused", "dgl_accel unfused") for d in ("float32", "bfloat16")}, layers
+    assert all(r["ok"] or r["error"] for r in layers)
     paths = rows["exec_paths"]
     assert {(r["train_fraction"], r["depth"]) for r in paths} == {(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)}
     assert all(r["ok"] for r in paths), paths

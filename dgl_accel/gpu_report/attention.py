@@ -1,0 +1,132 @@
+"""Attention: one GAT layer (in -> H heads x D), forward and forward+backward, and the peak memory
+of one training step, ours fused beside the unfused composition of our own ops and the peers:
+
+* ``dgl_accel fused``: the projection, the two score halves el/er, then
+  :func:`~dgl_accel.core.attention.gat.gat_attention` (scores, online softmax and weighted sum in
+  one pass; the backward recomputes the attention from per-node normalisers);
+* ``dgl_accel unfused``: the same projection and halves, then the three passes a framework runs:
+  per-edge scores (E x H), :func:`~dgl_accel.core.attention.edge_softmax.edge_softmax` (E x H), and
+  one u_mul_e aggregation per head (:func:`~dgl_accel.core.aggregation.function.aggregate`);
+* ``PyG GATConv`` (``add_self_loops=False``, the same sizes; PyG materialises E x H x D messages);
+* ``DGL GATConv`` where DGL is importable (never on the GPU image).
+
+Every provider runs its own parameters of the same shapes on the same graph and inputs (timings
+and memory, not outputs, are compared here: the correctness section checks the kernels).  Peak
+memory of a step (CUDA only): ``torch.cuda.max_memory_allocated`` after one forward+backward,
+minus what was allocated before it, after ``reset_peak_memory_stats``; ``None`` elsewhere.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..core.aggregation.function import aggregate
+from ..core.aggregation.views import TensorGraph
+from ..core.attention.edge_softmax import edge_softmax
+from ..core.attention.gat import gat_attention
+from .graphs import Graph
+from .timing import median_seconds, synchronize
+
+SLOPE = 0.2
+
+
+class Layer(torch.nn.Module):
+    """GAT's parameters (DGL's layout: fc, attn_l, attn_r, bias) and our two ways to run them."""
+
+    def __init__(self, in_feats: int, heads: int, dim: int, fused: bool):
+        super().__init__()
+        self.heads, self.dim, self.fused = heads, dim, fused
+        self.fc = torch.nn.Linear(in_feats, heads * dim, bias=False)
+        self.attn_l = torch.nn.Parameter(torch.randn(1, heads, dim) * 0.1)
+        self.attn_r = torch.nn.Parameter(torch.randn(1, heads, dim) * 0.1)
+        self.bias = torch.nn.Parameter(torch.zeros(heads * dim))
+
+    def forward(self, views: TensorGraph, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x).view(-1, self.heads, self.dim)
+        el, er = (h * self.attn_l).sum(-1), (h * self.attn_r).sum(-1)
+        if self.fused:
+            out = gat_attention(views, h, el, er, SLOPE)
+        else:
+            src, dst = (t.long() for t in views.edges_by_id())
+            a = edge_softmax(views.csr("in"), torch.nn.functional.leaky_relu(el[src] + er[dst], SLOPE))
+            out = torch.stack([aggregate(views, "u_mul_e", "sum", h[:, k], a[:, k]) for k in range(self.heads)], 1)
+        return out + self.bias.view(1, self.heads, self.dim)
+
+
+def _pyg_layer(in_feats: int, heads: int, dim: int, edge_index):
+    # lazy: PyG is an optional peer (absent from CI)
+    from torch_geometric.nn import GATConv
+
+    conv = GATConv(in_feats, dim, heads=heads, add_self_loops=False, negative_slope=SLOPE)
+    return conv, lambda m, x: m(x, edge_index)
+
+
+def _dgl_layer(in_feats: int, heads: int, dim: int, src, dst, n: int):
+    # lazy: DGL is an optional peer; the report itself never needs it (the GPU image has none)
+    import dgl
+
+    g = dgl.graph((src, dst), num_nodes=n)
+    return dgl.nn.GATConv(in_feats, dim, heads, allow_zero_in_degree=True), lambda m, x: m(g, x)
+
+
+def providers(g: Graph, views: TensorGraph, in_feats: int, heads: int, dim: int):
+    """(name, make) per provider; ``make()`` -> (module, call(module, x))."""
+    return [
+        ("dgl_accel fused", lambda: (Layer(in_feats, heads, dim, True), lambda m, x: m(views, x))),
+        ("dgl_accel unfused", lambda: (Layer(in_feats, heads, dim, False), lambda m, x: m(views, x))),
+        ("PyG GATConv", lambda: _pyg_layer(in_feats, heads, dim, torch.stack([g.src, g.dst]))),
+        ("DGL GATConv", lambda: _dgl_layer(in_feats, heads, dim, g.src, g.dst, g.num_nodes)),
+    ]
+
+
+def step_peak_bytes(step, device: torch.device):
+    """Bytes one ``step()`` allocated at its peak beyond what was live before it (CUDA), else None."""
+    if device.type != "cuda":
+        return None
+    synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    step()
+    synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - before
+
+
+def bench_case(results, g: Graph, in_feats: int, heads: int, dim: int, dtype, device, timing: dict) -> None:
+    views = g.cache.get("views") or g.cache.setdefault("views", TensorGraph(g.src, g.dst, num_nodes=g.num_nodes))
+    gen = torch.Generator(device=device).manual_seed(in_feats + heads)
+    x = torch.randn(g.num_nodes, in_feats, generator=gen, device=device).to(dtype)
+    for name, make in providers(g, views, in_feats, heads, dim):
+        row = dict(graph=g.name, graph_kind=g.kind, nodes=g.num_nodes, edges=g.num_edges, in_feats=in_feats,
+                   heads=heads, dim=dim, dtype=str(dtype).replace("torch.", ""), provider=name)
+        try:
+            torch.manual_seed(0)
+            module, call = make()
+            module = module.to(device=device, dtype=dtype)
+            xg = x.detach().requires_grad_(True)
+
+            def fwd(module=module, call=call):
+                with torch.no_grad():
+                    return call(module, x)
+
+            def fwd_bwd(module=module, call=call, xg=xg):
+                module.zero_grad(set_to_none=True)
+                out = call(module, xg)
+                out.backward(torch.ones_like(out))
+                return out
+            t_f = median_seconds(fwd, device, **timing)
+            t_fb = median_seconds(fwd_bwd, device, **timing)
+            row.update(ok=True, fwd_ms=t_f * 1e3, fwd_bwd_ms=t_fb * 1e3,
+                       step_peak_bytes=step_peak_bytes(fwd_bwd, device))
+        except Exception as exc:  # a missing or failing peer is a row, not the end of the report
+            row.update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
+        results.add("attention", **row)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def run(results, graphs, device, timing: dict, tiny: bool, progress) -> None:
+    """One GAT layer per graph: in 128 -> 4 heads x 32 (in 16 -> 2 x 8 when tiny), fp32 and bf16."""
+    in_feats, heads, dim = (16, 2, 8) if tiny else (128, 4, 32)
+    for g in graphs:
+        progress(f"  attention on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
+        for dtype in (torch.float32, torch.bfloat16):
+            bench_case(results, g, in_feats, heads, dim, dtype, device, timing)
