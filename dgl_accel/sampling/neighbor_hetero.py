@@ -26,8 +26,8 @@ import torch
 from ..core.sampling.arrays import np64, offsets
 from ..core.sampling.checks import check_fanout, check_nodes, check_prob, excluded_edge_ids, expected
 from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import drop_excluded, relabel_sources
-from ..core.sampling.relations import choose_relations, stack_relations, stacked_weights
+from ..core.sampling.neighbor import drop_excluded
+from ..core.sampling.relations import choose_relations, relabel_types, stack_relations, stacked_weights
 from ..graph.structure import cached, relation_in_csr
 from .blocks import new_typed_block, np_idtype
 
@@ -143,15 +143,11 @@ def _block(g, cur, edges, idtype):
     """The typed block of one layer and its source ids per node type (seeds first, then the other
     sources in increasing id)."""
     np_idt = np_idtype(idtype)
-    src_ids, local = {}, {}
-    for nt in g.ntypes:
-        rels = [c for c in g.canonical_etypes if c[0] == nt]
-        srcs = [np.asarray(edges[c][1], dtype=np.int64) for c in rels]
-        new, loc = relabel_sources(np.concatenate(srcs) if srcs else np.empty(0, np.int64), cur[nt], g.num_nodes(nt))
-        src_ids[nt] = np.concatenate([cur[nt], new])
-        bounds = offsets(np.array([a.shape[0] for a in srcs], dtype=np.int64))
-        for i, c in enumerate(rels):
-            local[c] = loc[bounds[i]:bounds[i + 1]]
+    rels, types = g.canonical_etypes, {nt: t for t, nt in enumerate(g.ntypes)}
+    new, loc = relabel_types([np.asarray(edges[c][1], dtype=np.int64) for c in rels], [types[c[0]] for c in rels],
+                             [cur[nt] for nt in g.ntypes], [g.num_nodes(nt) for nt in g.ntypes])
+    src_ids = {nt: np.concatenate([cur[nt], new[t]]) for nt, t in types.items()}
+    local = dict(zip(rels, loc))
     csc = {c: (offsets(edges[c][0]).astype(np_idt), local[c].astype(np_idt)) for c in g.canonical_etypes}
     block = new_typed_block(csc, {nt: int(src_ids[nt].shape[0]) for nt in g.ntypes},
                             {nt: int(cur[nt].shape[0]) for nt in g.ntypes}, idtype,

@@ -116,3 +116,28 @@ def test_gather_pairs_compiled_loop_equals_the_gather_and_unpack():
         b = neighbor.gather_pairs(pairs, flat)
     want = neighbor.unpack_pairs(pairs[flat])
     assert all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(a, b, want))
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), num_nodes=st.lists(st.integers(1, 40), min_size=1, max_size=3))
+def test_typed_relabelling_keeps_dst_first_then_sorted_sources_on_both_paths(data, num_nodes):
+    K = len(num_nodes)
+    dsts = [np.array(data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n)), dtype=np.int64)
+            for n in num_nodes]
+    src_types = data.draw(st.lists(st.integers(0, K - 1), max_size=4))
+    srcs = [np.array(data.draw(st.lists(st.integers(0, num_nodes[t] - 1), max_size=60)), dtype=np.int64)
+            for t in src_types]
+    results = []
+    for on in (True, False):
+        with forced_jit(on):
+            results.append(relations.relabel_types(srcs, src_types, dsts, num_nodes))
+    (new, local), (new_np, local_np) = results
+    for t in range(K):
+        np.testing.assert_array_equal(new[t], new_np[t])
+        mine = np.concatenate([s for s, st_ in zip(srcs, src_types) if st_ == t] + [np.empty(0, np.int64)])
+        # the new sources of type t: its sources that are no destination, sorted, each once
+        np.testing.assert_array_equal(new[t], np.setdiff1d(mine, dsts[t]))
+    for i, s in enumerate(srcs):
+        np.testing.assert_array_equal(local[i], local_np[i])
+        ids = np.concatenate([dsts[src_types[i]], new[src_types[i]]])
+        np.testing.assert_array_equal(ids[local[i]], s)  # local ids point back at the same node

@@ -14,7 +14,7 @@ import numpy as np
 
 from .runtime import M32, S32, njit, philox, pick, prange, twins
 
-__all__ = ["uniform_choice_flat", "relabel", "gather_pairs"]
+__all__ = ["uniform_choice_flat", "relabel", "relabel_typed", "gather_pairs"]
 
 
 def _uniform_choice_impl(indptr, v, offs, fanout, seed, step, num_nodes, replace, out):
@@ -92,6 +92,31 @@ def _relabel(src, dst, n, mark, mapping):
     return new.astype(np.int64), local
 
 
+@njit(cache=True)
+def _relabel_typed(src, dst, dst_bounds, type_bounds, mark, mapping):
+    """:func:`_relabel` for several node types in one pass over one global id space (type t owns
+    ids ``type_bounds[t]:type_bounds[t+1]``): per type, its dst ids (``dst[dst_bounds[t]:
+    dst_bounds[t+1]]``) -> 0..T_t-1, its other sources -> T_t.. in increasing id."""
+    for i in range(src.shape[0]):
+        mark[src[i]] = True
+    K = type_bounds.shape[0] - 1
+    for t in range(K):
+        for i in range(dst_bounds[t], dst_bounds[t + 1]):
+            mark[dst[i]] = False
+            mapping[dst[i]] = i - dst_bounds[t]
+    new = np.nonzero(mark)[0].astype(np.int64)  # increasing global ids: grouped by type
+    new_bounds = np.searchsorted(new, type_bounds)
+    for t in range(K):
+        first = new_bounds[t] - (dst_bounds[t + 1] - dst_bounds[t])
+        for k in range(new_bounds[t], new_bounds[t + 1]):
+            mapping[new[k]] = k - first
+            mark[new[k]] = False
+    local = np.empty(src.shape[0], dtype=np.int64)
+    for i in range(src.shape[0]):
+        local[i] = mapping[src[i]]
+    return new, new_bounds.astype(np.int64), local
+
+
 def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
                         num_nodes: int, replace: bool, counts: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """Compiled twin of :func:`dgl_accel.core.sampling.choice.uniform_choice_flat` (counts and their
@@ -108,6 +133,13 @@ def relabel(src: np.ndarray, dst: np.ndarray, n: int):
     mark = np.zeros(n, dtype=np.bool_)
     mapping = np.empty(n, dtype=np.int64)
     return _relabel(src, dst, n, mark, mapping)
+
+
+def relabel_typed(src: np.ndarray, dst: np.ndarray, dst_bounds: np.ndarray, type_bounds: np.ndarray):
+    """(new sources as global ids in increasing order, their bounds per type, local ids of ``src``)
+    of :func:`_relabel_typed`; every argument int64."""
+    n = int(type_bounds[-1])
+    return _relabel_typed(src, dst, dst_bounds, type_bounds, np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int64))
 
 
 def gather_pairs(pairs: np.ndarray, flat: np.ndarray):

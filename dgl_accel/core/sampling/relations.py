@@ -28,10 +28,12 @@ import numpy as np
 import torch
 
 from ..csr import Structure
+from ..jit import neighbor as jit_neighbor
+from ..jit import runtime
 from .arrays import np64, offsets
-from .neighbor import choose_positions, gather_pairs, pack_pairs
+from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources
 
-__all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations"]
+__all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations", "relabel_types"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,3 +105,40 @@ def choose_relations(stack: StackedRelations, transits: Sequence[np.ndarray | No
             out[r] = (c, src[e0:e1], eid[e0:e1])
             t0, e0 = t1, e1
     return out
+
+
+def relabel_types(srcs: Sequence[np.ndarray], src_types: Sequence[int], dsts: Sequence[np.ndarray],
+                  num_nodes: Sequence[int]):
+    """The source side of a typed block: per node type t, its destinations ``dsts[t]`` (unique
+    int64 ids) keep local ids 0..T_t-1 and its other sources (from the ``srcs`` arrays whose
+    ``src_types`` is t) get T_t.. in increasing id, as :func:`.neighbor.relabel_sources` does for
+    one type.  Returns (new sources per type, local ids per ``srcs`` array).  One compiled pass over
+    every type from ``runtime.MIN_WORK`` sources (one call instead of a relabelling, concatenation
+    and split per type), else :func:`.neighbor.relabel_sources` per type; the same arrays.
+
+    >>> new, local = relabel_types([np.array([5, 2]), np.array([1])], [0, 1], [np.array([2]), np.array([])], [9, 3])
+    >>> [a.tolist() for a in new], [a.tolist() for a in local]
+    ([[5], [1]], [[1, 0], [0]])
+    """
+    K = len(dsts)
+    sizes = np.array([a.shape[0] for a in srcs], dtype=np.int64)
+    if not runtime.worth(int(sizes.sum())):
+        new, local = [], [None] * len(srcs)
+        for t in range(K):
+            mine = [i for i, st in enumerate(src_types) if st == t]
+            joined = np.concatenate([srcs[i] for i in mine]) if mine else np.empty(0, np.int64)
+            n_t, loc = relabel_sources(joined.astype(np.int64, copy=False), np.asarray(dsts[t], np.int64), num_nodes[t])
+            new.append(n_t)
+            bounds = offsets(np.array([srcs[i].shape[0] for i in mine], dtype=np.int64))
+            for j, i in enumerate(mine):
+                local[i] = loc[bounds[j]:bounds[j + 1]]
+        return new, local
+    type_bounds = offsets(np.asarray(num_nodes, dtype=np.int64))
+    src = np.concatenate([np.asarray(a, np.int64) + type_bounds[t] for a, t in zip(srcs, src_types)]) \
+        if srcs else np.empty(0, np.int64)
+    dst = np.concatenate([np.asarray(d, np.int64) + type_bounds[t] for t, d in enumerate(dsts)])
+    dst_bounds = offsets(np.array([d.shape[0] for d in dsts], dtype=np.int64))
+    new, new_bounds, loc = jit_neighbor.relabel_typed(src, dst, dst_bounds, type_bounds)
+    bounds = offsets(sizes)
+    return ([new[new_bounds[t]:new_bounds[t + 1]] - type_bounds[t] for t in range(K)],
+            [loc[bounds[i]:bounds[i + 1]] for i in range(len(srcs))])
