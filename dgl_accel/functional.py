@@ -24,6 +24,7 @@ from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
 from .core.dense import DenseFunction
 from .core.extrema import aggregate_extrema
+from .core.headwise.function import aggregate_headwise
 from .core.sddmm.function import gsddmm as core_gsddmm
 from .core.vector_scale import scale
 from .graph.views import DGLGraphViews
@@ -171,3 +172,24 @@ def gsddmm(graph, op: str, lhs, rhs, lhs_target: str = "u", rhs_target: str = "v
 
 
 __all__ += ["gsddmm"]
+
+
+def gspmm_headwise(graph, op: str, reduce: str, ufeat: torch.Tensor | None, efeat: torch.Tensor) -> torch.Tensor:
+    """Sum or mean (``reduce``) over each destination's in-edges of ``ufeat[u] * efeat[e]`` with edge
+    weights broadcast DGL's way (``op="u_mul_e"``: ``[E, H, 1]`` on ``[N, H, D]``, as GAT-style layers
+    aggregate; the node features must not broadcast) or of the edge features ``efeat[e]``
+    (``op="copy_e"``, ``ufeat=None``); differentiable.  Rows without in-edges get 0.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([2, 2])))
+    >>> x, w = torch.ones(3, 2, 2), torch.tensor([[[1.0], [2.0]], [[3.0], [4.0]]])
+    >>> gspmm_headwise(g, "u_mul_e", "sum", x, w)[2].tolist()
+    [[4.0, 4.0], [6.0, 6.0]]
+    """
+    views = _views(graph)
+    # an aggregation we run in full: inside an execution-path session it counts as a layer
+    note_unrouted(graph)
+    return aggregate_headwise(views, op, reduce, ufeat, efeat)
+
+
+__all__ += ["gspmm_headwise"]

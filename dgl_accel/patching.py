@@ -27,8 +27,9 @@ import torch
 
 from .core import backend
 from .core.aggregation.checks import FLOAT_DTYPES
+from .core.headwise.shapes import head_split
 from .dgl_rules import gspmm_out_shape
-from .functional import gspmm
+from .functional import gspmm, gspmm_headwise
 from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
 from .graph.structure import is_supported_graph
 from .policies.exec_paths.session import note_unrouted, open_session
@@ -39,6 +40,8 @@ from .routes.names import dgl_message_passing, in_dgl_message_passing
 _TARGETS = ((dgl.ops.spmm, "gspmm"), (dgl.ops, "gspmm"))
 ORIGINAL_MESSAGE_PASSING = dgl.core.message_passing  # dgl_accel is imported before any enable()
 _OPS = {"copy_lhs": "copy_u", "mul": "u_mul_e", "div": "u_mul_e"}  # DGL op -> ours (div: 1/w)
+# sum/mean: copy_rhs and broadcast edge weights run on the core's head-wise op
+_SUM_OPS = {**_OPS, "copy_rhs": "copy_e"}
 # max/min: the core's extrema op also takes DGL's add (sub: add -w, DGL's rewrite) and copy_rhs
 _EXTREMA_OPS = {**_OPS, "add": "u_add_e", "sub": "u_add_e", "copy_rhs": "copy_e"}
 _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "u_div_e",
@@ -68,8 +71,8 @@ def _dgl_decides(g, op, lhs, rhs):
 def _unsupported(op, reduce_op, lhs, rhs):
     """Why this call, valid for DGL, must go to DGL unchanged, or None if dgl-accel runs it."""
     extrema = reduce_op in ("max", "min")
-    if op not in (_EXTREMA_OPS if extrema else _OPS):
-        return f"op {op}" if op != "copy_rhs" else "edge-only op copy_e"
+    if op not in (_EXTREMA_OPS if extrema else _SUM_OPS):
+        return f"op {op}"
     if reduce_op not in ("sum", "mean") and not extrema:
         return f"reduce {reduce_op}"
     if op != "copy_rhs" and lhs.dtype not in FLOAT_DTYPES:
@@ -77,9 +80,20 @@ def _unsupported(op, reduce_op, lhs, rhs):
     if op != "copy_lhs":
         if rhs.dtype not in FLOAT_DTYPES:
             return "rhs dtype"
-        if op != "copy_rhs" and math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:]):
-            return "broadcast shape"
+        if op != "copy_rhs" and _broadcasts(lhs, rhs) and (extrema or _head_split(lhs, rhs) is None):
+            return "broadcast shape"  # max/min of broadcast weights, or node features that broadcast
     return None
+
+
+def _broadcasts(lhs, rhs) -> bool:
+    """Whether the edge weights are neither one per edge nor one per feature (DGL broadcasts them)."""
+    return math.prod(rhs.shape[1:]) != 1 and tuple(rhs.shape[1:]) != tuple(lhs.shape[1:])
+
+
+def _head_split(lhs, rhs):
+    """The core's head-wise split of the operands after DGL's padding (a 1-D operand is a feature of
+    size 1), or None where the node features would broadcast."""
+    return head_split(tuple(lhs.shape[1:]) if lhs.dim() > 1 else (1,), tuple(rhs.shape[1:]) if rhs.dim() > 1 else (1,))
 
 
 def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
@@ -98,6 +112,8 @@ def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
         backend.record_fallthrough(f"{_NAMES.get(op, op)}_{reduce_op}", reason)
         note_unrouted(g)
         return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
+    if op == "copy_rhs" and reduce_op in ("sum", "mean"):
+        return gspmm_headwise(g, "copy_e", reduce_op, None, rhs_data).reshape(out_shape)
     efeat = None
     if op != "copy_lhs":
         per_feature = op == "copy_rhs" or math.prod(rhs_data.shape[1:]) != 1
@@ -111,6 +127,8 @@ def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
         fill = 0.0 if g.num_edges() == 0 else float("-inf") if reduce_op == "max" else float("inf")
         lhs = None if op == "copy_rhs" else lhs_data
         return gspmm(g, _EXTREMA_OPS[op], reduce_op, lhs, efeat, fill=fill).reshape(out_shape)
+    if op != "copy_lhs" and _broadcasts(lhs_data, rhs_data):  # [E, H, 1] weights on [N, H, D] features
+        return gspmm_headwise(g, "u_mul_e", reduce_op, lhs_data, efeat).reshape(out_shape)
     return gspmm(g, _OPS[op], reduce_op, lhs_data, efeat).reshape(out_shape)
 
 

@@ -118,6 +118,21 @@ def test_max_reduce_runs_ours_and_is_reported_as_unrouted_once(noted):
     assert len(noted) == 1 and all(torch.equal(a, b) for a, b in zip(noted[0].edges(), g.edges()))
 
 
+@pytest.mark.parametrize("message", [fn.u_mul_e("h2", "w2", "m"), fn.copy_e("w", "m")], ids=["multi-head", "copy_e"])
+def test_head_wise_and_copy_e_run_ours_and_are_reported_as_unrouted_once(noted, message):
+    # [E, H, 1] weights on [N, H, D] features and copy_e run the head-wise op, over every row (no
+    # execution-path plan): like max/min they count as a layer
+    g = _graph()
+    g.ndata["h2"] = g.ndata["x"].reshape(30, 2, 2)
+    g.edata["w2"] = g.edata["w3"]
+    expected = _run(g, message, fn.sum("m", "h"))
+    with dgl_accel.enabled():
+        got = _run(g, message, fn.sum("m", "h"))
+    assert_close(got, expected)
+    assert dgl_accel.stats() == {f"{message.name}_sum": {"native-cpu": 1}}
+    assert len(noted) == 1 and all(torch.equal(a, b) for a, b in zip(noted[0].edges(), g.edges()))
+
+
 def test_heterograph_aggregations_are_counted_and_reported(noted):
     hg = dgl.heterograph({("a", "r", "b"): ([0, 1], [1, 0]), ("b", "s", "a"): ([0, 1], [0, 0])})
     hg.nodes["a"].data["h"] = torch.randn(2, 3)
