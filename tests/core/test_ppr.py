@@ -1,0 +1,120 @@
+"""Approximate personalised PageRank (``core/sampling/ppr.py``) without DGL: the push estimates are
+within the push method's bound of exact PPR (power iteration in float64), the top-K sets hold the
+target and the best-scored nodes (ties by id, threshold respected), the compiled twin is
+bit-identical to the numpy reference, and bad arguments are refused before any work."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_accel.core.aggregation.views import TensorGraph
+from dgl_accel.core.jit import runtime
+from dgl_accel.core.sampling.checks import SamplingInputError
+from dgl_accel.core.sampling.ppr import ppr_node_sets, ppr_push_np
+from dgl_accel.testing import tensors as tst
+
+
+def _symmetric_csr(e):
+    """In-CSR of the graph with every edge in both directions (symmetric adjacency, multi-edges and
+    self-loops kept with their multiplicity)."""
+    src, dst = torch.cat([e.src, e.dst]), torch.cat([e.dst, e.src])
+    return TensorGraph(src, dst, num_nodes=e.num_src).csr("in")
+
+
+def _exact_ppr(csr, s, alpha):
+    """Power iteration in float64: pi = alpha e_s + (1 - alpha) M pi, M[v, u] = mult(u -> v) / deg(u)."""
+    indptr, indices = csr.indptr.long().numpy(), csr.indices.long().numpy()
+    n = indptr.shape[0] - 1
+    deg = np.diff(indptr)
+    M = np.zeros((n, n))
+    for u in range(n):
+        for v in indices[indptr[u]:indptr[u + 1]]:
+            M[v, u] += 1.0 / deg[u]
+    e = np.zeros(n)
+    e[s] = 1.0
+    pi = alpha * e
+    for _ in range(2000):
+        nxt = alpha * e + (1 - alpha) * M @ pi
+        if np.abs(nxt - pi).max() < 1e-15:
+            break
+        pi = nxt
+    return nxt, np.maximum(deg, 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=120), alpha=st.floats(0.05, 0.9),
+       eps=st.sampled_from([1e-1, 1e-2, 1e-3, 1e-4]), data=st.data())
+def test_push_is_within_the_error_bound_of_exact_ppr(e, alpha, eps, data):
+    csr = _symmetric_csr(e)
+    s = data.draw(st.integers(0, e.num_src - 1))
+    p = ppr_push_np(csr.indptr.long().numpy(), csr.indices.long().numpy(), s, alpha, eps)
+    pi, deg = _exact_ppr(csr, s, alpha)
+    gap = pi - p
+    assert (gap >= -1e-12).all()                      # the push never overestimates
+    assert (gap < eps * deg + 1e-12).all(), (gap / deg).max()   # 0 <= pi - p < eps * max(deg, 1)
+    # the sets carry the same estimates (topk = n: every node with a positive estimate)
+    sets = ppr_node_sets(csr, torch.tensor([s]), topk=e.num_src, alpha=alpha, eps=eps, compiled=False)
+    assert torch.equal(sets.nodes, torch.from_numpy(np.flatnonzero(p > 0)))
+    assert torch.equal(sets.scores, torch.from_numpy(p[p > 0]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 12),
+       threshold=st.sampled_from([None, 0.0, 1e-3, 0.02]), data=st.data())
+def test_topk_sets_hold_the_target_and_the_best_scores(e, topk, threshold, data):
+    csr = _symmetric_csr(e)
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)))
+    sets = ppr_node_sets(csr, targets, topk=topk, alpha=0.15, eps=1e-4, threshold=threshold, compiled=False)
+    ip, ix = csr.indptr.long().numpy(), csr.indices.long().numpy()
+    for t, s in enumerate(targets.tolist()):
+        a, b = int(sets.offsets[t]), int(sets.offsets[t + 1])
+        got = sets.nodes[a:b].tolist()
+        assert got == sorted(set(got)) and s in got and int(sets.nodes[sets.target_pos[t]]) == s
+        p = ppr_push_np(ip, ix, s, 0.15, 1e-4)
+        cand = [v for v in np.flatnonzero(p > 0).tolist() if v != s and p[v] >= (threshold or 0.0)]
+        best = sorted(cand, key=lambda v: (-p[v], v))[:topk - 1]     # ties: smaller id first
+        assert got == sorted([s] + best)
+        assert sets.scores[a:b].tolist() == p[got].tolist()
+
+
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=60, max_edges=400), topk=st.integers(1, 30),
+       alpha=st.floats(0.05, 0.9), eps=st.sampled_from([1e-2, 1e-4, 1e-6]), directed=st.booleans(), data=st.data())
+def test_compiled_twin_is_bit_identical(e, topk, alpha, eps, directed, data):
+    csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in") if directed else _symmetric_csr(e)
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=10)))
+    a = ppr_node_sets(csr, targets, topk=topk, alpha=alpha, eps=eps, compiled=False)
+    b = ppr_node_sets(csr, targets, topk=topk, alpha=alpha, eps=eps, compiled=True)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
+def test_isolated_target_keeps_alpha():
+    csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=3).csr("in")
+    sets = ppr_node_sets(csr, torch.tensor([2]), topk=5, alpha=0.2)
+    assert sets.nodes.tolist() == [2] and sets.scores.tolist() == [0.2]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(topk=0), "topk to be a positive int"),
+    (dict(topk=2.5), "topk to be a positive int"),
+    (dict(alpha=0.0), "alpha (the teleport probability) in (0, 1)"),
+    (dict(alpha=1.0), "alpha (the teleport probability) in (0, 1)"),
+    (dict(alpha="x"), "alpha to be a number"),
+    (dict(eps=0.0), "eps > 0"),
+    (dict(eps=-1e-5), "eps > 0"),
+    (dict(threshold=-1.0), "threshold to be None or a finite number >= 0"),
+])
+def test_bad_arguments_are_refused(kwargs, words):
+    csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=2).csr("in")
+    with pytest.raises(SamplingInputError) as err:
+        ppr_node_sets(csr, torch.tensor([0]), **kwargs)
+    assert words in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_targets_out_of_range_are_refused():
+    csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=2).csr("in")
+    with pytest.raises(SamplingInputError, match=r"targets in \[0, 2\).*values in \[0, 5\]"):
+        ppr_node_sets(csr, torch.tensor([0, 5]))

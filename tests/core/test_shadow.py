@@ -1,0 +1,147 @@
+"""shaDow-GNN scopes on CSR views without DGL (``core/sampling/shadow.py``): per-target k-hop sets
+are the exact L-hop balls with full fanouts and real neighbourhoods with sampled ones (min(fanout,
+degree) new neighbours at one hop), depend only on (seed, target), are the same on the Triton
+kernels (interpreter) and the CPU twin; every per-target subgraph of a batch is exactly the
+subgraph its set induces, on the compiled loop and the numpy path."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dgl_accel
+from dgl_accel.core.aggregation.views import TensorGraph
+from dgl_accel.core.jit import runtime
+from dgl_accel.core.sampling.checks import SamplingInputError
+from dgl_accel.core.sampling.ppr import ppr_node_sets
+from dgl_accel.core.sampling.shadow import induced_batch, khop_node_sets
+from dgl_accel.testing import tensors as tst
+
+
+def _csr(e):
+    return TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in")
+
+
+def _nbrs(csr, v):
+    ip, ix = csr.indptr.long(), csr.indices.long()
+    return ix[ip[v]:ip[v + 1]].tolist()
+
+
+def _ball(csr, t, hops):
+    seen, front = {t}, {t}
+    for _ in range(hops):
+        front = {u for v in front for u in _nbrs(csr, v)} - seen
+        seen |= front
+    return sorted(seen)
+
+
+def _sets(sets):
+    return [sets.nodes[int(a):int(b)].tolist() for a, b in zip(sets.offsets[:-1], sets.offsets[1:])]
+
+
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), fanouts=st.lists(st.sampled_from([-1, 1, 2, 4]),
+       min_size=1, max_size=3), replace=st.booleans(), seed=st.integers(0, 2**64 - 1), data=st.data())
+def test_khop_sets_are_real_neighbourhoods(e, fanouts, replace, seed, data):
+    csr = _csr(e)
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=8)))
+    sets = khop_node_sets(csr, targets, fanouts, replace=replace, seed=seed)
+    for t, (s, got) in enumerate(zip(targets.tolist(), _sets(sets))):
+        assert got == sorted(set(got)) and int(sets.nodes[sets.target_pos[t]]) == s
+        ball = _ball(csr, s, len(fanouts))
+        assert set(got) <= set(ball)
+        if all(f == -1 for f in fanouts):
+            assert got == ball
+    # a target's set depends on (seed, target) only: alone or in another batch, the same
+    t0 = int(targets[-1])
+    alone = khop_node_sets(csr, torch.tensor([t0]), fanouts, replace=replace, seed=seed)
+    assert _sets(alone)[0] == _sets(sets)[-1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300, self_loops=False, multi_edges=False),
+       fanout=st.integers(1, 6), seed=st.integers(0, 2**64 - 1))
+def test_one_hop_takes_min_fanout_degree_distinct_neighbours(e, fanout, seed):
+    csr = _csr(e)
+    targets = torch.arange(e.num_src)
+    sets = khop_node_sets(csr, targets, [fanout], seed=seed)
+    for s, got in zip(targets.tolist(), _sets(sets)):
+        nb = _nbrs(csr, s)
+        assert set(got) - {s} <= set(nb) and len(got) == 1 + min(fanout, len(nb))
+
+
+def test_khop_draws_are_uniform():
+    # a star: centre 0 with 20 in-neighbours; fanout 5 without replacement, over 4000 seeds each
+    # neighbour is drawn with probability 1/4
+    n = 21
+    csr = TensorGraph(torch.arange(1, n), torch.zeros(n - 1, dtype=torch.int64), num_nodes=n).csr("in")
+    hits = np.zeros(n)
+    for seed in range(4000):
+        hits[_sets(khop_node_sets(csr, torch.tensor([0]), [5], seed=seed))[0]] += 1
+    freq = hits[1:] / 4000
+    assert np.abs(freq - 0.25).max() < 0.035, freq
+
+
+@settings(max_examples=12, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=150), fanouts=st.lists(st.integers(1, 3), min_size=1,
+       max_size=2), replace=st.booleans(), seed=st.integers(0, 2**64 - 1))
+def test_khop_sets_same_on_triton_and_cpu(e, fanouts, replace, seed):
+    csr = _csr(e)
+    targets = torch.arange(min(e.num_src, 6))
+    out = {}
+    for name in ("native", "triton"):
+        with dgl_accel.use_backend(name):
+            out[name] = khop_node_sets(csr, targets, fanouts, replace=replace, seed=seed)
+    for a, b in zip(out["native"][:3], out["triton"][:3]):
+        assert torch.equal(a, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=250), kind=st.sampled_from(["khop", "ppr"]),
+       seed=st.integers(0, 2**32), data=st.data())
+def test_every_subgraph_of_a_batch_is_its_induced_subgraph(e, kind, seed, data):
+    csr = _csr(e)
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)))
+    sets = khop_node_sets(csr, targets, [2, 2], seed=seed) if kind == "khop" else \
+        ppr_node_sets(csr, targets, topk=5, eps=1e-3)
+    ip, ix, ei = csr.indptr.long().numpy(), csr.indices.long().numpy(), csr.eids.long().numpy()
+    paths = [False] + ([True] if runtime.enabled() else [])
+    outs = [induced_batch(ip, ix, ei, sets, compiled=c) for c in paths]
+    for o in outs[1:]:
+        assert all(np.array_equal(a, b) for a, b in zip(outs[0], o))
+    sub_indptr, local, eids = outs[0]
+    src, dst = e.src.long().numpy(), e.dst.long().numpy()
+    nodes = sets.nodes.numpy()
+    gid = sets.graph_ids().numpy()
+    for t in range(targets.numel()):
+        a, b = int(sets.offsets[t]), int(sets.offsets[t + 1])
+        chosen = set(nodes[a:b].tolist())
+        want = sorted(i for i in range(src.shape[0]) if src[i] in chosen and dst[i] in chosen)
+        rows = range(a, b)
+        got = sorted(int(x) for i in rows for x in eids[sub_indptr[i]:sub_indptr[i + 1]])
+        assert got == want
+        for i in rows:
+            for j in range(sub_indptr[i], sub_indptr[i + 1]):
+                assert gid[local[j]] == t                                  # never crosses scopes
+                assert (src[eids[j]], dst[eids[j]]) == (nodes[local[j]], nodes[i])
+
+
+@pytest.mark.parametrize("fanouts, words", [
+    ([], "fanouts to be a non-empty list"),
+    ([2, -2], "fanouts[1] to be an int >= 0, or -1"),
+    (3, "fanouts to be a non-empty list"),
+    ([1.5], "fanouts[0] to be an int"),
+])
+def test_bad_fanouts_are_refused(fanouts, words):
+    csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=2).csr("in")
+    with pytest.raises(SamplingInputError) as err:
+        khop_node_sets(csr, torch.tensor([0]), fanouts, seed=0)
+    assert words in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_bad_targets_and_seed_are_refused():
+    csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=2).csr("in")
+    with pytest.raises(SamplingInputError, match=r"targets in \[0, 2\)"):
+        khop_node_sets(csr, torch.tensor([2]), [1], seed=0)
+    with pytest.raises(SamplingInputError, match=r"seed to be an int in \[0, 2\^64\)"):
+        khop_node_sets(csr, torch.tensor([0]), [1], seed=-1)
