@@ -1,0 +1,149 @@
+"""Fused dot-product attention (what ``dgl.nn.DotGatConv`` computes): for every destination v and head h,
+
+    out[v, h, :] = sum over in-edges e = (u -> v) of softmax_e(scale <q[v, h], k[u, h]>) * val[u, h, :]
+
+in one pass over v's in-edges (online softmax), fp32 accumulation for half types.  Saved for backward:
+the inputs, the output and lse[v, h]; backward recomputes p_e = exp(s_e - lse[v, h]), so nothing of size
+E x H x D is kept, and nothing of size E x H unless the caller asks for the attention
+(``return_attention=True``, then differentiable too).  DotGatConv divides the dot product by
+sqrt(out_feats): ``scale`` defaults to 1 / sqrt(key dim).
+
+Paths (:mod:`.dot_paths`): Triton kernels (``kernels/attention_dot.py``); on CPU below
+``runtime.MIN_WORK`` edges or without numba vectorised torch, else the compiled loops of
+``core/jit/attention_dot.py`` (a pass over the in-CSR, one over the out-CSR, no atomics).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .. import backend
+from ..aggregation.checks import describe
+from . import compiled
+from . import dot_paths as paths
+from .checks import check_float
+from .gat import edges_by_id
+from .reference import entry_rows, ref_edge_softmax
+
+
+def check_dot(views, q, k, val, scale) -> None:
+    """``q`` [num_dst, H, DK], ``k`` [num_src, H, DK], ``val`` [num_src, H, DV], one float dtype."""
+    device = views.device
+    shapes = (("q", q, views.num_dst, "num_dst"), ("k", k, views.num_src, "num_src"),
+              ("val", val, views.num_src, "num_src"))
+    for name, x, rows, what in shapes:
+        check_float(name, x, device)
+        if x.dim() != 3 or x.shape[0] != rows or x.shape[1] < 1 or x.shape[2] < 1:
+            raise ValueError(f"expected {name} of shape [{what}, H, D] with {what} = {rows} and H, D >= 1 "
+                             f"(got {list(x.shape)}). Fix: {name}.view({what}, num_heads, head_dim).")
+    for name, x in (("k", k), ("val", val)):
+        if x.dtype != q.dtype:
+            raise ValueError(f"expected {name} of q's dtype {q.dtype} (got {x.dtype}). Fix: {name}.to(q.dtype).")
+    if k.shape[1:] != q.shape[1:]:
+        raise ValueError(f"expected k with q's heads and key dim {list(q.shape[1:])} (got {list(k.shape[1:])}). "
+                         f"Fix: project q and k to the same [H, D].")
+    if val.shape[1] != q.shape[1]:
+        raise ValueError(f"expected val with q's {q.shape[1]} heads (got {val.shape[1]}). "
+                         f"Fix: val.view(num_src, {q.shape[1]}, -1).")
+    if scale is not None and (not isinstance(scale, numbers.Real) or isinstance(scale, bool)
+                              or not math.isfinite(scale)):
+        raise ValueError(f"expected scale to be None or a finite real number (got {describe(scale)}). "
+                         f"Fix: scale=None (1 / sqrt(key dim), as dgl.nn.DotGatConv).")
+
+
+def ref_dot_attention(in_csr, q, k, val, scale=None):
+    """The unfused composition (for tests): (out, attention [E, H]) with
+    attention = edge_softmax(scale <q[v], k[u]>) over each destination's in-edges, in the inputs' dtype."""
+    scale = 1.0 / math.sqrt(q.shape[2]) if scale is None else scale
+    src = torch.zeros(in_csr.num_edges, dtype=torch.int64, device=q.device)
+    dst = torch.zeros_like(src)
+    eids = in_csr.eids.long()
+    src[eids], dst[eids] = in_csr.indices.long(), entry_rows(in_csr)
+    a = ref_edge_softmax(in_csr, (q[dst] * k[src]).sum(-1) * scale)
+    out = torch.zeros((in_csr.num_rows,) + tuple(val.shape[1:]), dtype=val.dtype, device=val.device)
+    return out.index_add(0, dst, a[:, :, None] * val[src]), a
+
+
+def _attention(path: str, views, q, k, scale: float, lse):
+    """The attention [E, H] recomputed from lse on ``path``, in lse's dtype."""
+    if path == "triton":
+        return paths.attention_triton(views.csr("in"), q, k, scale, lse)
+    if compiled.usable(views.num_edges, q):
+        return paths.attention_compiled(views.csr("in"), q, k, scale, lse)
+    src, dst = edges_by_id(views)
+    return paths.attention_native(src, dst, q, k, scale, lse)
+
+
+class DotAttentionFunction(torch.autograd.Function):
+    """The fused dot-product attention on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
+
+    @staticmethod
+    def forward(ctx, views, path: str, scale: float, want_attention: bool, q, k, val):
+        ctx.set_materialize_grads(False)
+        attention = None
+        if path == "triton":
+            out, lse = paths.forward_triton(views.csr("in"), q, k, val, scale)
+            if want_attention:
+                attention = paths.attention_triton(views.csr("in"), q, k, scale, lse)
+        elif compiled.usable(views.num_edges, q):  # numba over the in-CSR, nothing of E x H x D
+            out, lse, attention = paths.forward_compiled(views.csr("in"), q, k, val, scale, want_attention)
+        else:
+            src, dst = edges_by_id(views)
+            out, lse, attention = paths.forward_native(src, dst, views.num_dst, q, k, val, scale)
+        ctx.views, ctx.path, ctx.scale = views, path, scale
+        ctx.save_for_backward(q, k, val, out, lse)
+        return (out, attention.to(val.dtype)) if want_attention else out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out, *grad_attention):
+        q, k, val, out, lse = ctx.saved_tensors
+        views, path, scale = ctx.views, ctx.path, ctx.scale
+        grad_attn = grad_attention[0] if grad_attention else None
+        if grad_out is None:  # only the attention was used
+            grad_out = torch.zeros_like(out)
+        backend.record("dot_attention_backward", path, out.device)
+        acc = lse.dtype
+        c = (grad_out.to(acc) * out.to(acc)).sum(-1)  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], val[u]>
+        if grad_attn is not None:  # the softmax backward's row term: sum over v's in-edges of p_e grad_attn_e
+            grad_attn = grad_attn.to(acc)
+            c = c.index_add(0, edges_by_id(views)[1], _attention(path, views, q, k, scale, lse) * grad_attn)
+        if path == "triton":
+            grads = paths.backward_triton(views.csr("in"), views.csr("out"), q, k, val, scale, lse, c, grad_out,
+                                          grad_attn)
+        elif compiled.usable(views.num_edges, q):
+            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), q, k, val, scale, lse, c, grad_out,
+                                            grad_attn)
+        else:
+            src, dst = edges_by_id(views)
+            grads = paths.backward_native(src, dst, q, k, val, scale, lse, c, grad_out, grad_attn)
+        return (None, None, None, None) + tuple(grads)
+
+
+def dot_attention(views, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, scale: float | None = None, *,
+                  return_attention: bool = False):
+    """Dot-product attention aggregated into the destinations of ``views`` (a
+    :class:`~dgl_accel.core.aggregation.views.GraphViews`), fused; differentiable in ``q``, ``k``, ``val``.
+
+    ``q`` [num_dst, H, DK] (destination queries), ``k`` [num_src, H, DK] (source keys), ``val``
+    [num_src, H, DV] (source values); one float dtype (half types accumulate in fp32).  ``scale``
+    multiplies the dot products (default 1 / sqrt(DK), as ``dgl.nn.DotGatConv``).  Returns ``out``
+    [num_dst, H, DV] (zeros for a destination without in-edges), and with ``return_attention=True``
+    also the attention [E, H] in edge-id order.
+
+    >>> import torch
+    >>> from dgl_accel.core.aggregation.views import TensorGraph
+    >>> g = TensorGraph(torch.tensor([0, 1]), torch.tensor([2, 2]), num_nodes=3)
+    >>> x = torch.tensor([[[1.0]], [[3.0]], [[0.0]]])
+    >>> out, a = dot_attention(g, x, x, x, return_attention=True)
+    >>> out.flatten().tolist(), a.flatten().tolist()
+    ([0.0, 0.0, 2.0], [0.5, 0.5])
+    """
+    check_dot(views, q, k, val, scale)
+    path = backend.choose_path(q, k, val)
+    backend.record("dot_attention", path, q.device)
+    scale = 1.0 / math.sqrt(q.shape[2]) if scale is None else float(scale)
+    return DotAttentionFunction.apply(views, path, scale, bool(return_attention), q, k, val)

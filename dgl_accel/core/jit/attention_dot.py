@@ -1,0 +1,217 @@
+"""Compiled CPU loops of the fused dot-product attention (:mod:`dgl_accel.core.attention.dot`) on numpy
+arrays (float32 or float64; the caller converts half types to float32 and back).
+
+For destination v, head h and in-edge e = (u -> v): s_e = scale <q[v, h], k[u, h]>, p_e its softmax over
+v's in-edges, out[v, h] = sum_e p_e val[u, h].
+
+* forward, ``prange`` over destinations (in-CSR rows): the row's scores and their max per head in a
+  buffer of max-degree x H, then exp and the weighted sum of value rows into ``out[v]``,
+  ``lse[v] = m + log(l)``;
+* backward, with c[v, h] = <grad_out[v], out[v]> (+ the attention gradient's row term) given and
+  ds_e = p_e (<grad_out[v], val[u]> + grad_attn_e - c[v]): a pass over destinations writes
+  grad_q[v] = scale sum_e ds_e k[u]; a pass over sources (out-CSR rows) writes
+  grad_k[u] = scale sum_e ds_e q[v] and grad_val[u] = sum_e p_e grad_out[v].  Each pass recomputes
+  s_e and p_e from lse: no per-edge scratch, and each output row is written by the one task owning it
+  (no atomics).
+
+Rows are cut into ``CHUNKS`` ranges of about equal edge counts (:func:`bounds_of`), one task each;
+(parallel, serial) twins as every loop here.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .attention import CHUNKS, REASSOC, max_degree
+from .runtime import njit, pick, prange, twins
+
+__all__ = ["bounds_of", "dot_forward", "dot_attention", "dot_backward"]
+
+
+@njit(cache=True)
+def bounds_of(indptr, nch):
+    """Row range boundaries [nch + 1] cutting the CSR into ``nch`` ranges of about equal entries."""
+    n = indptr.shape[0] - 1
+    bounds = np.minimum(np.searchsorted(indptr, np.arange(nch + 1) * (indptr[n] // nch + 1)), n)
+    bounds[0] = 0
+    bounds[nch] = n
+    return bounds
+
+
+def _dot_fwd_impl(indptr, indices, q, k, val, scale, out, lse, max_deg):
+    H = q.shape[1]
+    DK = q.shape[2]
+    DV = val.shape[2]
+    bounds = bounds_of(indptr, CHUNKS)
+    for ch in prange(CHUNKS):
+        m = np.empty(H, dtype=out.dtype)
+        lsum = np.empty(H, dtype=out.dtype)
+        acc = np.empty((H, DV), dtype=out.dtype)
+        sbuf = np.empty((max_deg, H), dtype=out.dtype)
+        sc = scale[0]
+        for v in range(bounds[ch], bounds[ch + 1]):
+            start = indptr[v]
+            n = indptr[v + 1] - start
+            for h in range(H):
+                m[h] = -np.inf
+                lsum[h] = 0
+                for d in range(DV):
+                    acc[h, d] = 0
+            for j in range(n):
+                u = indices[start + j]
+                for h in range(H):
+                    s = q[v, h, 0] * k[u, h, 0]
+                    for d in range(1, DK):
+                        s += q[v, h, d] * k[u, h, d]
+                    s = s * sc
+                    sbuf[j, h] = s
+                    m[h] = max(m[h], s)
+            for j in range(n):
+                for h in range(H):
+                    p = math.exp(sbuf[j, h] - m[h])
+                    sbuf[j, h] = p
+                    lsum[h] += p
+            for j in range(n):
+                u = indices[start + j]
+                for h in range(H):
+                    p = sbuf[j, h]
+                    for d in range(DV):
+                        acc[h, d] += p * val[u, h, d]
+            for h in range(H):
+                den = lsum[h]
+                if den > 0:
+                    for d in range(DV):
+                        out[v, h, d] = acc[h, d] / den
+                    lse[v, h] = m[h] + math.log(den)
+                else:  # no in-edges: out 0, lse -inf (never read by backward)
+                    for d in range(DV):
+                        out[v, h, d] = 0
+                    lse[v, h] = -np.inf
+
+
+_dot_fwd_parallel, _dot_fwd_serial = twins(_dot_fwd_impl, fastmath=REASSOC)
+
+
+def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
+    """a[e, h] = exp(s_e - lse[v, h]) for every in-edge e = (u -> v), in edge-id order."""
+    H = q.shape[1]
+    DK = q.shape[2]
+    bounds = bounds_of(indptr, CHUNKS)
+    sc = scale[0]
+    for ch in prange(CHUNKS):
+        for v in range(bounds[ch], bounds[ch + 1]):
+            for j in range(indptr[v], indptr[v + 1]):
+                u = indices[j]
+                for h in range(H):
+                    s = q[v, h, 0] * k[u, h, 0]
+                    for d in range(1, DK):
+                        s += q[v, h, d] * k[u, h, d]
+                    a[eids[j], h] = math.exp(s * sc - lse[v, h])
+
+
+_dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fastmath=REASSOC)
+
+
+def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q):
+    """grad_q[v] = scale * sum over v's in-edges of ds_e k[u]."""
+    H = q.shape[1]
+    DK = q.shape[2]
+    DV = val.shape[2]
+    bounds = bounds_of(indptr, CHUNKS)
+    sc = scale[0]
+    for ch in prange(CHUNKS):
+        for v in range(bounds[ch], bounds[ch + 1]):
+            for h in range(H):
+                for d in range(DK):
+                    grad_q[v, h, d] = 0
+            for j in range(indptr[v], indptr[v + 1]):
+                u = indices[j]
+                for h in range(H):
+                    s = q[v, h, 0] * k[u, h, 0]
+                    for d in range(1, DK):
+                        s += q[v, h, d] * k[u, h, d]
+                    t = grad_out[v, h, 0] * val[u, h, 0]
+                    for d in range(1, DV):
+                        t += grad_out[v, h, d] * val[u, h, d]
+                    if has_ga:
+                        t += ga[eids[j], h]
+                    ds = math.exp(s * sc - lse[v, h]) * (t - c[v, h]) * sc
+                    for d in range(DK):
+                        grad_q[v, h, d] += ds * k[u, h, d]
+
+
+_dot_bwd_dst_parallel, _dot_bwd_dst_serial = twins(_dot_bwd_dst_impl, fastmath=REASSOC)
+
+
+def _dot_bwd_src_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_k, grad_val):
+    """grad_k[u] = scale * sum over u's out-edges of ds_e q[v]; grad_val[u] = sum p_e grad_out[v]."""
+    H = q.shape[1]
+    DK = q.shape[2]
+    DV = val.shape[2]
+    bounds = bounds_of(indptr, CHUNKS)
+    sc = scale[0]
+    for ch in prange(CHUNKS):
+        for u in range(bounds[ch], bounds[ch + 1]):
+            for h in range(H):
+                for d in range(DK):
+                    grad_k[u, h, d] = 0
+                for d in range(DV):
+                    grad_val[u, h, d] = 0
+            for j in range(indptr[u], indptr[u + 1]):
+                v = indices[j]
+                for h in range(H):
+                    s = q[v, h, 0] * k[u, h, 0]
+                    for d in range(1, DK):
+                        s += q[v, h, d] * k[u, h, d]
+                    t = grad_out[v, h, 0] * val[u, h, 0]
+                    for d in range(1, DV):
+                        t += grad_out[v, h, d] * val[u, h, d]
+                    if has_ga:
+                        t += ga[eids[j], h]
+                    p = math.exp(s * sc - lse[v, h])
+                    ds = p * (t - c[v, h]) * sc
+                    for d in range(DK):
+                        grad_k[u, h, d] += ds * q[v, h, d]
+                    for d in range(DV):
+                        grad_val[u, h, d] += p * grad_out[v, h, d]
+
+
+_dot_bwd_src_parallel, _dot_bwd_src_serial = twins(_dot_bwd_src_impl, fastmath=REASSOC)
+
+
+# ------------------------------------------------------------------ entry points (numpy in, numpy out)
+def _scale(scale: float, dtype) -> np.ndarray:
+    return np.array([scale], dtype=dtype)  # keeps float32 sums in float32
+
+
+def dot_forward(indptr, indices, q, k, val, scale: float):
+    """(out [num_dst, H, DV], lse [num_dst, H]) over the in-CSR (``indptr``, ``indices`` int64);
+    ``q`` [num_dst, H, DK], ``k`` [num_src, H, DK], ``val`` [num_src, H, DV], one float dtype, C-contiguous."""
+    num_dst = indptr.shape[0] - 1
+    out = np.empty((num_dst,) + val.shape[1:], dtype=val.dtype)
+    lse = np.empty((num_dst, q.shape[1]), dtype=val.dtype)
+    pick(_dot_fwd_parallel, _dot_fwd_serial)(indptr, indices, q, k, val, _scale(scale, q.dtype), out, lse,
+                                             np.int64(max_degree(indptr)))
+    return out, lse
+
+
+def dot_attention(indptr, indices, eids, q, k, scale: float, lse):
+    """The attention [E, H] in edge-id order, recomputed from ``lse`` over the in-CSR."""
+    a = np.empty((indices.shape[0], q.shape[1]), dtype=q.dtype)
+    pick(_dot_attention_parallel, _dot_attention_serial)(indptr, indices, eids, q, k, _scale(scale, q.dtype), lse, a)
+    return a
+
+
+def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, c, grad_out, grad_attn=None):
+    """(grad_q, grad_k, grad_val); ``in_csr`` / ``out_csr`` (indptr, indices, eids) int64 triples,
+    ``c`` [num_dst, H] as in the module docstring, ``grad_attn`` [E, H] (edge-id order) or None."""
+    dt = q.dtype
+    has_ga = grad_attn is not None
+    ga = grad_attn if has_ga else np.empty((0, q.shape[1]), dtype=dt)
+    sc = _scale(scale, dt)
+    grad_q, grad_k, grad_val = np.empty(q.shape, dtype=dt), np.empty(k.shape, dtype=dt), np.empty(val.shape, dtype=dt)
+    pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q)
+    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(*out_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_k,
+                                                     grad_val)
+    return grad_q, grad_k, grad_val

@@ -1,0 +1,222 @@
+"""Fused GATv2 attention over CSR rows (what ``dgl.nn.GATv2Conv`` computes): per destination v and head h,
+
+    s_e = sum_d attn[h, d] leaky_relu(fs[u, h, d] + fd[v, h, d]),   out[v, h, :] = sum_e softmax_e(s) fs[u, h, :]
+
+over v's in-edges e = (u -> v).  ``_gatv2_fwd_kernel``: a program owns one destination, one head and a
+block of BLOCK_D features; it walks v's in-edges once with an online softmax (each score summed over
+the whole feature dimension in chunks of BLOCK_D) and stores out and, from the first block,
+lse[v, h] = m + log(l).  ``_gatv2_attn_kernel`` writes exp(s_e - lse) per edge id when asked for.
+
+Backward recomputes p_e = exp(s_e - lse[v, h]); with c[v, h] given (<grad_out[v], out[v]> plus the
+attention gradient's row term) and ds_e = p_e (<grad_out[v], fs[u]> + grad_attn_e - c[v]):
+``_gatv2_bwd_dst_kernel`` (in-CSR) writes grad_fd[v] = sum_e ds_e attn leaky'(z_e) and the destination's
+share of the attention vector's gradient, sum_e ds_e leaky(z_e) (summed over destinations by the
+caller: no atomics); ``_gatv2_bwd_src_kernel`` (out-CSR) grad_fs[u] = sum_e p_e grad_out[v] +
+ds_e attn leaky'(z_e), with z_e = fs[u] + fd[v].  Nothing per edge is stored.  The attention gradient
+is read at (eid * H + h) * ga_on (a one-element zero tensor when ga_on = 0).  Accumulation is fp32
+(fp64 for fp64 inputs); addresses int64.
+"""
+import triton
+import triton.language as tl
+
+from .attention_dot import rows_dot
+from .registry import Specialisation
+
+
+@triton.jit
+def _scores(fs_ptr, fs_row, fd_ptr, fd_row, attn_ptr, attn_row, slope, e_mask, dim,
+            BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """s_i = sum_d attn[attn_row + d] leaky(fs[fs_row[i] + d] + fd[fd_row[i] + d]) for BLOCK_E rows i."""
+    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    s = tl.zeros((BLOCK_E,), acc_dtype)
+    for d0 in range(0, dim, BLOCK_D):
+        d = d0 + tl.arange(0, BLOCK_D)
+        d_mask = d < dim
+        m2 = e_mask[:, None] & d_mask[None, :]
+        z = (tl.load(fs_ptr + fs_row[:, None] + d[None, :], mask=m2, other=0.0).to(acc_dtype)
+             + tl.load(fd_ptr + fd_row[:, None] + d[None, :], mask=m2, other=0.0).to(acc_dtype))
+        w = tl.load(attn_ptr + attn_row + d, mask=d_mask, other=0.0).to(acc_dtype)
+        s += tl.sum(w[None, :] * tl.where(z > 0, z, z * slope), axis=1)
+    return s
+
+
+@triton.jit
+def _gatv2_fwd_kernel(indptr_ptr, indices_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, out_ptr, lse_ptr, num_heads,
+                      head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    d_mask = d < head_dim
+    start = tl.load(indptr_ptr + v)
+    end = tl.load(indptr_ptr + v + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    fd_row = tl.zeros((BLOCK_E,), tl.int64) + (v * num_heads + h) * head_dim
+    m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
+    denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    for k0 in range(start, end, BLOCK_E):
+        kk = k0 + tl.arange(0, BLOCK_E)
+        e_mask = kk < end
+        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        row = (u * num_heads + h) * head_dim
+        s = _scores(fs_ptr, row, fd_ptr, fd_row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        s = tl.where(e_mask, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(s - m_new)
+        denom = denom * alpha + tl.sum(p, axis=0)
+        x = tl.load(fs_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
+        acc = acc * alpha + tl.sum(p[:, None] * x.to(acc_dtype), axis=0)
+        m = m_new
+    denom = tl.where(denom > 0, denom, 1.0)  # a destination without in-edges: acc = 0, lse = -inf
+    tl.store(out_ptr + (v * num_heads + h) * head_dim + d, (acc / denom).to(out_ptr.dtype.element_ty), mask=d_mask)
+    if tl.program_id(2) == 0:
+        tl.store(lse_ptr + v * num_heads + h, m + tl.log(denom))
+
+
+@triton.jit
+def _gatv2_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, lse_ptr, a_ptr,
+                       num_heads, head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """a[e, h] = exp(s_e - lse[v, h]) for v's in-edges (stored at the edge id)."""
+    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    start = tl.load(indptr_ptr + v)
+    end = tl.load(indptr_ptr + v + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
+    fd_row = tl.zeros((BLOCK_E,), tl.int64) + (v * num_heads + h) * head_dim
+    for k0 in range(start, end, BLOCK_E):
+        kk = k0 + tl.arange(0, BLOCK_E)
+        e_mask = kk < end
+        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        s = _scores(fs_ptr, (u * num_heads + h) * head_dim, fd_ptr, fd_row, attn_ptr, h * head_dim, slope, e_mask,
+                    head_dim, BLOCK_E, BLOCK_D)
+        tl.store(a_ptr + eid * num_heads + h, tl.exp(s - lse_v).to(a_ptr.dtype.element_ty), mask=e_mask)
+
+
+@triton.jit
+def _gatv2_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, lse_ptr, c_ptr,
+                          grad_out_ptr, ga_ptr, ga_on, grad_fd_ptr, grad_attn_ptr, num_heads, head_dim,
+                          BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Per destination v, head h, feature block: grad_fd[v, h] and grad_attn[v, h] (v's share)."""
+    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    d_mask = d < head_dim
+    start = tl.load(indptr_ptr + v)
+    end = tl.load(indptr_ptr + v + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    vh = v * num_heads + h
+    lse_v = tl.load(lse_ptr + vh).to(acc_dtype)
+    c_v = tl.load(c_ptr + vh).to(acc_dtype)
+    v_row = tl.zeros((BLOCK_E,), tl.int64) + vh * head_dim
+    w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
+    fd_v = tl.load(fd_ptr + vh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
+    acc_fd = tl.zeros((BLOCK_D,), acc_dtype)
+    acc_w = tl.zeros((BLOCK_D,), acc_dtype)
+    for k0 in range(start, end, BLOCK_E):
+        kk = k0 + tl.arange(0, BLOCK_E)
+        e_mask = kk < end
+        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        row = (u * num_heads + h) * head_dim
+        s = _scores(fs_ptr, row, fd_ptr, v_row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        t = rows_dot(grad_out_ptr, v_row, fs_ptr, row, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
+        ds = tl.where(e_mask, tl.exp(s - lse_v) * (t + ga - c_v), 0.0)
+        z = tl.load(fs_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
+                    other=0.0).to(acc_dtype) + fd_v[None, :]
+        acc_fd += tl.sum(ds[:, None] * tl.where(z > 0, 1.0, slope), axis=0)
+        acc_w += tl.sum(ds[:, None] * tl.where(z > 0, z, z * slope), axis=0)
+    tl.store(grad_fd_ptr + vh * head_dim + d, (acc_fd * w).to(grad_fd_ptr.dtype.element_ty), mask=d_mask)
+    tl.store(grad_attn_ptr + vh * head_dim + d, acc_w.to(grad_attn_ptr.dtype.element_ty), mask=d_mask)
+
+
+@triton.jit
+def _gatv2_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, lse_ptr, c_ptr,
+                          grad_out_ptr, ga_ptr, ga_on, grad_fs_ptr, num_heads, head_dim,
+                          BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Per source u, head h, feature block (out-CSR rows): grad_fs[u, h]."""
+    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    u = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    d_mask = d < head_dim
+    start = tl.load(indptr_ptr + u)
+    end = tl.load(indptr_ptr + u + 1)
+    slope = tl.load(slope_ptr).to(acc_dtype)
+    uh = u * num_heads + h
+    u_row = tl.zeros((BLOCK_E,), tl.int64) + uh * head_dim
+    w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
+    fs_u = tl.load(fs_ptr + uh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
+    acc_p = tl.zeros((BLOCK_D,), acc_dtype)
+    acc_s = tl.zeros((BLOCK_D,), acc_dtype)
+    for k0 in range(start, end, BLOCK_E):
+        kk = k0 + tl.arange(0, BLOCK_E)
+        e_mask = kk < end
+        v = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        vh = v * num_heads + h
+        s = _scores(fs_ptr, u_row, fd_ptr, vh * head_dim, attn_ptr, h * head_dim, slope, e_mask, head_dim,
+                    BLOCK_E, BLOCK_D)
+        t = rows_dot(grad_out_ptr, vh * head_dim, fs_ptr, u_row, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
+        lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
+        c = tl.load(c_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
+        p = tl.where(e_mask, tl.exp(s - lse), 0.0)
+        ds = p * (t + ga - c)
+        m2 = e_mask[:, None] & d_mask[None, :]
+        go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=m2, other=0.0).to(acc_dtype)
+        z = tl.load(fd_ptr + vh[:, None] * head_dim + d[None, :], mask=m2, other=0.0).to(acc_dtype) + fs_u[None, :]
+        acc_p += tl.sum(p[:, None] * go, axis=0)
+        acc_s += tl.sum(ds[:, None] * tl.where(z > 0, 1.0, slope), axis=0)
+    tl.store(grad_fs_ptr + uh * head_dim + d, (acc_p + acc_s * w).to(grad_fs_ptr.dtype.element_ty), mask=d_mask)
+
+
+# ------------------------------------------------------------------ launch configuration
+BLOCK_E = 32
+FEATURE_TILES = (16, 64)  # BLOCK_D: the scores loop over it; more features: more programs
+
+
+def feature_tile(dim: int) -> int:
+    return FEATURE_TILES[0] if dim <= FEATURE_TILES[0] else FEATURE_TILES[1]
+
+
+def num_warps(block_d: int) -> int:
+    """About 256 tile elements per warp, at least 4 warps (as the fused GAT kernels)."""
+    return max(4, min(8, BLOCK_E * block_d // 256))
+
+
+# ------------------------------------------------------------------ AOT specialisations
+_DT = ("fp32", "fp16", "bf16", "fp64")
+_IDX = ("i32", "i64")
+_ARGS = {
+    "_gatv2_fwd_kernel": ("indptr_ptr", "indices_ptr", "fs_ptr", "fd_ptr", "attn_ptr", "slope_ptr", "out_ptr",
+                          "lse_ptr", "num_heads", "head_dim"),
+    "_gatv2_attn_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "fs_ptr", "fd_ptr", "attn_ptr", "slope_ptr",
+                           "lse_ptr", "a_ptr", "num_heads", "head_dim"),
+    "_gatv2_bwd_dst_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "fs_ptr", "fd_ptr", "attn_ptr", "slope_ptr",
+                              "lse_ptr", "c_ptr", "grad_out_ptr", "ga_ptr", "ga_on", "grad_fd_ptr", "grad_attn_ptr",
+                              "num_heads", "head_dim"),
+    "_gatv2_bwd_src_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "fs_ptr", "fd_ptr", "attn_ptr", "slope_ptr",
+                              "lse_ptr", "c_ptr", "grad_out_ptr", "ga_ptr", "ga_on", "grad_fs_ptr", "num_heads",
+                              "head_dim"),
+}
+
+
+def _spec(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
+    acc = "fp64" if t == "fp64" else "fp32"
+    types = {"indptr_ptr": "*i64", "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "slope_ptr": f"*{acc}",
+             "lse_ptr": f"*{acc}", "c_ptr": f"*{acc}", "ga_ptr": f"*{acc}", "grad_attn_ptr": f"*{acc}",
+             "a_ptr": f"*{acc}", "ga_on": "i32", "num_heads": "i32", "head_dim": "i32"}
+    sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
+    sig.update(BLOCK_E="constexpr", BLOCK_D="constexpr")
+    return Specialisation("attention_gatv2", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
+                          num_warps=num_warps(block_d))
+
+
+SPECIALISATIONS = [_spec(k, t, idx, bd) for k in _ARGS for t in _DT for idx in _IDX for bd in FEATURE_TILES]

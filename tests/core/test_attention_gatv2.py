@@ -1,0 +1,209 @@
+"""The fused GATv2 attention of the core (``dgl_accel.core.attention.gatv2``) on plain tensors, without
+DGL, against the pure-torch reference (edge softmax of attn . leaky_relu(fs[u] + fd[v]), then the
+weighted sum of fs), forward, attention and backward (fs, fd and the attention vector), on three paths:
+the vectorised torch code, the compiled numba loops (work threshold lowered) and the kernels of
+``kernels/attention_gatv2.py`` under the Triton interpreter; multi-head, empty rows and graphs, rows
+longer than a kernel chunk, int32/int64 ids, fp32/fp64/fp16/bf16 (the flash-attention rule), fp64
+gradcheck, what backward saves, and bad input."""
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dgl_accel
+from dgl_accel.core.aggregation.views import TensorGraph
+from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
+from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+PATHS = ("native", "compiled", "triton")
+LABEL = {"native": "native-cpu", "compiled": "native-cpu", "triton": "triton-interpreter"}
+SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
+
+
+class on_path:
+    """Run inside one of PATHS: the backend, and the compiled loops forced on (``compiled``) or off."""
+
+    def __init__(self, name: str):
+        self.backend = dgl_accel.use_backend("triton" if name == "triton" else "native")
+        self.jit = forced_jit(name == "compiled")
+
+    def __enter__(self):
+        self.backend.__enter__()
+        self.jit.__enter__()
+
+    def __exit__(self, *exc):
+        self.jit.__exit__(*exc)
+        self.backend.__exit__(*exc)
+
+
+@pytest.fixture(params=PATHS)
+def path(request):
+    """Overrides tests/conftest.py's: the compiled loops are a third path here."""
+    with on_path(request.param):
+        dgl_accel.reset_stats()
+        yield request.param
+
+
+def star(degree: int, idtype=torch.int64, extra: int = 3) -> TensorGraph:
+    """Node 0 receives ``degree - extra`` edges (rows longer than any kernel chunk); nodes 1..extra one
+    each; node ``degree + 1`` none."""
+    gen = torch.Generator().manual_seed(degree)
+    src = torch.randint(0, degree, (degree,), generator=gen)
+    dst = torch.cat([torch.zeros(degree - extra, dtype=torch.int64), torch.arange(1, extra + 1)])
+    perm = torch.randperm(degree, generator=gen)
+    return TensorGraph(src[perm].to(idtype), dst[perm].to(idtype), num_nodes=degree + 2)
+
+
+def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires_grad=False):
+    fs = tst.randn((num_src, heads, dim), dtype, seed)
+    fd = tst.randn((num_dst, heads, dim), dtype, seed + 1)
+    attn = (tst.randn((1, heads, dim), torch.float32, seed + 2) * spread).to(dtype)
+    return tuple(t.requires_grad_(requires_grad) for t in (fs, fd, attn))
+
+
+# ------------------------------------------------------------------------------------------ forward
+@given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(DTYPES), seed=tst.SEEDS,
+       slope=st.sampled_from([0.2, 0.0, 1.5]), flat_attn=st.booleans())
+def test_gatv2_matches_unfused_reference(e, heads, dim, dtype, seed, slope, flat_attn):
+    g = tst.tensor_graph(e)
+    fs, fd, attn = gatv2_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
+    if flat_attn:  # [H, D] as well as GATv2Conv's [1, H, D]
+        attn = attn[0]
+    in_csr = g.csr("in")
+    for name in PATHS:
+        dgl_accel.reset_stats()
+        with on_path(name):
+            out, a = gatv2_attention(g, fs, fd, attn, slope, return_attention=True)
+        assert dgl_accel.stats()["gatv2_attention"] == {LABEL[name]: 1}
+        assert out.shape == (e.num_dst, heads, dim) and out.dtype == dtype
+        assert a.shape == (e.src.numel(), heads) and a.dtype == dtype
+        assert not out.isnan().any() and not a.isnan().any()
+        assert_matches_reference((out, a), lambda *t: ref_gatv2_attention(in_csr, *t, slope), fs, fd, attn,
+                                 msg=f"{name} {dtype}")
+
+
+def test_gatv2_long_rows_online_max(path):
+    # Row 0 has 197 entries (seven chunks of 32) and spread scores: the running max moves and rescales.
+    g = star(200)
+    fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, 2, 6, torch.float64, 4, spread=8.0)
+    out, a = gatv2_attention(g, fs, fd, attn, return_attention=True)
+    ref, ref_a = ref_gatv2_attention(g.csr("in"), fs, fd, attn)
+    assert_close(out, ref)
+    assert_close(a, ref_a)
+
+
+# ------------------------------------------------------------------------------------------ backward
+@settings(max_examples=12)
+@given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
+       seed=tst.SEEDS, with_attention=st.booleans(), slope=st.sampled_from([0.2, 1.5]))
+def test_gatv2_backward_matches_reference(e, heads, dim, dtype, seed, with_attention, slope):
+    g = tst.tensor_graph(e)
+    in_csr = g.csr("in")
+    inputs = gatv2_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
+    grad_out = tst.randn((e.num_dst, heads, dim), dtype, seed + 3)
+    grad_attn = tst.randn((e.src.numel(), heads), dtype, seed + 4)
+    leaves = [t.double().requires_grad_() for t in inputs]
+    n = 2 if with_attention else 1
+    expected = torch.autograd.grad(ref_gatv2_attention(in_csr, *leaves, slope)[:n], leaves,
+                                   [grad_out.double(), grad_attn.double()][:n], allow_unused=True)
+    for name in PATHS:
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        dgl_accel.reset_stats()
+        with on_path(name):
+            outs = gatv2_attention(g, *leaves, slope, return_attention=with_attention)
+            got = torch.autograd.grad(outs, leaves, (grad_out, grad_attn) if with_attention else grad_out)
+        assert dgl_accel.stats()["gatv2_attention_backward"] == {LABEL[name]: 1}
+        for i, (a, b) in enumerate(zip(got, expected)):
+            b = torch.zeros_like(a) if b is None else b  # no edges: the reference never touches the input
+            assert a.shape == b.shape and a.dtype == dtype
+            assert_close(a, b, dtype=dtype, msg=f"{name} grad[{i}] {dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gatv2_half_precision_forward_and_gradients(path, dtype):
+    g = star(100, extra=4)
+    in_csr = g.csr("in")
+    fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, 2, 70, dtype, 11, spread=0.2)  # 70 > 64: two feature blocks
+    grad_out = tst.randn((g.num_dst, 2, 70), dtype, 12)
+
+    def run(fn, *t):
+        *inputs, go = t
+        leaves = [x.clone().requires_grad_() for x in inputs]
+        out = fn(*leaves)
+        return (out.detach(),) + torch.autograd.grad(out, leaves, go)
+
+    got = run(lambda *t: gatv2_attention(g, *t), fs, fd, attn, grad_out)
+    assert all(t.dtype == dtype for t in got)
+    assert_matches_reference(got, lambda *t: run(lambda *u: ref_gatv2_attention(in_csr, *u)[0], *t), fs, fd, attn,
+                             grad_out, msg=f"{path} {dtype}")
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_gatv2_gradcheck_fp64(path, idtype):
+    # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).
+    g = TensorGraph(torch.tensor([0, 0, 1, 2, 4, 4, 4, 1], dtype=idtype),
+                    torch.tensor([1, 2, 2, 0, 2, 2, 4, 4], dtype=idtype), num_nodes=6)
+    assert g.csr("in").eids.dtype == idtype
+    inputs = gatv2_inputs(6, 6, 2, 3, torch.float64, 7, requires_grad=True)
+    fast = path == "triton"  # the interpreter: one random direction instead of every input
+    assert torch.autograd.gradcheck(lambda *t: gatv2_attention(g, *t, 0.3), inputs, fast_mode=fast)
+    assert torch.autograd.gradcheck(lambda *t: gatv2_attention(g, *t, 0.3, return_attention=True), inputs,
+                                    fast_mode=fast)
+    assert torch.autograd.gradcheck(lambda *t: gatv2_attention(g, *t, 0.3, return_attention=True)[1], inputs,
+                                    fast_mode=fast)
+    assert set(dgl_accel.stats()["gatv2_attention"]) == {LABEL[path]}
+
+
+def test_gatv2_empty_rows_and_graphs(path):
+    g = TensorGraph(torch.tensor([0, 1]), torch.tensor([1, 1]), num_src=3, num_dst=3)  # dst 0, 2: no in-edges
+    fs, fd, attn = gatv2_inputs(3, 3, 2, 4, torch.float32, 5, requires_grad=True)
+    out, a = gatv2_attention(g, fs, fd, attn, return_attention=True)
+    assert torch.all(out[[0, 2]] == 0) and not out.isnan().any()
+    grads = torch.autograd.grad(out.sum() + a.sum(), (fs, fd, attn))
+    assert all(not t.isnan().any() for t in grads)
+    assert torch.all(grads[0][2] == 0) and torch.all(grads[1][[0, 2]] == 0)
+    empty = TensorGraph(torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32), num_src=2, num_dst=3)
+    fs, fd, attn = gatv2_inputs(2, 3, 1, 3, torch.float32, 6, requires_grad=True)
+    out = gatv2_attention(empty, fs, fd, attn)
+    assert out.shape == (3, 1, 3) and torch.all(out == 0)
+    assert all(torch.all(t == 0) for t in torch.autograd.grad(out.sum(), (fs, fd, attn)))
+
+
+def test_gatv2_saves_per_node_normalisers_not_per_edge_tensors(path):
+    g = star(40, extra=2)
+    fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, 2, 3, torch.float32, 9, requires_grad=True)
+    out = gatv2_attention(g, fs, fd, attn)
+    saved = out.grad_fn.saved_tensors
+    assert [tuple(t.shape) for t in saved] == [(42, 2, 3), (42, 2, 3), (2, 3), (42, 2, 3), (42, 2)]
+    assert saved[-1].dtype == torch.float32 and g.num_edges == 40
+
+
+# ------------------------------------------------------------------------------------------ bad input
+def _g():
+    return TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
+
+
+def _x(*shape, dtype=torch.float32):
+    return torch.ones(*shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gatv2_attention(_g(), _x(3, 4), _x(3, 1, 4), _x(1, 4)), r"expected fs of shape \[num_src, H, D\]"),
+    (lambda: gatv2_attention(_g(), _x(3, 1, 4), _x(4, 1, 4), _x(1, 4)), r"expected fd of shape \[num_dst, H, D\]"),
+    (lambda: gatv2_attention(_g(), _x(3, 2, 4), _x(3, 2, 3), _x(2, 4)), r"expected fd with fs's \[H, D\]"),
+    (lambda: gatv2_attention(_g(), _x(3, 2, 4), _x(3, 2, 4), _x(2, 3)), r"expected attn of shape \[2, 4\]"),
+    (lambda: gatv2_attention(_g(), _x(3, 2, 4), _x(3, 2, 4), _x(2, 4, dtype=torch.float64)),
+     "expected attn of fs's dtype"),
+    (lambda: gatv2_attention(_g(), _x(3, 2, 4, dtype=torch.int64), _x(3, 2, 4), _x(2, 4)),
+     "expected fs to be a float32"),
+    (lambda: gatv2_attention(_g(), _x(3, 2, 4), _x(3, 2, 4), _x(2, 4), negative_slope=-1),
+     "expected negative_slope to be a real number"),
+])
+def test_bad_input_is_rejected_before_any_kernel(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "Fix:" in str(info.value)
+    assert dgl_accel.stats() == {}
