@@ -1,9 +1,10 @@
 """Samplers for dgl.dataloading (the DGL adapter of :mod:`dgl_accel.core.sampling`): neighbour
 sampling, bulk (matrix-based) neighbour sampling, layer sampling (FastGCN / LADIES), GraphSAINT
-subgraph sampling, random walks and k-hop samples, plus the DGL-free choice primitives they run on.
+subgraph sampling, shaDow-GNN scopes (k-hop and PPR), random walks and k-hop samples, plus the
+DGL-free choice primitives they run on.
 
 One module per sampler family (:mod:`.neighbor`, :mod:`.bulk`, :mod:`.bulk_ladies`, :mod:`.layer`,
-:mod:`.saint`, :mod:`.walks`, :mod:`.frontier`, :mod:`.khop`), with the shared pieces in
+:mod:`.saint`, :mod:`.shadow`, :mod:`.walks`, :mod:`.frontier`, :mod:`.khop`), with the shared pieces in
 :mod:`.base` (per-call seeds), :mod:`.blocks` (block / subgraph building, graph checks) and
 :mod:`.errors` (every export raises :class:`DGLSamplingInputError`, a ``ValueError`` and a
 ``dgl.DGLError`` at once, for bad input).
@@ -17,6 +18,7 @@ from .khop import KHopSamples, khop_sample
 from .layer import FastGCNSampler, LADIESSampler
 from .neighbor import MultiLayerFullNeighborSampler, MultiLayerNeighborSampler, NeighborSampler
 from .saint import SAINTSampler
+from .shadow import ShaDowKHopSampler, ShaDowPPRSampler, shadow_index
 from .walks import multi_dimensional_random_walk, node2vec_random_walk, random_walk
 
 # the DGL-free choice primitives, raising DGLSamplingInputError like every export here
@@ -29,4 +31,5 @@ __all__ = ["DGLSamplingInputError", "NeighborSampler", "MultiLayerNeighborSample
            "BulkNeighborSampler", "SAINTSampler", "LADIESSampler",
            "FastGCNSampler", "random_walk", "node2vec_random_walk", "multi_dimensional_random_walk", "neighbor_choice",
            "weighted_neighbor_choice", "choose_neighbors", "classify", "group_by_transit", "frontier_sample",
-           "frontier_sample_sequential", "khop_sample", "KHopSamples"]
+           "frontier_sample_sequential", "khop_sample", "KHopSamples", "ShaDowKHopSampler", "ShaDowPPRSampler",
+           "shadow_index"]

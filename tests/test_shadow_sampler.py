@@ -1,0 +1,202 @@
+"""shaDow-GNN samplers on DGL graphs (``sampling/shadow.py``): merged k-hop equals DGL's
+ShaDowKHopSampler with full neighbourhoods and NeighborSampler's draws with sampled ones; per-target
+scopes (k-hop and PPR) are exactly the induced subgraphs of their node sets with their target and
+the readout index; seeds reproduce; DataLoader workers, prefetching and exclude_eids work; bad
+input is refused with DGLSamplingInputError before any work."""
+import dgl
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_accel.core.sampling.ppr import ppr_node_sets
+from dgl_accel.graph.structure import in_csr
+from dgl_accel.sampling import (
+    DGLSamplingInputError,
+    NeighborSampler,
+    ShaDowKHopSampler,
+    ShaDowPPRSampler,
+    shadow_index,
+)
+from dgl_accel.sampling.shadow import GRAPH_ID, IS_TARGET
+from dgl_accel.testing.strategies import graphs
+
+
+@pytest.fixture(scope="module")
+def graph():
+    torch.manual_seed(0)
+    dgl.seed(0)
+    g = dgl.to_bidirected(dgl.rand_graph(2000, 12000))
+    g.ndata["feat"] = torch.randn(g.num_nodes(), 4)
+    g.edata["w"] = torch.rand(g.num_edges())
+    return g
+
+
+def _edges(g, sg):
+    """{(edge id, src id, dst id)} of a subgraph, checked against the parent."""
+    u, v = sg.edges()
+    nid, eid = sg.ndata[dgl.NID].long(), sg.edata[dgl.EID].long()
+    gu, gv = g.find_edges(sg.edata[dgl.EID])
+    assert torch.equal(gu.long(), nid[u.long()]) and torch.equal(gv.long(), nid[v.long()])
+    return set(zip(eid.tolist(), gu.tolist(), gv.tolist()))
+
+
+def _induced_eids(g, nodes):
+    return sorted(dgl.node_subgraph(g, torch.unique(nodes)).edata[dgl.EID].tolist())
+
+
+@settings(max_examples=25, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=40, max_edges=200), layers=st.integers(1, 3), data=st.data())
+def test_merged_full_neighbourhoods_equal_dgl(g, layers, data):
+    seeds = torch.tensor(data.draw(st.lists(st.integers(0, g.num_nodes() - 1), min_size=1, max_size=8, unique=True)),
+                         dtype=g.idtype)
+    ours = ShaDowKHopSampler([-1] * layers, seed=0).sample(g, seeds)
+    theirs = dgl.dataloading.ShaDowKHopSampler([-1] * layers).sample(g, seeds)
+    assert torch.equal(ours[1], seeds) and torch.equal(ours[0][:seeds.numel()], seeds)
+    assert ours[0].dtype == g.idtype and torch.equal(ours[0], ours[2].ndata[dgl.NID])
+    assert sorted(ours[0].tolist()) == sorted(theirs[0].tolist())
+    assert _edges(g, ours[2]) == _edges(g, theirs[2])
+
+
+def test_merged_sampled_draws_are_neighbor_samplers(graph):
+    seeds = torch.arange(0, 2000, 7)
+    for replace in (False, True):
+        inp, out, sg = ShaDowKHopSampler([10, 5], replace=replace, seed=3).sample(graph, seeds)
+        inp_ns = NeighborSampler([10, 5], replace=replace, seed=3).sample_blocks(graph, seeds)[0]
+        assert torch.equal(inp, inp_ns)
+        assert sorted(sg.edata[dgl.EID].tolist()) == _induced_eids(graph, inp)
+
+
+def test_merged_weighted_and_excluded(graph):
+    g = graph
+    w = g.edata["w"].clone()
+    w[::3] = 0
+    g.edata["p"] = w
+    seeds = torch.arange(0, 2000, 11)
+    inp, _, sg = ShaDowKHopSampler([3], prob="p", seed=1).sample(g, seeds)
+    # one layer: every new node is a seed's in-neighbour through a positive-weight edge
+    src, dst, eid = g.in_edges(seeds, form="all")
+    allowed = set(src[w[eid] > 0].tolist()) | set(seeds.tolist())
+    assert set(inp.tolist()) <= allowed
+    excl = torch.arange(0, g.num_edges(), 2)
+    inp, _, sg = ShaDowKHopSampler([-1, -1], seed=1).sample(g, seeds, exclude_eids=excl)
+    assert not set(sg.edata[dgl.EID].tolist()) & set(excl.tolist())
+
+
+def _check_per_target(g, seeds, inp, out, sg):
+    assert torch.equal(out, seeds) and torch.equal(inp, sg.ndata[dgl.NID])
+    gid, tpos = shadow_index(sg)
+    assert torch.equal(tpos.numel() * torch.ones(1, dtype=torch.long), torch.tensor([seeds.numel()]))
+    assert torch.equal(sg.ndata[dgl.NID][tpos].long(), seeds.long())
+    assert torch.equal(gid, torch.repeat_interleave(torch.arange(seeds.numel()), sg.batch_num_nodes().long()))
+    parts = dgl.unbatch(sg)
+    assert len(parts) == seeds.numel()
+    for t, part in enumerate(parts):
+        nodes = part.ndata[dgl.NID]
+        assert bool(part.ndata[IS_TARGET].sum() == 1) and int(nodes[part.ndata[IS_TARGET]]) == int(seeds[t])
+        assert torch.equal(nodes, torch.unique(nodes))
+        assert bool((part.ndata[GRAPH_ID] == t).all())
+        assert sorted(part.edata[dgl.EID].tolist()) == _induced_eids(g, nodes)
+        _edges(g, part)
+
+
+@settings(max_examples=15, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=40, max_edges=200), fanouts=st.lists(st.sampled_from([-1, 1, 3]), min_size=1,
+       max_size=2), data=st.data())
+def test_per_target_khop_scopes_are_induced_subgraphs(g, fanouts, data):
+    seeds = torch.tensor(data.draw(st.lists(st.integers(0, g.num_nodes() - 1), min_size=1, max_size=6)),
+                         dtype=g.idtype)
+    inp, out, sg = ShaDowKHopSampler(fanouts, per_target=True, seed=5).sample(g, seeds)
+    _check_per_target(g, seeds, inp, out, sg)
+
+
+@settings(max_examples=15, deadline=None)
+@given(g=graphs(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 10), data=st.data())
+def test_ppr_scopes_are_induced_subgraphs_of_the_topk_sets(g, topk, data):
+    seeds = torch.tensor(data.draw(st.lists(st.integers(0, g.num_nodes() - 1), min_size=1, max_size=6)),
+                         dtype=g.idtype)
+    inp, out, sg = ShaDowPPRSampler(topk=topk, eps=1e-4).sample(g, seeds)
+    _check_per_target(g, seeds, inp, out, sg)
+    sets = ppr_node_sets(in_csr(g), seeds, topk=topk, eps=1e-4)
+    assert torch.equal(inp.long(), sets.nodes)
+
+
+def test_seeds_reproduce(graph):
+    seeds = torch.arange(0, 2000, 13)
+    for per_target in (False, True):
+        a = [ShaDowKHopSampler([5, 3], per_target=per_target, seed=9).sample(graph, seeds)[0] for _ in range(2)]
+        s = ShaDowKHopSampler([5, 3], per_target=per_target, seed=9)
+        b = [s.sample(graph, seeds)[0] for _ in range(2)]   # call 1 draws anew
+        c = ShaDowKHopSampler([5, 3], per_target=per_target, seed=10).sample(graph, seeds)[0]
+        assert torch.equal(a[0], a[1]) and torch.equal(a[0], b[0]) and not torch.equal(b[0], b[1])
+        assert not torch.equal(a[0], c)
+
+
+def _run(g, sampler, workers, **kw):
+    loader = dgl.dataloading.DataLoader(g, torch.arange(0, 2000, 3), sampler, batch_size=128, num_workers=workers,
+                                        timeout=120 if workers else 0, **kw)
+    return [(inp, out, sg) for inp, out, sg in loader]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ShaDowKHopSampler([10, 5], seed=1, prefetch_node_feats=["feat"]),
+    lambda: ShaDowKHopSampler([10, 5], per_target=True, seed=1, prefetch_node_feats=["feat"]),
+    lambda: ShaDowPPRSampler(topk=20, prefetch_node_feats=["feat"]),
+], ids=["merged", "per_target", "ppr"])
+def test_dataloader_workers_reproduce_and_prefetch(graph, make):
+    runs = [_run(graph, make(), 2), _run(graph, make(), 2)]
+    _same_batches(*runs)
+    for i1, _, s1 in runs[0]:
+        assert torch.equal(s1.ndata["feat"], graph.ndata["feat"][i1.long()])
+        _edges(graph, s1)
+    if isinstance(runs[0][0][2], dgl.DGLGraph) and GRAPH_ID in runs[0][0][2].ndata:
+        seeds = runs[0][0][1]
+        _check_per_target(graph, seeds, *runs[0][0])
+    if make().__class__ is ShaDowPPRSampler:  # deterministic: workers give the main process's sets
+        _same_batches(runs[0], _run(graph, make(), 0))
+
+
+def _same_batches(a, b):
+    """Equal outputs batch for batch (DGL's loader with workers yields the batches out of order)."""
+    main = {int(out[0]): (inp, sg) for inp, out, sg in b}
+    assert len(a) == len(main)
+    for inp, out, sg in a:
+        i0, s0 = main[int(out[0])]
+        assert torch.equal(inp, i0) and torch.equal(sg.edata[dgl.EID], s0.edata[dgl.EID])
+
+
+def test_full_neighbourhood_workers_equal_main_process(graph):
+    for per_target in (False, True):
+        _same_batches(_run(graph, ShaDowKHopSampler([-1], per_target=per_target, seed=1), 2),
+                      _run(graph, ShaDowKHopSampler([-1], per_target=per_target, seed=1), 0))
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: ShaDowKHopSampler([]), "fanouts to be a non-empty list"),
+    (lambda: ShaDowKHopSampler([5, -3]), "fanouts[1] to be an int >= 0, or -1"),
+    (lambda: ShaDowKHopSampler([5], prob=3), "prob to be the name of an edata field"),
+    (lambda: ShaDowKHopSampler([5], prob="w", per_target=True), "prob=None with per_target=True"),
+    (lambda: ShaDowKHopSampler([5], seed=-1), "seed to be an int in [0, 2^64)"),
+    (lambda: ShaDowPPRSampler(topk=0), "topk to be a positive int"),
+    (lambda: ShaDowPPRSampler(alpha=1.5), "alpha (the teleport probability) in (0, 1)"),
+    (lambda: ShaDowPPRSampler(alpha=0), "alpha (the teleport probability) in (0, 1)"),
+    (lambda: ShaDowPPRSampler(eps=0), "eps > 0"),
+    (lambda: ShaDowPPRSampler(threshold=-1), "threshold to be None or a finite number >= 0"),
+])
+def test_bad_arguments_are_refused(make, words):
+    with pytest.raises(DGLSamplingInputError) as err:
+        make()
+    assert isinstance(err.value, ValueError) and isinstance(err.value, dgl.DGLError)
+    assert words in str(err.value) and "Fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("sampler", [ShaDowKHopSampler([2], seed=0), ShaDowKHopSampler([2], per_target=True, seed=0),
+                                     ShaDowPPRSampler()], ids=["merged", "per_target", "ppr"])
+def test_bad_seeds_are_refused(graph, sampler):
+    with pytest.raises(DGLSamplingInputError, match=r"seed nodes in \[0, \d+\)"):
+        sampler.sample(graph, torch.tensor([0, 5000]))
+    with pytest.raises(DGLSamplingInputError, match="non-empty batch"):
+        sampler.sample(graph, torch.tensor([], dtype=torch.int64))
+    if not getattr(sampler, "per_target", True):
+        with pytest.raises(DGLSamplingInputError, match="distinct seed nodes"):
+            sampler.sample(graph, torch.tensor([1, 1]))
