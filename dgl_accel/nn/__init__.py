@@ -1,9 +1,14 @@
 """Drop-in subclasses of ``dgl.nn`` modules whose aggregation runs on dgl-accel's ops, and
-``swap(model)`` to switch an existing model over in place."""
+``swap(model)`` to switch an existing model over in place; ``ShaDowReadout``, shaDow-GNN's target
+readout."""
+from .dotgatconv import DotGatConv
 from .gatconv import GATConv
+from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
 from .graphconv import GraphConv
+from .readout import ShaDowReadout
 from .sageconv import SAGEConv
 from .swap import SwapReport, swap, unswap
 
-__all__ = ["GraphConv", "SAGEConv", "GINConv", "GATConv", "swap", "unswap", "SwapReport"]
+__all__ = ["GraphConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "DotGatConv", "swap", "unswap", "SwapReport",
+           "ShaDowReadout"]
