@@ -26,23 +26,29 @@ def _headwise_impl(indptr, cols, eids, x, w, op, head_len, out):
     bounds[0] = 0
     bounds[nch] = num_rows
     for ch in prange(nch):
+        acc = np.empty(num_feat, dtype=out.dtype)  # one per range: no allocation per row
         for r in range(bounds[ch], bounds[ch + 1]):
             for f in range(num_feat):
-                out[r, f] = 0
+                acc[f] = 0
             for k in range(indptr[r], indptr[r + 1]):
                 c = cols[k]
                 if op == 0:
                     for f in range(num_feat):
-                        out[r, f] += x[c, f]
+                        acc[f] += x[c, f]
                     continue
                 e = eids[k]
-                f = 0
-                for _ in range(groups):
+                xr = x[c]
+                for g in range(groups):
                     for h in range(num_heads):
                         we = w[e, h]
-                        for _j in range(head_len):
-                            out[r, f] += x[c, f] * we
-                            f += 1
+                        base = (g * num_heads + h) * head_len
+                        # one-dimensional slices: the compiler vectorises this loop (2-D indexing: 6x slower)
+                        a = acc[base:base + head_len]
+                        b = xr[base:base + head_len]
+                        for j in range(head_len):
+                            a[j] += b[j] * we
+            for f in range(num_feat):
+                out[r, f] = acc[f]
 
 
 _headwise_parallel, _headwise_serial = twins(_headwise_impl)
