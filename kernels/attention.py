@@ -87,8 +87,33 @@ def _edge_softmax_bwd_kernel(indptr_ptr, eids_ptr, out_ptr, grad_ptr, grad_score
 
 
 @triton.jit
-def _gat_fwd_kernel(indptr_ptr, indices_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr, out_ptr, lse_ptr,
-                    num_heads, head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+def _fmix32(x):
+    """murmur3's 32-bit finaliser on uint32 (``core/attention/dropout.py``'s ``fmix32``)."""
+    x ^= x >> 16
+    x *= 0x85EBCA6B
+    x ^= x >> 13
+    x *= 0xC2B2AE35
+    return x ^ (x >> 16)
+
+
+@triton.jit
+def _keep(eid, key, thr):
+    """The dropout keep mask of int64 edge ids under a head's uint32 ``key``: bits >= ``thr``."""
+    lo = (eid & 0xFFFFFFFF).to(tl.uint32)
+    hi = (eid >> 32).to(tl.uint32)
+    return _fmix32(_fmix32(lo + key) ^ hi) >= thr
+
+
+@triton.jit
+def _rng(rng_ptr, h):
+    """(threshold, head h's key) as uint32 from the int64 [threshold, key_0, ..., key_{H-1}]."""
+    return tl.load(rng_ptr).to(tl.uint32), tl.load(rng_ptr + 1 + h).to(tl.uint32)
+
+
+@triton.jit
+def _gat_fwd_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, params_ptr, rng_ptr, out_ptr,
+                    lse_ptr, num_heads, head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
+                    DROPOUT: tl.constexpr):
     acc_dtype = tl.float64 if feat_ptr.dtype.element_ty == tl.float64 else tl.float32
     v = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)
@@ -96,8 +121,11 @@ def _gat_fwd_kernel(indptr_ptr, indices_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr
     d_mask = d < head_dim
     start = tl.load(indptr_ptr + v)
     end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
+    slope = tl.load(params_ptr).to(acc_dtype)
     er_v = tl.load(er_ptr + v * num_heads + h).to(acc_dtype)
+    if DROPOUT:
+        scale = tl.load(params_ptr + 1).to(acc_dtype)
+        thr, key = _rng(rng_ptr, h)
     m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
     denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
     acc = tl.zeros((BLOCK_D,), acc_dtype)
@@ -111,6 +139,9 @@ def _gat_fwd_kernel(indptr_ptr, indices_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new)
         denom = denom * alpha + tl.sum(p, axis=0)
+        if DROPOUT:  # the softmax normalises over every edge; the sum takes the kept ones, scaled
+            eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+            p = tl.where(_keep(eid, key, thr), p * scale, 0.0)
         row = (u * num_heads + h) * head_dim
         x = tl.load(feat_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
         acc = acc * alpha + tl.sum(p[:, None] * x.to(acc_dtype), axis=0)
@@ -122,82 +153,103 @@ def _gat_fwd_kernel(indptr_ptr, indices_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr
 
 
 @triton.jit
-def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, slope_ptr, out_ptr,
-                        lse_ptr, grad_out_ptr, grad_s_ptr, grad_er_ptr, num_heads, head_dim,
-                        BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Per destination v and head h: grad_s_e = p_e (<grad_out[v], feat[u]> - <grad_out[v], out[v]>)
-    times leaky'(.), stored per edge (edge-id order), and its row sum into grad_er[v, h]."""
+def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, params_ptr, rng_ptr, lse_ptr,
+                        grad_out_ptr, delta_ptr, grad_er_ptr, num_heads, head_dim,
+                        BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr, DROPOUT: tl.constexpr):
+    """Per destination v and head h, one pass over v's in-edges: with g_e = w_e <grad_out[v], feat[u]>,
+    delta[v, h] = sum_e p_e g_e and grad_er[v, h] = sum_e p_e (g_e - delta) leaky'_e, summed as
+    sum p g leaky' - delta sum p leaky' (nothing stored per edge)."""
     acc_dtype = tl.float64 if feat_ptr.dtype.element_ty == tl.float64 else tl.float32
     v = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)
     start = tl.load(indptr_ptr + v)
     end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
+    slope = tl.load(params_ptr).to(acc_dtype)
+    if DROPOUT:
+        scale = tl.load(params_ptr + 1).to(acc_dtype)
+        thr, key = _rng(rng_ptr, h)
     er_v = tl.load(er_ptr + v * num_heads + h).to(acc_dtype)
     lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
     base_v = (v * num_heads + h) * head_dim
-    dv = tl.sum(tl.zeros((BLOCK_D,), acc_dtype), axis=0)
-    for d0 in range(0, head_dim, BLOCK_D):
-        d = d0 + tl.arange(0, BLOCK_D)
-        go = tl.load(grad_out_ptr + base_v + d, mask=d < head_dim, other=0.0).to(acc_dtype)
-        o = tl.load(out_ptr + base_v + d, mask=d < head_dim, other=0.0).to(acc_dtype)
-        dv += tl.sum(go * o, axis=0)
-    g_er = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    delta = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    pgl = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    pl = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
     for k0 in range(start, end, BLOCK_E):
         k = k0 + tl.arange(0, BLOCK_E)
         e_mask = k < end
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
         s_raw = tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v
         p = tl.exp(_leaky_relu(s_raw, slope) - lse_v)
         p = tl.where(e_mask, p, 0.0)
         row = (u * num_heads + h) * head_dim
-        dot = tl.zeros((BLOCK_E,), acc_dtype)
+        g = tl.zeros((BLOCK_E,), acc_dtype)
         for d0 in range(0, head_dim, BLOCK_D):
             d = d0 + tl.arange(0, BLOCK_D)
             go = tl.load(grad_out_ptr + base_v + d, mask=d < head_dim, other=0.0).to(acc_dtype)
             x = tl.load(feat_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & (d < head_dim)[None, :],
                         other=0.0)
-            dot += tl.sum(x.to(acc_dtype) * go[None, :], axis=1)
-        gs = p * (dot - dv)
-        gs = tl.where(s_raw > 0, gs, gs * slope)
-        tl.store(grad_s_ptr + eid * num_heads + h, gs, mask=e_mask)
-        g_er += tl.sum(gs, axis=0)
-    tl.store(grad_er_ptr + v * num_heads + h, g_er)
+            g += tl.sum(x.to(acc_dtype) * go[None, :], axis=1)
+        if DROPOUT:
+            eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+            g = tl.where(_keep(eid, key, thr), g * scale, 0.0)
+        pg = p * g
+        delta += tl.sum(pg, axis=0)
+        pgl += tl.sum(tl.where(s_raw > 0, pg, pg * slope), axis=0)
+        pl += tl.sum(tl.where(s_raw > 0, p, p * slope), axis=0)
+    tl.store(delta_ptr + v * num_heads + h, delta)
+    tl.store(grad_er_ptr + v * num_heads + h, pgl - delta * pl)
 
 
 @triton.jit
-def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, el_ptr, er_ptr, slope_ptr, lse_ptr, grad_out_ptr,
-                        grad_s_ptr, grad_feat_ptr, grad_el_ptr, num_heads, head_dim,
-                        BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Per source u, head h, feature block (out-CSR rows): grad_feat[u, h] = sum_e p_e grad_out[v, h]
-    and, from the first feature block, grad_el[u, h] = sum_e grad_s_e (already times leaky')."""
+def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, params_ptr, rng_ptr, lse_ptr,
+                        grad_out_ptr, delta_ptr, grad_feat_ptr, grad_el_ptr, num_heads, head_dim,
+                        BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr, DROPOUT: tl.constexpr):
+    """Per source u, head h, feature block (out-CSR rows), recomputing p_e, w_e and, in the first
+    feature block, g_e: grad_feat[u, h] = sum_e p_e w_e grad_out[v, h] and grad_el[u, h] = sum_e
+    p_e (g_e - delta[v, h]) leaky'_e."""
     acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
     u = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)
     d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
     d_mask = d < head_dim
+    dot_dim = tl.where(tl.program_id(2) == 0, head_dim, 0)  # grad_el: the first feature block's programs
     start = tl.load(indptr_ptr + u)
     end = tl.load(indptr_ptr + u + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
+    slope = tl.load(params_ptr).to(acc_dtype)
+    if DROPOUT:
+        scale = tl.load(params_ptr + 1).to(acc_dtype)
+        thr, key = _rng(rng_ptr, h)
     el_u = tl.load(el_ptr + u * num_heads + h).to(acc_dtype)
+    row = (u * num_heads + h) * head_dim
     acc = tl.zeros((BLOCK_D,), acc_dtype)
     g_el = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
     for k0 in range(start, end, BLOCK_E):
         k = k0 + tl.arange(0, BLOCK_E)
         e_mask = k < end
         v = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
         vh = v * num_heads + h
-        s = _leaky_relu(el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype), slope)
-        p = tl.exp(s - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
+        s_raw = el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
+        p = tl.exp(_leaky_relu(s_raw, slope) - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
         p = tl.where(e_mask, p, 0.0)
+        g = tl.zeros((BLOCK_E,), acc_dtype)
+        for d0 in range(0, dot_dim, BLOCK_D):
+            dd = d0 + tl.arange(0, BLOCK_D)
+            x = tl.load(feat_ptr + row + dd, mask=dd < head_dim, other=0.0).to(acc_dtype)
+            go = tl.load(grad_out_ptr + vh[:, None] * head_dim + dd[None, :],
+                         mask=e_mask[:, None] & (dd < head_dim)[None, :], other=0.0)
+            g += tl.sum(go.to(acc_dtype) * x[None, :], axis=1)
+        pw = p
+        if DROPOUT:
+            eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
+            w = tl.where(_keep(eid, key, thr), scale, 0.0)
+            pw = p * w
+            g = g * w
         go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
                      other=0.0)
-        acc += tl.sum(p[:, None] * go.to(acc_dtype), axis=0)
-        g_el += tl.sum(tl.load(grad_s_ptr + eid * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype), axis=0)
-    tl.store(grad_feat_ptr + (u * num_heads + h) * head_dim + d, acc.to(grad_feat_ptr.dtype.element_ty),
-             mask=d_mask)
+        acc += tl.sum(pw[:, None] * go.to(acc_dtype), axis=0)
+        gs = p * (g - tl.load(delta_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
+        g_el += tl.sum(tl.where(s_raw > 0, gs, gs * slope), axis=0)
+    tl.store(grad_feat_ptr + row + d, acc.to(grad_feat_ptr.dtype.element_ty), mask=d_mask)
     if tl.program_id(2) == 0:
         tl.store(grad_el_ptr + u * num_heads + h, g_el)
 
@@ -243,28 +295,27 @@ def _softmax(kernel: str, t: str, idx: str, block_e: int, block_h: int) -> Speci
     return Specialisation("attention", kernel, sig, {"BLOCK_E": block_e, "BLOCK_H": block_h}, num_warps=NUM_WARPS)
 
 
-def _gat(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
+def _gat(kernel: str, t: str, idx: str, block_d: int, dropout: bool) -> Specialisation:
     acc = _acc(t)
     types = {"indptr_ptr": "*i64", "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}",
-             "el_ptr": f"*{t}", "er_ptr": f"*{t}", "slope_ptr": f"*{acc}", "out_ptr": f"*{t}", "lse_ptr": f"*{acc}",
-             "grad_out_ptr": f"*{t}", "grad_s_ptr": f"*{acc}", "grad_er_ptr": f"*{acc}", "grad_feat_ptr": f"*{t}",
-             "grad_el_ptr": f"*{acc}", "num_heads": "i32", "head_dim": "i32",
-             "BLOCK_E": "constexpr", "BLOCK_D": "constexpr"}
-    args = {
-        "_gat_fwd_kernel": ("indptr_ptr", "indices_ptr", "feat_ptr", "el_ptr", "er_ptr", "slope_ptr", "out_ptr",
-                            "lse_ptr"),
-        "_gat_bwd_dst_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "feat_ptr", "el_ptr", "er_ptr",
-                                "slope_ptr", "out_ptr", "lse_ptr", "grad_out_ptr", "grad_s_ptr", "grad_er_ptr"),
-        "_gat_bwd_src_kernel": ("indptr_ptr", "indices_ptr", "eids_ptr", "el_ptr", "er_ptr", "slope_ptr",
-                                "lse_ptr", "grad_out_ptr", "grad_s_ptr", "grad_feat_ptr", "grad_el_ptr"),
-    }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_D")
+             "el_ptr": f"*{t}", "er_ptr": f"*{t}", "params_ptr": f"*{acc}", "rng_ptr": "*i64", "out_ptr": f"*{t}",
+             "lse_ptr": f"*{acc}", "grad_out_ptr": f"*{t}", "delta_ptr": f"*{acc}", "grad_er_ptr": f"*{acc}",
+             "grad_feat_ptr": f"*{t}", "grad_el_ptr": f"*{acc}", "num_heads": "i32", "head_dim": "i32",
+             "BLOCK_E": "constexpr", "BLOCK_D": "constexpr", "DROPOUT": "constexpr"}
+    inputs = ("indptr_ptr", "indices_ptr", "eids_ptr", "feat_ptr", "el_ptr", "er_ptr", "params_ptr", "rng_ptr")
+    args = inputs + {
+        "_gat_fwd_kernel": ("out_ptr", "lse_ptr"),
+        "_gat_bwd_dst_kernel": ("lse_ptr", "grad_out_ptr", "delta_ptr", "grad_er_ptr"),
+        "_gat_bwd_src_kernel": ("lse_ptr", "grad_out_ptr", "delta_ptr", "grad_feat_ptr", "grad_el_ptr"),
+    }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_D", "DROPOUT")
     return Specialisation("attention", kernel, {a: types[a] for a in args},
-                          {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d}, num_warps=gat_num_warps(block_d))
+                          {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d, "DROPOUT": dropout},
+                          num_warps=gat_num_warps(block_d))
 
 
 SPECIALISATIONS = (
     [_softmax(k, t, idx, be, bh) for k in ("_edge_softmax_fwd_kernel", "_edge_softmax_bwd_kernel")
      for t in _DT for idx in _IDX for be, bh in SOFTMAX_TILES]
-    + [_gat(k, t, idx, bd) for k in ("_gat_fwd_kernel", "_gat_bwd_dst_kernel", "_gat_bwd_src_kernel")
-       for t in _DT for idx in _IDX for bd in GAT_FEATURE_TILES]
+    + [_gat(k, t, idx, bd, drop) for k in ("_gat_fwd_kernel", "_gat_bwd_dst_kernel", "_gat_bwd_src_kernel")
+       for t in _DT for idx in _IDX for bd in GAT_FEATURE_TILES for drop in (False, True)]
 )

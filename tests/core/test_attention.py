@@ -251,13 +251,16 @@ def test_gat_empty_rows_and_graphs(path):
 
 
 def test_gat_saves_per_node_normalisers_not_per_edge_tensors(path):
-    # FlashAttention's bargain: backward keeps the inputs, the output and lse [num_dst, H], nothing
-    # with a row per edge (E x H or E x H x D) unless the attention itself was asked for.
+    # FlashAttention's bargain: backward keeps the inputs and lse [num_dst, H] (not even the output:
+    # the softmax backward's row sums are recomputed), nothing with a row per edge (E x H or
+    # E x H x D) unless the attention itself was asked for, with or without dropout.
     g = star(40, extra=2)
     feat, el, er = gat_inputs(g.num_src, g.num_dst, 2, 3, torch.float32, 9, requires_grad=True)
     out = gat_attention(g, feat, el, er)
     saved = out.grad_fn.saved_tensors
-    assert [tuple(t.shape) for t in saved] == [(42, 2, 3), (42, 2), (42, 2), (42, 2, 3), (42, 2)]
+    assert [tuple(t.shape) for t in saved] == [(42, 2, 3), (42, 2), (42, 2), (42, 2)]
+    dropped = gat_attention(g, feat, el, er, dropout=0.5)
+    assert [tuple(t.shape) for t in dropped.grad_fn.saved_tensors] == [(42, 2, 3), (42, 2), (42, 2), (42, 2)]
     assert saved[-1].dtype == torch.float32 and g.num_edges == 40
 
 

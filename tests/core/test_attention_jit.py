@@ -116,8 +116,8 @@ def test_gat_loops_equal_native_and_reference(dtype, heads, dim, block):
     grad_out = tst.randn(tuple(out.shape), dtype, 11)
     grad_attn = tst.randn((g.num_edges, heads), dtype, 12)
     for ga in (None, grad_attn):
-        got = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, 0.2, out, lse, grad_out, ga)
-        want = torch_path(native.gat_backward_native, src, dst, feat, el, er, 0.2, out, lse, grad_out, ga)
+        got = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, 0.2, lse, grad_out, ga)
+        want = torch_path(native.gat_backward_native, src, dst, feat, el, er, 0.2, lse, grad_out, ga)
         for name, x, y in zip(("grad_feat", "grad_el", "grad_er"), got, want):
             assert x.dtype == y.dtype
             assert_close(x, y, msg=f"{name} vs native (grad_attn: {ga is not None})")
@@ -139,8 +139,8 @@ def test_gat_loops_equal_native_on_random_graphs(e, heads, dim, seed, slope, att
     assert_close(a, n_a)
     ga = tst.randn((g.num_edges, heads), torch.float64, 3) if attn else None
     grad_out = tst.randn(tuple(out.shape), torch.float64, 4)
-    got = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, slope, out, lse, grad_out, ga)
-    want = torch_path(native.gat_backward_native, src, dst, feat, el, er, slope, n_out, n_lse, grad_out, ga)
+    got = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, slope, lse, grad_out, ga)
+    want = torch_path(native.gat_backward_native, src, dst, feat, el, er, slope, n_lse, grad_out, ga)
     for x, y in zip(got, want):
         assert_close(x, y)
 
@@ -156,8 +156,8 @@ def test_gat_loops_half_types_through_fp32(dtype):
     n_out, n_lse, _ = torch_path(native.gat_forward_native, src, dst, g.num_dst, feat, el, er, 0.2)
     assert_close(out, n_out, msg="out vs native")
     grad_out = tst.randn(tuple(out.shape), dtype, 14)
-    got = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, 0.2, out, lse, grad_out, None)
-    want = torch_path(native.gat_backward_native, src, dst, feat, el, er, 0.2, out, lse, grad_out, None)
+    got = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, 0.2, lse, grad_out, None)
+    want = torch_path(native.gat_backward_native, src, dst, feat, el, er, 0.2, lse, grad_out, None)
     for x, y in zip(got, want):
         assert x.dtype == dtype
         assert_close(x, y)
@@ -172,7 +172,7 @@ def test_parallel_and_serial_twins_agree(monkeypatch):
 
     def run():
         out, lse, a = compiled.gat_forward(g.csr("in"), feat, el, er, 0.2, True)
-        grads = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, 0.2, out, lse, grad_out, a)
+        grads = compiled.gat_backward(g.csr("in"), g.csr("out"), feat, el, er, 0.2, lse, grad_out, a)
         sm = compiled.edge_softmax(g.csr("in"), score)
         return (out, lse, a, *grads, sm, compiled.edge_softmax_backward(g.csr("in"), sm, score))
 

@@ -8,8 +8,6 @@ tensors.  Otherwise they run their vectorised torch code, which is also what run
 """
 from __future__ import annotations
 
-import weakref
-
 import torch
 
 from ..aggregation.scales import acc_dtype
@@ -18,19 +16,6 @@ from ..jit import attention as loops
 from ..jit import runtime
 from ..sampling.arrays import np64
 from .native import edge_groups
-
-# Per out-CSR view (weak keys: views are cached and reused by their owners, every layer and epoch):
-# the in-CSR position of each of its entries, for the GAT backward's second pass.
-_to_in: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def out_to_in(in_csr: Structure, out_csr: Structure):
-    """:func:`~dgl_accel.core.jit.attention.out_to_in` of the two views, kept per out-CSR."""
-    known = _to_in.get(out_csr)
-    if known is None or known[0] is not in_csr:
-        known = (in_csr, loops.out_to_in(np64(in_csr.eids), np64(out_csr.eids)))
-        _to_in[out_csr] = known
-    return known[1]
 
 
 def usable(num_edges: int, *tensors: torch.Tensor) -> bool:
@@ -61,26 +46,32 @@ def edge_softmax_backward(rows: Structure, a: torch.Tensor, grad: torch.Tensor) 
     return torch.from_numpy(out).to(a.dtype)
 
 
-def gat_forward(in_csr: Structure, feat, el, er, slope: float, want_attention: bool):
+def _loop_dropout(drop):
+    return None if drop is None else drop.loop_args()
+
+
+def gat_forward(in_csr: Structure, feat, el, er, slope: float, want_attention: bool, drop=None):
     """:func:`~.native.gat_forward_native` compiled, over the in-CSR: (out [num_dst, H, D] in feat's
-    dtype, lse [num_dst, H] and, if ``want_attention``, the attention [E, H] in the accumulation
-    dtype, else None).  Nothing of size E x H x D, nor E x H without ``want_attention``."""
+    dtype, lse [num_dst, H] and, if ``want_attention``, the attention [E, H] (after ``drop``, an
+    :class:`~.dropout.AttentionDropout` or None) in the accumulation dtype, else None).  Nothing of
+    size E x H x D, nor E x H without ``want_attention``."""
     acc = acc_dtype(feat.dtype)
     indptr, indices, eids = csr_arrays(in_csr)
     el_a, er_a = as_array(el, acc), as_array(er, acc)
-    out, lse = loops.gat_forward(indptr, indices, as_array(feat, acc), el_a, er_a, slope)
+    dropout = _loop_dropout(drop)
+    out, lse = loops.gat_forward(indptr, indices, eids, as_array(feat, acc), el_a, er_a, slope, dropout)
     attention = None
     if want_attention:
-        attention = torch.from_numpy(loops.gat_attention(indptr, indices, eids, el_a, er_a, slope, lse))
+        attention = torch.from_numpy(loops.gat_attention(indptr, indices, eids, el_a, er_a, slope, lse, dropout))
     return torch.from_numpy(out).to(feat.dtype), torch.from_numpy(lse), attention
 
 
-def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: float, out, lse, grad_out, grad_attn):
+def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: float, lse, grad_out, grad_attn,
+                 drop=None):
     """:func:`~.native.gat_backward_native` compiled: (grad_feat, grad_el, grad_er) in the inputs'
     dtypes, recomputing the attention from ``lse``; ``grad_attn`` [E, H] or None."""
     acc = lse.dtype
     grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(feat, acc), as_array(el, acc),
-                               as_array(er, acc), slope, as_array(out, acc), as_array(lse, acc),
-                               as_array(grad_out, acc), None if grad_attn is None else as_array(grad_attn, acc),
-                               out_to_in(in_csr, out_csr))
+                               as_array(er, acc), slope, as_array(lse, acc), as_array(grad_out, acc),
+                               None if grad_attn is None else as_array(grad_attn, acc), _loop_dropout(drop))
     return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (feat, el, er)))

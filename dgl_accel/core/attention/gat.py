@@ -1,17 +1,21 @@
 """Fused GAT aggregation: for every destination v and head h,
 
-    out[v, h, :] = sum over in-edges e = (u -> v) of softmax_e(leaky_relu(el[u, h] + er[v, h])) * feat[u, h, :]
+    out[v, h, :] = sum over in-edges e = (u -> v) of drop(softmax_e(leaky_relu(el[u, h] + er[v, h]))) * feat[u, h, :]
 
-in one pass over v's in-edges (online softmax, FlashAttention style), fp32 accumulation.  Saved for
-backward: the inputs, the output and lse[v, h] = m + log(l) per destination and head; backward
-recomputes p_e = exp(s_e - lse[v, h]), so nothing of size E x H x D is kept between forward and
-backward, and nothing of size E x H unless the caller asks for the attention
-(``return_attention=True``, which then is differentiable too).
+in one pass over v's in-edges (online softmax, FlashAttention style), fp32 accumulation; ``drop``
+is DGL's attention dropout (keep / (1 - p), the mask a hash of edge id and head: :mod:`.dropout`),
+the identity without it.  Saved for backward: the inputs and lse[v, h] = m + log(l) per destination
+and head (not the output); backward recomputes p_e = exp(s_e - lse[v, h]) and the mask, so nothing
+of size E x H x D is kept between forward and backward, and nothing of size E x H unless the caller
+asks for the attention (``return_attention=True``, which then is differentiable too).
 
-Triton path: ``_gat_fwd_kernel`` over the in-CSR; backward ``_gat_bwd_dst_kernel`` over the in-CSR
-(grad_s and grad_er) and ``_gat_bwd_src_kernel`` over the out-CSR (grad_feat and grad_el, no
-atomics).  Native path: vectorised torch over edges (:mod:`.native`), recomputing in backward too;
-from ``runtime.MIN_WORK`` edges with numba, the same passes as compiled loops (:mod:`.compiled`).
+Backward, with g_e = w_e <grad_out[v], feat[u]> (w_e the dropout weight): grad_s_e = p_e (g_e -
+delta[v]) with delta[v] = sum over v's in-edges of p g (the softmax backward), times leaky'.  Pass 1
+over the in-CSR (destinations) sums delta and grad_er; pass 2 over the out-CSR (sources) recomputes
+p_e and g_e for grad_feat and grad_el: no atomics, nothing per edge stored between the passes.
+Triton path: ``_gat_fwd_kernel``, ``_gat_bwd_dst_kernel``, ``_gat_bwd_src_kernel``.  Native path:
+vectorised torch over edges (:mod:`.native`); from ``runtime.MIN_WORK`` edges with numba, the same
+passes as compiled loops (:mod:`.compiled`).
 """
 from __future__ import annotations
 
@@ -19,8 +23,10 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .. import backend
+from ..aggregation.scales import acc_dtype
 from . import compiled
 from .checks import check_gat
+from .dropout import make_dropout
 from .launchers import edge_softmax_backward, gat_backward, gat_forward
 from .native import gat_attention_from_lse, gat_backward_native, gat_forward_native
 
@@ -30,69 +36,83 @@ def edges_by_id(views):
     return views.cached("attention.edges_int64", lambda: tuple(t.long() for t in views.edges_by_id()))
 
 
+def edge_weights(views, drop, dtype):
+    """The dropout weights [E, H] in edge-id order (None without dropout): the vectorised paths."""
+    return None if drop is None else drop.weights(torch.arange(views.num_edges, device=views.device), dtype)
+
+
 class GATAttentionFunction(torch.autograd.Function):
-    """The fused GAT aggregation on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
+    """The fused GAT aggregation on ``path``; returns ``out`` or ``(out, attention [E, H])``; ``drop``
+    an :class:`~.dropout.AttentionDropout` or None."""
 
     @staticmethod
-    def forward(ctx, views, path: str, slope: float, want_attention: bool, feat, el, er):
+    def forward(ctx, views, path: str, slope: float, want_attention: bool, drop, feat, el, er):
         ctx.set_materialize_grads(False)
         attention = None
         if path == "triton":
-            out, lse = gat_forward(views.csr("in"), feat, el, er, slope)
+            out, lse = gat_forward(views.csr("in"), feat, el, er, slope, drop)
             if want_attention:
                 src, dst = edges_by_id(views)
-                attention = gat_attention_from_lse(src, dst, el, er, slope, lse)[1].to(feat.dtype)
+                attention = gat_attention_from_lse(src, dst, el, er, slope, lse)[1]
+                weight = edge_weights(views, drop, attention.dtype)
+                attention = (attention if weight is None else attention * weight).to(feat.dtype)
         elif compiled.usable(views.num_edges, feat):  # numba loops over the in-CSR, nothing of E x H x D
-            out, lse, a = compiled.gat_forward(views.csr("in"), feat, el, er, slope, want_attention)
+            out, lse, a = compiled.gat_forward(views.csr("in"), feat, el, er, slope, want_attention, drop)
             attention = a.to(feat.dtype) if want_attention else None
         else:
             src, dst = edges_by_id(views)
-            out, lse, a = gat_forward_native(src, dst, views.num_dst, feat, el, er, slope)
+            weight = edge_weights(views, drop, acc_dtype(feat.dtype))
+            out, lse, a = gat_forward_native(src, dst, views.num_dst, feat, el, er, slope, weight)
             attention = a.to(feat.dtype) if want_attention else None
-        ctx.views, ctx.path, ctx.slope = views, path, slope
-        ctx.save_for_backward(feat, el, er, out, lse)
+        ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
+        ctx.save_for_backward(feat, el, er, lse)
         return out if attention is None else (out, attention)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
-        feat, el, er, out, lse = ctx.saved_tensors
-        views, slope = ctx.views, ctx.slope
+        feat, el, er, lse = ctx.saved_tensors
+        views, slope, drop = ctx.views, ctx.slope, ctx.drop
         grad_attn = grad_attention[0] if grad_attention else None
         if grad_out is None:  # only the attention was used
-            grad_out = torch.zeros_like(out)
-        backend.record("gat_attention_backward", ctx.path, out.device)
+            grad_out = feat.new_zeros((views.num_dst,) + tuple(feat.shape[1:]))
+        backend.record("gat_attention_backward", ctx.path, feat.device)
         if ctx.path == "native" and compiled.usable(views.num_edges, feat):  # in-CSR then out-CSR pass
-            grad_feat, grad_el, grad_er = compiled.gat_backward(views.csr("in"), views.csr("out"), feat, el, er, slope,
-                                                                out, lse, grad_out, grad_attn)
-            return None, None, None, None, grad_feat, grad_el, grad_er
+            grads = compiled.gat_backward(views.csr("in"), views.csr("out"), feat, el, er, slope, lse, grad_out,
+                                          grad_attn, drop)
+            return (None,) * 5 + tuple(grads)
         if ctx.path == "native":
             src, dst = edges_by_id(views)
-            grad_feat, grad_el, grad_er = gat_backward_native(src, dst, feat, el, er, slope, out, lse, grad_out,
-                                                              grad_attn)
-            return None, None, None, None, grad_feat, grad_el, grad_er
+            grads = gat_backward_native(src, dst, feat, el, er, slope, lse, grad_out, grad_attn,
+                                        edge_weights(views, drop, lse.dtype))
+            return (None,) * 5 + tuple(grads)
         in_csr = views.csr("in")
-        grad_feat, grad_el, grad_er, _ = gat_backward(in_csr, views.csr("out"), feat, el, er, slope, out, lse,
-                                                      grad_out)
-        if grad_attn is not None:  # d attention / d s: the edge-softmax backward, then leaky'
+        grad_feat, grad_el, grad_er = gat_backward(in_csr, views.csr("out"), feat, el, er, slope, lse, grad_out, drop)
+        if grad_attn is not None:  # d attention / d s: the edge-softmax backward of w * grad_attn, then leaky'
             src, dst = edges_by_id(views)
             raw, p = gat_attention_from_lse(src, dst, el, er, slope, lse)
-            extra = edge_softmax_backward(in_csr, p, grad_attn.to(p.dtype))
+            weight = edge_weights(views, drop, p.dtype)
+            ga = grad_attn.to(p.dtype) if weight is None else grad_attn.to(p.dtype) * weight
+            extra = edge_softmax_backward(in_csr, p, ga)
             extra = torch.where(raw > 0, extra, extra * slope)
             grad_el.index_add_(0, src, extra)
             grad_er.index_add_(0, dst, extra)
-        return None, None, None, None, grad_feat, grad_el.to(el.dtype), grad_er.to(er.dtype)
+        return (None,) * 5 + (grad_feat, grad_el.to(el.dtype), grad_er.to(er.dtype))
 
 
 def gat_attention(views, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor, negative_slope: float = 0.2, *,
-                  return_attention: bool = False):
+                  return_attention: bool = False, dropout: float = 0.0, seed=None):
     """GAT's attention-weighted aggregation into the destinations of ``views`` (a
     :class:`~dgl_accel.core.aggregation.views.GraphViews`), fused; differentiable in all three inputs.
 
     ``feat`` [num_src, H, D], ``el`` [num_src, H] or [num_src, H, 1] (the source half of the score),
     ``er`` [num_dst, H] or [num_dst, H, 1]; one float dtype (half types accumulate in fp32).
     Returns ``out`` [num_dst, H, D] (zeros for a destination without in-edges), and with
-    ``return_attention=True`` also the attention [E, H] in edge-id order.
+    ``return_attention=True`` also the attention [E, H] in edge-id order (after dropout, as
+    ``dgl.nn.GATConv(get_attention=True)`` returns it).  ``dropout`` in [0, 1): DGL's attention
+    dropout (training mode; pass 0.0 in evaluation), keep probability 1 - dropout, kept weights
+    scaled by 1 / (1 - dropout); ``seed`` (an int in [0, 2^64)) fixes the mask, else it is drawn
+    from torch's global generator.
 
     >>> import torch
     >>> from dgl_accel.core.aggregation.views import TensorGraph
@@ -103,8 +123,9 @@ def gat_attention(views, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
     ([0.0, 0.0, 2.0], [0.5, 0.5])
     """
     check_gat(views, feat, el, er, negative_slope)
+    heads = feat.shape[1]
+    drop = make_dropout(dropout, seed, heads)
     path = backend.choose_path(feat, el, er)
     backend.record("gat_attention", path, feat.device)
-    heads = feat.shape[1]
-    return GATAttentionFunction.apply(views, path, float(negative_slope), bool(return_attention), feat,
+    return GATAttentionFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, feat,
                                       el.reshape(el.shape[0], heads), er.reshape(er.shape[0], heads))

@@ -37,13 +37,20 @@ def edge_softmax_backward(rows: Structure, a: torch.Tensor, grad: torch.Tensor) 
     return out
 
 
-def _slope(slope: float, acc: torch.dtype, device) -> torch.Tensor:
-    # a tensor, not a kernel argument: Triton passes Python floats as fp32, too coarse for fp64
-    return torch.tensor([slope], dtype=acc, device=device)
+def _params(slope: float, drop, acc: torch.dtype, device) -> torch.Tensor:
+    # [slope, dropout scale] as a tensor, not kernel arguments: Triton passes Python floats as fp32,
+    # too coarse for fp64
+    return torch.tensor([slope, 1.0 if drop is None else drop.scale], dtype=acc, device=device)
 
 
-def gat_forward(in_csr: Structure, feat, el, er, slope: float):
-    """(out [num_dst, H, D] in feat's dtype, lse [num_dst, H] in the accumulation dtype)."""
+def _rng(drop, device) -> torch.Tensor:
+    """int64 [threshold, key_0, ..., key_{H-1}] of the dropout mask (a placeholder without dropout)."""
+    return torch.zeros(1, dtype=torch.int64, device=device) if drop is None else drop.kernel_args(device)
+
+
+def gat_forward(in_csr: Structure, feat, el, er, slope: float, drop=None):
+    """(out [num_dst, H, D] in feat's dtype, lse [num_dst, H] in the accumulation dtype); ``drop`` an
+    :class:`~.dropout.AttentionDropout` or None."""
     feat, el, er = feat.contiguous(), el.contiguous(), er.contiguous()
     num_dst, (_, heads, dim) = in_csr.num_rows, feat.shape
     acc = acc_dtype(feat.dtype)
@@ -54,31 +61,34 @@ def gat_forward(in_csr: Structure, feat, el, er, slope: float):
         block_d = mod.gat_feature_tile(dim)
         kernel = triton_kernel("attention", "_gat_fwd_kernel", feat.device)
         kernel[(num_dst, heads, -(-dim // block_d))](
-            in_csr.indptr, in_csr.indices, feat, el, er, _slope(slope, acc, feat.device), out, lse, heads, dim,
-            BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.gat_num_warps(block_d))
+            in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, _params(slope, drop, acc, feat.device),
+            _rng(drop, feat.device), out, lse, heads, dim, BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d,
+            DROPOUT=drop is not None, num_warps=mod.gat_num_warps(block_d))
     return out, lse
 
 
-def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: float, out, lse, grad_out):
-    """(grad_feat in feat's dtype, grad_el, grad_er in the accumulation dtype, grad_s * leaky' [E, H])."""
-    feat, el, er, out, grad_out = (t.contiguous() for t in (feat, el, er, out, grad_out.to(feat.dtype)))
+def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: float, lse, grad_out, drop=None):
+    """(grad_feat in feat's dtype, grad_el, grad_er in the accumulation dtype): the in-CSR pass
+    (delta [num_dst, H] and grad_er), then the out-CSR pass; nothing per edge in between."""
+    feat, el, er, grad_out = (t.contiguous() for t in (feat, el, er, grad_out.to(feat.dtype)))
     (num_src, heads, dim), num_dst = feat.shape, in_csr.num_rows
     acc = lse.dtype
     mod = kernel_module("attention")
     block_d = mod.gat_feature_tile(dim)
-    slope_t = _slope(slope, acc, feat.device)
-    grad_s = torch.empty((in_csr.num_edges, heads), dtype=acc, device=feat.device)
+    params, rng = _params(slope, drop, acc, feat.device), _rng(drop, feat.device)
+    delta = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
     grad_er = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
     grad_el = torch.empty((num_src, heads), dtype=acc, device=feat.device)
     grad_feat = torch.empty_like(feat)
+    opts = dict(BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, DROPOUT=drop is not None,
+                num_warps=mod.gat_num_warps(block_d))
     if num_dst:
         kernel = triton_kernel("attention", "_gat_bwd_dst_kernel", feat.device)
-        kernel[(num_dst, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, slope_t, out, lse,
-                                 grad_out, grad_s, grad_er, heads, dim,
-                                 BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.gat_num_warps(block_d))
+        kernel[(num_dst, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, params, rng, lse, grad_out,
+                                 delta, grad_er, heads, dim, **opts)
     if num_src:
         kernel = triton_kernel("attention", "_gat_bwd_src_kernel", feat.device)
-        kernel[(num_src, heads, -(-dim // block_d))](
-            out_csr.indptr, out_csr.indices, out_csr.eids, el, er, slope_t, lse, grad_out, grad_s, grad_feat,
-            grad_el, heads, dim, BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, num_warps=mod.gat_num_warps(block_d))
-    return grad_feat, grad_el, grad_er, grad_s
+        kernel[(num_src, heads, -(-dim // block_d))](out_csr.indptr, out_csr.indices, out_csr.eids, feat, el, er,
+                                                     params, rng, lse, grad_out, delta, grad_feat, grad_el, heads,
+                                                     dim, **opts)
+    return grad_feat, grad_el, grad_er

@@ -68,12 +68,15 @@ def gat_scores(src, dst, el, er, slope: float):
     return raw, leaky(raw, slope)
 
 
-def gat_forward_native(src, dst, num_dst: int, feat, el, er, slope: float):
+def gat_forward_native(src, dst, num_dst: int, feat, el, er, slope: float, weight=None):
     """(out [num_dst, H, D] in feat's dtype, lse [num_dst, H] in the accumulation dtype, attention
-    [E, H] in the accumulation dtype); ``src``/``dst`` int64 in edge-id order."""
+    [E, H] in the accumulation dtype, times the dropout ``weight`` [E, H] if given);
+    ``src``/``dst`` int64 in edge-id order."""
     acc = acc_dtype(feat.dtype)
     _, s = gat_scores(src, dst, el.to(acc), er.to(acc), slope)
     a, mx, den = segment_softmax(s, dst, num_dst)
+    if weight is not None:
+        a = a.mul_(weight)
     out = torch.zeros((num_dst,) + tuple(feat.shape[1:]), dtype=acc, device=feat.device)
     out.index_add_(0, dst, a[:, :, None] * feat.to(acc).index_select(0, src))
     return out.to(feat.dtype), mx + torch.log(den), a
@@ -85,19 +88,25 @@ def gat_attention_from_lse(src, dst, el, er, slope: float, lse):
     return raw, torch.exp(s - lse.index_select(0, dst))
 
 
-def gat_backward_native(src, dst, feat, el, er, slope: float, out, lse, grad_out, grad_attn):
+def gat_backward_native(src, dst, feat, el, er, slope: float, lse, grad_out, grad_attn, weight=None):
     """(grad_feat, grad_el, grad_er) of the fused GAT op, recomputing the attention from ``lse``;
-    ``grad_attn`` [E, H] (or None) is the gradient of the returned attention, if any."""
+    ``grad_attn`` [E, H] (or None) is the gradient of the returned attention, ``weight`` [E, H]
+    (or None) the dropout weights.  With g_e = w_e (<grad_out[v], feat[u]> + grad_attn[e]):
+    grad_s_e = p_e (g_e - sum over v's in-edges of p g), the softmax backward."""
     acc = lse.dtype
     raw, p = gat_attention_from_lse(src, dst, el, er, slope, lse)
     go, f = grad_out.to(acc), feat.to(acc)
-    dv = (go * out.to(acc)).sum(-1)  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], feat[u]>
-    gs = p * ((go.index_select(0, dst) * f.index_select(0, src)).sum(-1) - dv.index_select(0, dst))
+    g = (go.index_select(0, dst) * f.index_select(0, src)).sum(-1)
     if grad_attn is not None:
-        gs = gs + segment_softmax_backward(p, grad_attn.to(acc), dst, lse.shape[0])
+        g = g + grad_attn.to(acc)
+    pw = p if weight is None else p * weight
+    if weight is not None:
+        g = g * weight
+    delta = torch.zeros(lse.shape, dtype=acc, device=lse.device).index_add_(0, dst, p * g)
+    gs = p * (g - delta.index_select(0, dst))
     gsl = torch.where(raw > 0, gs, gs * slope)
     grad_el = torch.zeros(el.shape[0], el.shape[1], dtype=acc, device=el.device).index_add_(0, src, gsl)
     grad_er = torch.zeros(er.shape[0], er.shape[1], dtype=acc, device=er.device).index_add_(0, dst, gsl)
     grad_feat = torch.zeros(feat.shape, dtype=acc, device=feat.device)
-    grad_feat.index_add_(0, src, p[:, :, None] * go.index_select(0, dst))
+    grad_feat.index_add_(0, src, pw[:, :, None] * go.index_select(0, dst))
     return grad_feat.to(feat.dtype), grad_el.to(el.dtype), grad_er.to(er.dtype)

@@ -9,11 +9,13 @@ materialises E x H x D messages (the GAT forward's ``a * feat[src]`` and the bac
 * GAT forward, ``prange`` over destinations (in-CSR rows): v's scores and their max per head (a
   buffer of the row's scores), then one pass over v's in-edges summing exp(s - m) feat[u] into an
   accumulator of H x D floats, writing ``out[v]`` and ``lse[v] = m + log(l)``;
-* GAT backward, pass A over destinations: p_e = exp(s_e - lse[v]) recomputed, grad_s, its leaky
-  derivative and grad_er, with p and grad_s * leaky' kept in an E x 2 x H scratch array (by in-CSR
-  position: sequential writes); pass B over sources (out-CSR rows, each entry's in-CSR position
-  given): grad_feat and grad_el.  Each output row is written by the one
-  task owning it: no atomics, no races;
+* GAT backward, pass A over destinations: p_e = exp(s_e - lse[v]) and g_e = <grad_out[v], feat[u]>
+  recomputed (times the dropout weight), delta[v] = sum_e p_e g_e and grad_er; pass B over sources
+  (out-CSR rows) recomputes p_e and g_e itself (one more D-long dot per edge: the price of storing
+  nothing per edge) for grad_feat and grad_el.  Each output row is written by the one task owning
+  it: no atomics, no races;
+* attention dropout (``core/attention/dropout.py``): the keep mask is a hash of (edge id, head
+  key), recomputed wherever needed (:func:`drop_weight`), never stored;
 * edge softmax forward (subtract the row max; numpy's vectorised exp in place; divide by the row
   sum) and backward (a * (grad - sum over the row of a * grad)) in edge-id order, given every
   edge's row: reads and writes sequential, only per-row maxima and sums indexed by row (gathering a
@@ -31,15 +33,18 @@ import math
 
 import numpy as np
 
-from .runtime import njit, pick, prange, twins
+from .runtime import M32, S32, njit, pick, prange, twins
 
-__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "out_to_in", "partitions", "max_degree",
+__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "drop_weight", "partitions", "max_degree",
            "edge_softmax_forward", "edge_softmax_backward"]
 
 CHUNKS = 64  # parallel tasks per call (row ranges of about equal edge counts)
 # Sums may be reordered (and multiply-adds fused), so the D-long dot products of the GAT backward
 # vectorise; no assumption about infinities or NaN (the online max starts at -inf).
 REASSOC = {"reassoc", "contract"}
+# The GAT backward passes without "contract": with it LLVM fused the per-edge multiply-adds
+# differently in the parallel and the serial twin (results 1 ulp apart, no longer bit-identical).
+REASSOC_ONLY = {"reassoc"}
 
 
 @njit(cache=True)
@@ -53,10 +58,33 @@ def _bounds(indptr, nch):
     return bounds
 
 
-def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse, max_degree):
-    """out[v, h] = sum_e softmax_e(leaky(el[u, h] + er[v, h])) feat[u, h] over v's in-edges: the
-    row's scores and their max first (16 bytes read per edge), then exp and the weighted sum of
-    feature rows, branch-free (an online softmax's rescaling branch measured 20-30% slower)."""
+_C1, _C2 = np.uint64(0x85EBCA6B), np.uint64(0xC2B2AE35)  # murmur3's fmix32 multipliers
+_S16, _S13 = np.uint64(16), np.uint64(13)
+
+
+@njit(cache=True, inline="always")
+def _fmix32(x):
+    x = x ^ (x >> _S16)
+    x = (x * _C1) & M32
+    x = x ^ (x >> _S13)
+    x = (x * _C2) & M32
+    return x ^ (x >> _S16)
+
+
+@njit(cache=True, inline="always")
+def drop_weight(key, e, thr, scale):
+    """The dropout weight of edge ``e`` under a head's ``key``: ``scale`` where
+    fmix32(fmix32(lo(e) + key) ^ hi(e)) >= ``thr``, else 0 (``core/attention/dropout.py``'s mask)."""
+    ue = np.uint64(e)
+    bits = _fmix32(_fmix32(((ue & M32) + key) & M32) ^ (ue >> S32))
+    return scale if bits >= thr else scale * 0
+
+
+def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, thr, drop, out, lse, max_degree):
+    """out[v, h] = sum_e w_e softmax_e(leaky(el[u, h] + er[v, h])) feat[u, h] over v's in-edges (w_e the
+    dropout weight, 1 without ``drop``): the row's scores and their max first (16 bytes read per edge),
+    then exp and the weighted sum of feature rows, branch-free (an online softmax's rescaling branch
+    measured 20-30% slower)."""
     H = feat.shape[1]
     D = feat.shape[2]
     bounds = _bounds(indptr, CHUNKS)
@@ -65,7 +93,7 @@ def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse, max_degree):
         lsum = np.empty(H, dtype=out.dtype)
         acc = np.empty((H, D), dtype=out.dtype)
         sbuf = np.empty((max_degree, H), dtype=out.dtype)
-        sl = slope[0]
+        sl = params[0]
         for v in range(bounds[ch], bounds[ch + 1]):
             start = indptr[v]
             n = indptr[v + 1] - start
@@ -91,6 +119,8 @@ def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse, max_degree):
                 u = indices[start + j]
                 for h in range(H):
                     p = sbuf[j, h]
+                    if drop:
+                        p = p * drop_weight(keys[h], eids[start + j], thr, params[1])
                     for d in range(D):
                         acc[h, d] += p * feat[u, h, d]
             for h in range(H):
@@ -108,11 +138,11 @@ def _gat_fwd_impl(indptr, indices, feat, el, er, slope, out, lse, max_degree):
 _gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl, fastmath=REASSOC)
 
 
-def _gat_attention_impl(indptr, indices, eids, el, er, slope, lse, a):
-    """a[e, h] = exp(leaky(el[u, h] + er[v, h]) - lse[v, h]) for every in-edge e = (u -> v)."""
+def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, thr, drop, lse, a):
+    """a[e, h] = w_e exp(leaky(el[u, h] + er[v, h]) - lse[v, h]) for every in-edge e = (u -> v)."""
     H = el.shape[1]
     bounds = _bounds(indptr, CHUNKS)
-    sl = slope[0]
+    sl = params[0]
     for ch in prange(CHUNKS):
         for v in range(bounds[ch], bounds[ch + 1]):
             for k in range(indptr[v], indptr[v + 1]):
@@ -122,76 +152,78 @@ def _gat_attention_impl(indptr, indices, eids, el, er, slope, lse, a):
                     s = el[u, h] + er[v, h]
                     if not s > 0:
                         s = s * sl
-                    a[e, h] = math.exp(s - lse[v, h])
+                    p = math.exp(s - lse[v, h])
+                    a[e, h] = p * drop_weight(keys[h], e, thr, params[1]) if drop else p
 
 
 _gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fastmath=REASSOC)
 
 
-def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, slope, out, lse, grad_out, grad_attn, has_attn,
-                      scratch, grad_er):
-    """Pass A over destinations: for the in-CSR entry k of edge e, scratch[k, 0] = p_e and
-    scratch[k, 1] = grad_s (plus the softmax backward of ``grad_attn``) times leaky'(raw);
-    grad_er[v] = the latter's sum over v's in-edges.  Stored by CSR position: sequential writes."""
+@njit(cache=True, inline="always")
+def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr, drop):
+    """(p_e, w_e, g_e = w_e (<grad_out[v, h], feat[u, h]> + grad_attn[e, h]), raw score) of one edge
+    and head: what both backward passes recompute, in one order."""
+    D = feat.shape[2]
+    raw = el[u, h] + er[v, h]
+    s = raw if raw > 0 else raw * params[0]
+    p = math.exp(s - lse[v, h])
+    t = grad_out[v, h, 0] * feat[u, h, 0]
+    for d in range(1, D):
+        t += grad_out[v, h, d] * feat[u, h, d]
+    if has_attn:
+        t += grad_attn[e, h]
+    w = drop_weight(keys[h], e, thr, params[1]) if drop else params[1]
+    return p, w, w * t, raw
+
+
+def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr,
+                      drop, delta, grad_er):
+    """Pass A over destinations, one pass over v's in-edges: delta[v, h] = sum_e p_e g_e
+    (:func:`_edge_terms`) and grad_er[v, h] = sum_e p_e (g_e - delta) leaky'_e, summed as
+    sum_e p_e g_e leaky'_e - delta sum_e p_e leaky'_e (no second pass, no per-edge buffer)."""
+    H = feat.shape[1]
+    bounds = _bounds(indptr, CHUNKS)
+    sl = params[0]
+    for ch in prange(CHUNKS):
+        dl = np.empty(H, dtype=grad_er.dtype)
+        pgl = np.empty(H, dtype=grad_er.dtype)
+        pl = np.empty(H, dtype=grad_er.dtype)
+        for v in range(bounds[ch], bounds[ch + 1]):
+            for h in range(H):
+                dl[h] = 0
+                pgl[h] = 0
+                pl[h] = 0
+            for k in range(indptr[v], indptr[v + 1]):
+                u = indices[k]
+                e = eids[k]
+                for h in range(H):
+                    p, _, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
+                                               keys, thr, drop)
+                    pg = p * g
+                    dl[h] += pg
+                    if raw > 0:
+                        pgl[h] += pg
+                        pl[h] += p
+                    else:
+                        pgl[h] += pg * sl
+                        pl[h] += p * sl
+            for h in range(H):
+                delta[v, h] = dl[h]
+                grad_er[v, h] = pgl[h] - dl[h] * pl[h]
+
+
+_gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC_ONLY)
+
+
+def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr,
+                      drop, delta, grad_feat, grad_el):
+    """Pass B over sources (out-CSR rows): grad_feat[u, h] = sum over u's out-edges of p_e w_e
+    grad_out[v, h] and grad_el[u, h] = sum of p_e (g_e - delta[v, h]) leaky'(raw_e), recomputing p_e
+    and g_e (:func:`_edge_terms`) from the saved lse and pass A's delta: no per-edge storage."""
     H = feat.shape[1]
     D = feat.shape[2]
     bounds = _bounds(indptr, CHUNKS)
-    sl = slope[0]
-    for ch in prange(CHUNKS):
-        dv = np.empty(H, dtype=grad_er.dtype)
-        tot = np.empty(H, dtype=grad_er.dtype)
-        ger = np.empty(H, dtype=grad_er.dtype)
-        for v in range(bounds[ch], bounds[ch + 1]):
-            for h in range(H):
-                t = grad_out[v, h, 0] * out[v, h, 0]
-                for d in range(1, D):
-                    t += grad_out[v, h, d] * out[v, h, d]
-                dv[h] = t  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], feat[u]>
-                tot[h] = 0
-                ger[h] = 0
-            for k in range(indptr[v], indptr[v + 1]):
-                u = indices[k]
-                for h in range(H):
-                    raw = el[u, h] + er[v, h]
-                    s = raw if raw > 0 else raw * sl
-                    p = math.exp(s - lse[v, h])
-                    t = grad_out[v, h, 0] * feat[u, h, 0]
-                    for d in range(1, D):
-                        t += grad_out[v, h, d] * feat[u, h, d]
-                    gs = p * (t - dv[h])
-                    scratch[k, 0, h] = p
-                    if has_attn:  # leaky' after the attention's term, in the second loop
-                        scratch[k, 1, h] = gs
-                        tot[h] += p * grad_attn[eids[k], h]
-                    else:
-                        gs = gs if raw > 0 else gs * sl
-                        scratch[k, 1, h] = gs
-                        ger[h] += gs
-            if has_attn:
-                for k in range(indptr[v], indptr[v + 1]):
-                    u = indices[k]
-                    e = eids[k]
-                    for h in range(H):
-                        p = scratch[k, 0, h]  # + the segment softmax backward: p * (ga - sum_row(p * ga))
-                        gs = scratch[k, 1, h] + p * grad_attn[e, h] - p * tot[h]
-                        if not el[u, h] + er[v, h] > 0:
-                            gs = gs * sl
-                        scratch[k, 1, h] = gs
-                        ger[h] += gs
-            for h in range(H):
-                grad_er[v, h] = ger[h]
-
-
-_gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC)
-
-
-def _gat_bwd_src_impl(indptr, indices, to_in, scratch, grad_out, grad_feat, grad_el):
-    """Pass B over sources: grad_feat[u] = sum p_e grad_out[v], grad_el[u] = sum of grad_s * leaky'
-    over u's out-edges; ``to_in[k]``: the in-CSR position of the out-CSR entry k (where pass A
-    stored the edge's p and grad)."""
-    H = grad_out.shape[1]
-    D = grad_out.shape[2]
-    bounds = _bounds(indptr, CHUNKS)
+    sl = params[0]
     for ch in prange(CHUNKS):
         acc = np.empty((H, D), dtype=grad_feat.dtype)
         gl = np.empty(H, dtype=grad_el.dtype)
@@ -202,19 +234,22 @@ def _gat_bwd_src_impl(indptr, indices, to_in, scratch, grad_out, grad_feat, grad
                     acc[h, d] = 0
             for k in range(indptr[u], indptr[u + 1]):
                 v = indices[k]
-                q = to_in[k]
+                e = eids[k]
                 for h in range(H):
-                    p = scratch[q, 0, h]
-                    gl[h] += scratch[q, 1, h]
+                    p, w, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
+                                               keys, thr, drop)
+                    gs = p * (g - delta[v, h])
+                    gl[h] += gs if raw > 0 else gs * sl
+                    pw = p * w
                     for d in range(D):
-                        acc[h, d] += p * grad_out[v, h, d]
+                        acc[h, d] += pw * grad_out[v, h, d]
             for h in range(H):
                 grad_el[u, h] = gl[h]
                 for d in range(D):
                     grad_feat[u, h, d] = acc[h, d]
 
 
-_gat_bwd_src_parallel, _gat_bwd_src_serial = twins(_gat_bwd_src_impl, fastmath=REASSOC)
+_gat_bwd_src_parallel, _gat_bwd_src_serial = twins(_gat_bwd_src_impl, fastmath=REASSOC_ONLY)
 
 
 @njit(cache=True)
@@ -319,57 +354,62 @@ def max_degree(indptr) -> int:
     return int((indptr[1:] - indptr[:-1]).max()) if indptr.shape[0] > 1 else 0
 
 
-def _slope(slope: float, dtype) -> np.ndarray:
-    # a one-element array of the data's dtype: a Python float would turn float32 sums into float64
-    return np.array([slope], dtype=dtype)
+def _params(slope: float, scale: float, dtype) -> np.ndarray:
+    # [slope, dropout scale] as an array of the data's dtype: Python floats would turn float32 sums into float64
+    return np.array([slope, scale], dtype=dtype)
 
 
-def gat_forward(indptr, indices, feat, el, er, slope: float):
+def _dropout(dropout, heads: int):
+    """(per-head keys uint64 [H], threshold uint64, whether to drop, scale) of ``dropout`` =
+    (keys, threshold, scale) or None (keep every edge, weight 1)."""
+    if dropout is None:
+        return np.zeros(heads, dtype=np.uint64), np.uint64(0), False, 1.0
+    keys, thr, scale = dropout
+    return np.asarray(keys, dtype=np.uint64), np.uint64(thr), True, scale
+
+
+def gat_forward(indptr, indices, eids, feat, el, er, slope: float, dropout=None):
     """(out [num_dst, H, D], lse [num_dst, H]) of the fused GAT aggregation over the in-CSR
-    (``indptr`` int64 [num_dst + 1], ``indices`` int64 source ids); ``feat`` [num_src, H, D],
-    ``el`` [num_src, H], ``er`` [num_dst, H], one float dtype, C-contiguous."""
+    (``indptr`` int64 [num_dst + 1], ``indices`` int64 source ids, ``eids`` int64 edge ids); ``feat``
+    [num_src, H, D], ``el`` [num_src, H], ``er`` [num_dst, H], one float dtype, C-contiguous;
+    ``dropout``: (per-head keys, threshold, scale) of the attention-dropout mask, or None."""
     num_dst = indptr.shape[0] - 1
+    keys, thr, drop, scale = _dropout(dropout, feat.shape[1])
     out = np.empty((num_dst,) + feat.shape[1:], dtype=feat.dtype)
     lse = np.empty((num_dst, feat.shape[1]), dtype=feat.dtype)
-    pick(_gat_fwd_parallel, _gat_fwd_serial)(indptr, indices, feat, el, er, _slope(slope, feat.dtype), out, lse,
-                                             np.int64(max_degree(indptr)))
+    pick(_gat_fwd_parallel, _gat_fwd_serial)(indptr, indices, eids, feat, el, er, _params(slope, scale, feat.dtype),
+                                             keys, thr, drop, out, lse, np.int64(max_degree(indptr)))
     return out, lse
 
 
-def gat_attention(indptr, indices, eids, el, er, slope: float, lse):
-    """The attention [E, H] in edge-id order recomputed from ``lse`` (in-CSR with ``eids``)."""
+def gat_attention(indptr, indices, eids, el, er, slope: float, lse, dropout=None):
+    """The attention [E, H] in edge-id order recomputed from ``lse`` (in-CSR with ``eids``), times
+    the dropout weights where ``dropout`` is given."""
+    keys, thr, drop, scale = _dropout(dropout, el.shape[1])
     a = np.empty((indices.shape[0], el.shape[1]), dtype=el.dtype)
-    pick(_gat_attention_parallel, _gat_attention_serial)(indptr, indices, eids, el, er, _slope(slope, el.dtype),
-                                                         lse, a)
+    pick(_gat_attention_parallel, _gat_attention_serial)(indptr, indices, eids, el, er,
+                                                         _params(slope, scale, el.dtype), keys, thr, drop, lse, a)
     return a
 
 
-def out_to_in(in_eids, out_eids):
-    """The in-CSR position of every out-CSR entry (int64), from the two views' edge ids."""
-    position = np.empty(in_eids.shape[0], dtype=np.int64)
-    position[in_eids] = np.arange(in_eids.shape[0], dtype=np.int64)
-    return position[out_eids]
-
-
-def gat_backward(in_csr, out_csr, feat, el, er, slope: float, out, lse, grad_out, grad_attn=None, to_in=None):
+def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, grad_attn=None, dropout=None):
     """(grad_feat, grad_el, grad_er) of the fused GAT op; ``in_csr`` / ``out_csr`` are (indptr,
     indices, eids) int64 triples (in: rows = destinations, indices = sources; out: the reverse),
-    ``grad_attn`` [E, H] in edge-id order or None, ``to_in`` :func:`out_to_in` of the two views if the
-    caller keeps it.  Temporaries: one E x 2 x H array."""
+    ``grad_attn`` [E, H] in edge-id order or None, ``dropout`` as in :func:`gat_forward`.
+    Temporaries: delta [num_dst, H]; nothing per edge."""
     dt = feat.dtype
-    num_edges, heads = in_csr[1].shape[0], feat.shape[1]
-    scratch = np.empty((num_edges, 2, heads), dtype=dt)
-    to_in = out_to_in(in_csr[2], out_csr[2]) if to_in is None else to_in
+    heads = feat.shape[1]
+    keys, thr, drop, scale = _dropout(dropout, heads)
+    delta = np.empty(er.shape, dtype=dt)
     grad_er = np.empty(er.shape, dtype=dt)
     grad_el = np.empty(el.shape, dtype=dt)
     grad_feat = np.empty(feat.shape, dtype=dt)
     has_attn = grad_attn is not None
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
-    sl = _slope(slope, dt)
-    pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, feat, el, er, sl, out, lse, grad_out, ga, has_attn,
-                                                     scratch, grad_er)
-    pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(out_csr[0], out_csr[1], to_in, scratch, grad_out, grad_feat,
-                                                     grad_el)
+    params = _params(slope, scale, dt)
+    common = (feat, el, er, params, lse, grad_out, ga, has_attn, keys, thr, drop)
+    pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, *common, delta, grad_er)
+    pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, *common, delta, grad_feat, grad_el)
     return grad_feat, grad_el, grad_er
 
 
