@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dgl_accel
 from dgl_accel.core.sampling.ppr import ppr_node_sets
 from dgl_accel.graph.structure import in_csr
 from dgl_accel.sampling import (
@@ -200,3 +201,17 @@ def test_bad_seeds_are_refused(graph, sampler):
     if not getattr(sampler, "per_target", True):
         with pytest.raises(DGLSamplingInputError, match="distinct seed nodes"):
             sampler.sample(graph, torch.tensor([1, 1]))
+
+
+def test_ppr_table_serves_the_sets_it_computed(graph):
+    cached, fresh = ShaDowPPRSampler(topk=16), ShaDowPPRSampler(topk=16, cache=False)
+    for seeds in (torch.arange(0, 300, 3), torch.arange(0, 600, 5), torch.arange(0, 300, 3)):
+        a, b = cached.sample(graph, seeds), fresh.sample(graph, seeds)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[2].edata[dgl.EID], b[2].edata[dgl.EID])
+
+
+def test_per_target_same_on_triton_and_native(graph, path):
+    inp, out, sg = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(graph, torch.arange(0, 2000, 97))
+    with dgl_accel.use_backend("native"):
+        ref = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(graph, torch.arange(0, 2000, 97))
+    assert torch.equal(inp, ref[0]) and torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])

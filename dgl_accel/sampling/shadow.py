@@ -42,9 +42,9 @@ from ..core.sampling.checks import (
     seed_batch,
 )
 from ..core.sampling.choice import weight_tables
-from ..core.sampling.ppr import check_ppr, ppr_node_sets
+from ..core.sampling.ppr import PPRTable, check_ppr, ppr_node_sets
 from ..core.sampling.shadow import NodeSets, induced_batch, khop_node_sets, merged_khop_nodes
-from ..graph.structure import in_csr
+from ..graph.structure import cached, in_csr
 from .base import CallSeeds
 from .blocks import check_homogeneous, new_subgraph
 from .errors import dgl_errors
@@ -196,6 +196,9 @@ class ShaDowPPRSampler(_ShaDowBase):
     (0.15); eps : push threshold > 0 (1e-5): a node pushes while its residual is >= eps x degree;
     threshold : optional minimum score of the non-target nodes.  The push follows in-edges (the
     same as out-edges on the symmetric graphs shaDow-GNN uses).  Deterministic (no seed).
+    cache : bool (keyword-only, default True): keep each target's set once computed, per graph
+    (:class:`~dgl_accel.core.sampling.ppr.PPRTable`, 16 bytes x nodes x topk; the push is
+    deterministic, so later epochs only build subgraphs, as shaDow-GNN's precomputation).
     Output: the per-target layout of :mod:`dgl_accel.sampling.shadow`.
 
     >>> g = dgl.graph(([0, 1, 1, 2], [1, 0, 2, 1]))                  # path 0 - 1 - 2
@@ -205,9 +208,10 @@ class ShaDowPPRSampler(_ShaDowBase):
     """
 
     def __init__(self, topk=200, alpha=0.15, eps=1e-5, threshold=None, prefetch_node_feats=None,
-                 prefetch_edge_feats=None, output_device=None):
+                 prefetch_edge_feats=None, output_device=None, *, cache=True):
         super().__init__()
         self.topk, self.alpha, self.eps, self.threshold = check_ppr(topk, alpha, eps, threshold)
+        self.cache = check_bool(cache, "cache")
         self.prefetch_node_feats = prefetch_node_feats
         self.prefetch_edge_feats = prefetch_edge_feats
         self.output_device = output_device
@@ -215,6 +219,12 @@ class ShaDowPPRSampler(_ShaDowBase):
     def sample(self, g, seed_nodes, exclude_eids=None):
         check_homogeneous(g, "convert it with dgl.to_homogeneous(g) first.")
         seeds = seed_batch(seed_nodes, g.num_nodes())
-        sets = ppr_node_sets(in_csr(g), seeds, topk=self.topk, alpha=self.alpha, eps=self.eps,
-                             threshold=self.threshold or None)
+        csr = in_csr(g)
+        if self.cache:
+            key = f"shadow.ppr_table:{self.topk}:{self.alpha!r}:{self.eps!r}:{self.threshold!r}"
+            table = cached(g, key, lambda h: PPRTable(csr, topk=self.topk, alpha=self.alpha, eps=self.eps,
+                                                      threshold=self.threshold))
+            sets = table.node_sets(csr, seeds)
+        else:
+            sets = ppr_node_sets(csr, seeds, topk=self.topk, alpha=self.alpha, eps=self.eps, threshold=self.threshold)
         return self._finish(g, seed_nodes, sets, exclude_eids, True)

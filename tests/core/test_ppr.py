@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
-from dgl_accel.core.sampling.ppr import ppr_node_sets, ppr_push_np
+from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np
 from dgl_accel.testing import tensors as tst
 
 
@@ -89,6 +89,19 @@ def test_compiled_twin_is_bit_identical(e, topk, alpha, eps, directed, data):
     b = ppr_node_sets(csr, targets, topk=topk, alpha=alpha, eps=eps, compiled=True)
     for x, y in zip(a, b):
         assert torch.equal(x, y)
+
+
+@settings(max_examples=15, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 8), data=st.data())
+def test_table_serves_the_same_sets(e, topk, data):
+    csr = _symmetric_csr(e)
+    table = PPRTable(csr, topk=topk, eps=1e-4)
+    for _ in range(3):  # overlapping batches with repeats: computed once, served after
+        targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=8)))
+        got, want = table.node_sets(csr, targets), ppr_node_sets(csr, targets, topk=topk, eps=1e-4)
+        for x, y in zip(got, want):
+            assert torch.equal(x, y)
+    assert table.computed <= e.num_src
 
 
 def test_isolated_target_keeps_alpha():
