@@ -99,9 +99,12 @@ def _head_split(lhs, rhs):
 def routed_gspmm(g, op, reduce_op, lhs_data, rhs_data):
     """Drop-in for ``dgl.ops.spmm.gspmm(g, op, reduce_op, lhs_data, rhs_data)``: DGL's rules
     (``dgl_rules``: same exception type, same result shape), dgl-accel's kernels where supported.
-    max/min give DGL's values, -inf/+inf in rows without in-edges included (``update_all`` then
-    zeroes them); the backward passes no gradient from those rows, where DGL's sends it to node or
-    edge 0, its default arg."""
+    sum/mean of ``u_mul_e``/``u_div_e`` with edge weights that broadcast against node features
+    which keep their shape (multi-head ``[E, H, 1]`` on ``[N, H, D]``) and of ``copy_e`` run the
+    core's head-wise op (``functional.gspmm_headwise``); where the node features would broadcast,
+    and for max/min of broadcast weights, DGL runs ("broadcast shape").  max/min give DGL's values,
+    -inf/+inf in rows without in-edges included (``update_all`` then zeroes them); the backward
+    passes no gradient from those rows, where DGL's sends it to node or edge 0, its default arg."""
     if in_dgl_message_passing():  # the reduce step of a message passing counted as a whole
         return ORIGINAL_GSPMM(g, op, reduce_op, lhs_data, rhs_data)
     reason = _dgl_decides(g, op, lhs_data, rhs_data)

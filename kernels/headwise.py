@@ -15,17 +15,12 @@ features.  Rows without entries store 0.  Row pointers and all address arithmeti
 import triton
 import triton.language as tl
 
+from .extrema import NUM_WARPS, TILES, feature_tile  # the same row x feature tiles as the max/min kernel
 from .registry import Specialisation
 
+__all__ = ["OPS", "NUM_WARPS", "TILES", "feature_tile", "SPECIALISATIONS"]
+
 OPS = {"copy": 0, "mul": 1}
-NUM_WARPS = 4
-# (BLOCK_E, BLOCK_F): narrow features take more entries per chunk; each tile is 512 values.
-TILES = ((32, 16), (8, 64))
-
-
-def feature_tile(num_feat: int) -> tuple[int, int]:
-    """(BLOCK_E, BLOCK_F) for ``num_feat`` features per row."""
-    return TILES[0] if num_feat <= TILES[0][1] else TILES[1]
 
 
 @triton.jit
