@@ -10,7 +10,10 @@ github:dmlc/dgl, or a clone), then from that folder:
 and the same without SUBSTITUTE=1 for plain DGL's counts (2026-11-25: identical, 92 passed /
 11 failed (dataset downloads, worker_init_fn) / 144 skipped (GPU), and 43 passed / 3 skipped).
 For test_nn.py: ``git show v2.1.0:tests/python/pytorch/nn/test_nn.py`` into ``python/pytorch/nn/``,
-then ``ENABLE=1 DGLBACKEND=pytorch python -m pytest -q python/pytorch/nn/test_nn.py``."""
+then ``ENABLE=1 DGLBACKEND=pytorch python -m pytest -q python/pytorch/nn/test_nn.py``; with NN=1
+as well, our drop-in layers (``dgl_accel.nn.__all__``'s dgl.nn subclasses: GraphConv, SAGEConv,
+GINConv, GATConv, GATv2Conv, DotGatConv) replace DGL's in ``dgl.nn.pytorch`` for the run, so
+DGL's own tests of those modules run ours."""
 import os
 
 import dgl
@@ -29,3 +32,13 @@ if os.environ.get("ENABLE") == "1":
     import dgl_accel
 
     dgl_accel.enable()
+
+if os.environ.get("NN") == "1":
+    import dgl.nn.pytorch
+
+    import dgl_accel.nn as ours_nn
+
+    for name in ours_nn.__all__:
+        cls = getattr(ours_nn, name)
+        if isinstance(cls, type) and hasattr(dgl.nn.pytorch, name) and issubclass(cls, getattr(dgl.nn.pytorch, name)):
+            setattr(dgl.nn.pytorch, name, cls)
