@@ -23,8 +23,10 @@ import torch
 
 from .core.aggregation.checks import check_features, check_options
 from .core.aggregation.function import run_aggregation
+from .core.attention.dot import dot_attention as core_dot_attention
 from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
+from .core.attention.gatv2 import gatv2_attention as core_gatv2_attention
 from .core.dense import DenseFunction
 from .core.extrema import aggregate_extrema
 from .core.headwise.function import aggregate_headwise
@@ -196,3 +198,46 @@ def gspmm_headwise(graph, op: str, reduce: str, ufeat: torch.Tensor | None, efea
 
 
 __all__ += ["gspmm_headwise"]
+
+def dot_attention(graph, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, scale: float | None = None, *,
+                  return_attention: bool = False):
+    """Dot-product attention aggregation in one fused op (what ``dgl.nn.DotGatConv`` computes):
+    ``out[v, h] = sum over in-edges (u -> v) of softmax(scale * <q[v, h], k[u, h]>) * val[u, h]`` with
+    ``q`` [num_dst, H, DK], ``k`` [num_src, H, DK], ``val`` [num_src, H, DV], ``scale`` 1 / sqrt(DK) by
+    default (DotGatConv's).  Returns [num_dst, H, DV] (and the attention [E, H] in edge-id order with
+    ``return_attention=True``); the backward recomputes the attention instead of storing it.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([2, 2])))
+    >>> x = torch.tensor([[[1.0]], [[3.0]], [[0.0]]])
+    >>> dot_attention(g, x, x, x).flatten().tolist()
+    [0.0, 0.0, 2.0]
+    """
+    views = _views(graph)
+    # an aggregation we run in full: inside an execution-path session it counts as a layer
+    note_unrouted(graph)
+    return core_dot_attention(views, q, k, val, scale, return_attention=return_attention)
+
+
+def gatv2_attention(graph, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tensor, negative_slope: float = 0.2, *,
+                    return_attention: bool = False):
+    """GATv2's attention aggregation in one fused op (what ``dgl.nn.GATv2Conv`` computes):
+    ``out[v, h] = sum over in-edges (u -> v) of softmax(s) * fs[u, h]`` with
+    ``s = sum_d attn[h, d] leaky_relu(fs[u, h, d] + fd[v, h, d])``, ``fs`` [num_src, H, D], ``fd``
+    [num_dst, H, D], ``attn`` [H, D] or [1, H, D].  Returns
+    [num_dst, H, D] (and the attention [E, H] in edge-id order with ``return_attention=True``); the
+    backward recomputes the scores and the attention instead of storing them.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([2, 2])))
+    >>> fs = torch.tensor([[[1.0]], [[3.0]], [[5.0]]])
+    >>> gatv2_attention(g, fs, torch.zeros(3, 1, 1), torch.zeros(1, 1, 1)).flatten().tolist()
+    [0.0, 0.0, 2.0]
+    """
+    views = _views(graph)
+    # an aggregation we run in full: inside an execution-path session it counts as a layer
+    note_unrouted(graph)
+    return core_gatv2_attention(views, fs, fd, attn, negative_slope, return_attention=return_attention)
+
+
+__all__ += ["dot_attention", "gatv2_attention"]

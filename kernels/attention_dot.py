@@ -24,16 +24,17 @@ from .registry import Specialisation
 
 
 @triton.jit
-def rows_dot(a_ptr, a_row, b_ptr, b_row, e_mask, dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """<a[a_row[i], :dim], b[b_row[i], :dim]> for the BLOCK_E rows i (0 where masked), in the accumulation dtype."""
-    acc_dtype = tl.float64 if a_ptr.dtype.element_ty == tl.float64 else tl.float32
+def rows_dot(x_ptr, x_base, y_ptr, y_rows, e_mask, dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """<x[x_base:x_base + dim], y[y_rows[i]:y_rows[i] + dim]> for the BLOCK_E rows i (0 where masked), in
+    the accumulation dtype: one vector against BLOCK_E rows (the vector is loaded once per chunk)."""
+    acc_dtype = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
     out = tl.zeros((BLOCK_E,), acc_dtype)
     for d0 in range(0, dim, BLOCK_D):
         d = d0 + tl.arange(0, BLOCK_D)
-        m2 = e_mask[:, None] & (d < dim)[None, :]
-        x = tl.load(a_ptr + a_row[:, None] + d[None, :], mask=m2, other=0.0).to(acc_dtype)
-        y = tl.load(b_ptr + b_row[:, None] + d[None, :], mask=m2, other=0.0).to(acc_dtype)
-        out += tl.sum(x * y, axis=1)
+        d_mask = d < dim
+        x = tl.load(x_ptr + x_base + d, mask=d_mask, other=0.0).to(acc_dtype)
+        y = tl.load(y_ptr + y_rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
+        out += tl.sum(y.to(acc_dtype) * x[None, :], axis=1)
     return out
 
 
@@ -48,7 +49,7 @@ def _dot_fwd_kernel(indptr_ptr, indices_ptr, q_ptr, k_ptr, val_ptr, scale_ptr, o
     start = tl.load(indptr_ptr + v)
     end = tl.load(indptr_ptr + v + 1)
     scale = tl.load(scale_ptr).to(acc_dtype)
-    q_row = tl.zeros((BLOCK_E,), tl.int64) + (v * num_heads + h) * key_dim
+    q_base = (v * num_heads + h) * key_dim
     m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
     denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
     acc = tl.zeros((BLOCK_D,), acc_dtype)
@@ -56,7 +57,7 @@ def _dot_fwd_kernel(indptr_ptr, indices_ptr, q_ptr, k_ptr, val_ptr, scale_ptr, o
         kk = k0 + tl.arange(0, BLOCK_E)
         e_mask = kk < end
         u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        s = rows_dot(q_ptr, q_row, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
+        s = rows_dot(q_ptr, q_base, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
         s = tl.where(e_mask, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
         alpha = tl.exp(m - m_new)
@@ -83,13 +84,13 @@ def _dot_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, scale_ptr,
     end = tl.load(indptr_ptr + v + 1)
     scale = tl.load(scale_ptr).to(acc_dtype)
     lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
-    q_row = tl.zeros((BLOCK_E,), tl.int64) + (v * num_heads + h) * key_dim
+    q_base = (v * num_heads + h) * key_dim
     for k0 in range(start, end, BLOCK_E):
         kk = k0 + tl.arange(0, BLOCK_E)
         e_mask = kk < end
         u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        s = rows_dot(q_ptr, q_row, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
+        s = rows_dot(q_ptr, q_base, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
         tl.store(a_ptr + eid * num_heads + h, tl.exp(s - lse_v).to(a_ptr.dtype.element_ty), mask=e_mask)
 
 
@@ -109,8 +110,6 @@ def _dot_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr
     vh = v * num_heads + h
     lse_v = tl.load(lse_ptr + vh).to(acc_dtype)
     c_v = tl.load(c_ptr + vh).to(acc_dtype)
-    q_row = tl.zeros((BLOCK_E,), tl.int64) + vh * key_dim
-    go_row = tl.zeros((BLOCK_E,), tl.int64) + vh * val_dim
     acc = tl.zeros((BLOCK_D,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
         kk = k0 + tl.arange(0, BLOCK_E)
@@ -118,8 +117,8 @@ def _dot_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr
         u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         uh = u * num_heads + h
-        s = rows_dot(q_ptr, q_row, k_ptr, uh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
-        t = rows_dot(grad_out_ptr, go_row, val_ptr, uh * val_dim, e_mask, val_dim, BLOCK_E, BLOCK_D)
+        s = rows_dot(q_ptr, vh * key_dim, k_ptr, uh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
+        t = rows_dot(grad_out_ptr, vh * val_dim, val_ptr, uh * val_dim, e_mask, val_dim, BLOCK_E, BLOCK_D)
         ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
         ds = tl.where(e_mask, tl.exp(s - lse_v) * (t + ga - c_v), 0.0)
         x = tl.load(k_ptr + uh[:, None] * key_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
@@ -143,8 +142,6 @@ def _dot_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr
     end = tl.load(indptr_ptr + u + 1)
     scale = tl.load(scale_ptr).to(acc_dtype)
     uh = u * num_heads + h
-    k_row = tl.zeros((BLOCK_E,), tl.int64) + uh * key_dim
-    val_row = tl.zeros((BLOCK_E,), tl.int64) + uh * val_dim
     acc_k = tl.zeros((BLOCK_D,), acc_dtype)
     acc_v = tl.zeros((BLOCK_D,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
@@ -153,8 +150,8 @@ def _dot_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr
         v = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         vh = v * num_heads + h
-        s = rows_dot(q_ptr, vh * key_dim, k_ptr, k_row, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
-        t = rows_dot(grad_out_ptr, vh * val_dim, val_ptr, val_row, e_mask, val_dim, BLOCK_E, BLOCK_D)
+        s = rows_dot(k_ptr, uh * key_dim, q_ptr, vh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
+        t = rows_dot(val_ptr, uh * val_dim, grad_out_ptr, vh * val_dim, e_mask, val_dim, BLOCK_E, BLOCK_D)
         ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
         lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
         c = tl.load(c_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)

@@ -24,18 +24,19 @@ from .registry import Specialisation
 
 
 @triton.jit
-def _scores(fs_ptr, fs_row, fd_ptr, fd_row, attn_ptr, attn_row, slope, e_mask, dim,
+def _scores(one_ptr, one_base, many_ptr, many_rows, attn_ptr, attn_base, slope, e_mask, dim,
             BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """s_i = sum_d attn[attn_row + d] leaky(fs[fs_row[i] + d] + fd[fd_row[i] + d]) for BLOCK_E rows i."""
-    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    """s_i = sum_d attn[attn_base + d] leaky(one[one_base + d] + many[many_rows[i] + d]) for BLOCK_E rows i:
+    one node's features (fd[v] over v's in-edges, fs[u] over u's out-edges) against the other ends'."""
+    acc_dtype = tl.float64 if many_ptr.dtype.element_ty == tl.float64 else tl.float32
     s = tl.zeros((BLOCK_E,), acc_dtype)
     for d0 in range(0, dim, BLOCK_D):
         d = d0 + tl.arange(0, BLOCK_D)
         d_mask = d < dim
-        m2 = e_mask[:, None] & d_mask[None, :]
-        z = (tl.load(fs_ptr + fs_row[:, None] + d[None, :], mask=m2, other=0.0).to(acc_dtype)
-             + tl.load(fd_ptr + fd_row[:, None] + d[None, :], mask=m2, other=0.0).to(acc_dtype))
-        w = tl.load(attn_ptr + attn_row + d, mask=d_mask, other=0.0).to(acc_dtype)
+        x = tl.load(one_ptr + one_base + d, mask=d_mask, other=0.0).to(acc_dtype)
+        z = tl.load(many_ptr + many_rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
+                    other=0.0).to(acc_dtype) + x[None, :]
+        w = tl.load(attn_ptr + attn_base + d, mask=d_mask, other=0.0).to(acc_dtype)
         s += tl.sum(w[None, :] * tl.where(z > 0, z, z * slope), axis=1)
     return s
 
@@ -51,7 +52,7 @@ def _gatv2_fwd_kernel(indptr_ptr, indices_ptr, fs_ptr, fd_ptr, attn_ptr, slope_p
     start = tl.load(indptr_ptr + v)
     end = tl.load(indptr_ptr + v + 1)
     slope = tl.load(slope_ptr).to(acc_dtype)
-    fd_row = tl.zeros((BLOCK_E,), tl.int64) + (v * num_heads + h) * head_dim
+    fd_base = (v * num_heads + h) * head_dim
     m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
     denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
     acc = tl.zeros((BLOCK_D,), acc_dtype)
@@ -60,7 +61,7 @@ def _gatv2_fwd_kernel(indptr_ptr, indices_ptr, fs_ptr, fd_ptr, attn_ptr, slope_p
         e_mask = kk < end
         u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         row = (u * num_heads + h) * head_dim
-        s = _scores(fs_ptr, row, fd_ptr, fd_row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        s = _scores(fd_ptr, fd_base, fs_ptr, row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
         s = tl.where(e_mask, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
         alpha = tl.exp(m - m_new)
@@ -86,13 +87,13 @@ def _gatv2_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_p
     end = tl.load(indptr_ptr + v + 1)
     slope = tl.load(slope_ptr).to(acc_dtype)
     lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
-    fd_row = tl.zeros((BLOCK_E,), tl.int64) + (v * num_heads + h) * head_dim
+    fd_base = (v * num_heads + h) * head_dim
     for k0 in range(start, end, BLOCK_E):
         kk = k0 + tl.arange(0, BLOCK_E)
         e_mask = kk < end
         u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        s = _scores(fs_ptr, (u * num_heads + h) * head_dim, fd_ptr, fd_row, attn_ptr, h * head_dim, slope, e_mask,
+        s = _scores(fd_ptr, fd_base, fs_ptr, (u * num_heads + h) * head_dim, attn_ptr, h * head_dim, slope, e_mask,
                     head_dim, BLOCK_E, BLOCK_D)
         tl.store(a_ptr + eid * num_heads + h, tl.exp(s - lse_v).to(a_ptr.dtype.element_ty), mask=e_mask)
 
@@ -113,7 +114,6 @@ def _gatv2_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, att
     vh = v * num_heads + h
     lse_v = tl.load(lse_ptr + vh).to(acc_dtype)
     c_v = tl.load(c_ptr + vh).to(acc_dtype)
-    v_row = tl.zeros((BLOCK_E,), tl.int64) + vh * head_dim
     w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     fd_v = tl.load(fd_ptr + vh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     acc_fd = tl.zeros((BLOCK_D,), acc_dtype)
@@ -124,8 +124,9 @@ def _gatv2_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, att
         u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         row = (u * num_heads + h) * head_dim
-        s = _scores(fs_ptr, row, fd_ptr, v_row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
-        t = rows_dot(grad_out_ptr, v_row, fs_ptr, row, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        s = _scores(fd_ptr, vh * head_dim, fs_ptr, row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E,
+                    BLOCK_D)
+        t = rows_dot(grad_out_ptr, vh * head_dim, fs_ptr, row, e_mask, head_dim, BLOCK_E, BLOCK_D)
         ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
         ds = tl.where(e_mask, tl.exp(s - lse_v) * (t + ga - c_v), 0.0)
         z = tl.load(fs_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
@@ -150,7 +151,6 @@ def _gatv2_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, att
     end = tl.load(indptr_ptr + u + 1)
     slope = tl.load(slope_ptr).to(acc_dtype)
     uh = u * num_heads + h
-    u_row = tl.zeros((BLOCK_E,), tl.int64) + uh * head_dim
     w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     fs_u = tl.load(fs_ptr + uh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     acc_p = tl.zeros((BLOCK_D,), acc_dtype)
@@ -161,9 +161,9 @@ def _gatv2_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, att
         v = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
         vh = v * num_heads + h
-        s = _scores(fs_ptr, u_row, fd_ptr, vh * head_dim, attn_ptr, h * head_dim, slope, e_mask, head_dim,
+        s = _scores(fs_ptr, uh * head_dim, fd_ptr, vh * head_dim, attn_ptr, h * head_dim, slope, e_mask, head_dim,
                     BLOCK_E, BLOCK_D)
-        t = rows_dot(grad_out_ptr, vh * head_dim, fs_ptr, u_row, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        t = rows_dot(fs_ptr, uh * head_dim, grad_out_ptr, vh * head_dim, e_mask, head_dim, BLOCK_E, BLOCK_D)
         ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
         lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
         c = tl.load(c_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)

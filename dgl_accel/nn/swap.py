@@ -13,12 +13,15 @@ import dataclasses
 import dgl.nn
 import torch
 
+from .dotgatconv import DotGatConv
 from .gatconv import GATConv
+from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
 from .graphconv import GraphConv
 from .sageconv import SAGEConv
 
-SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv, dgl.nn.GATConv: GATConv}
+SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv, dgl.nn.GATConv: GATConv,
+         dgl.nn.GATv2Conv: GATv2Conv, dgl.nn.DotGatConv: DotGatConv}
 
 
 @dataclasses.dataclass

@@ -1,0 +1,143 @@
+"""``dgl_accel.nn.DotGatConv`` (issue 18): DGL's DotGatConv with the dot-product attention fused.  Same
+parameters, outputs, attention and gradients as DGL's module (scores divided by sqrt(out_feats)) on
+graphs with empty rows, self-loops and multi-edges, on blocks and bipartite pairs, on the native and
+the Triton path (interpreted) and the compiled loops; bf16; int32 ids; DGL's zero-in-degree error;
+state_dict round trip."""
+import copy
+
+import dgl
+import dgl.nn
+import pytest
+import torch
+from dgl.base import DGLError
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import dgl_accel
+import dgl_accel.nn
+from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
+
+
+def _pair(in_feats, out_feats, heads, **kw):
+    torch.manual_seed(0)
+    theirs = dgl.nn.DotGatConv(in_feats, out_feats, heads, allow_zero_in_degree=True, **kw)
+    with torch.no_grad():  # spread scores: the softmax is far from uniform
+        for p in theirs.parameters():
+            p.uniform_(-1, 1)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.nn.swap(ours)
+    assert type(ours) is dgl_accel.nn.DotGatConv and isinstance(ours, dgl.nn.DotGatConv)
+    return theirs, ours
+
+
+def _run(conv, g, x, get_attention=False):
+    xs = tuple(t.detach().clone().requires_grad_() for t in (x if isinstance(x, tuple) else (x,)))
+    conv.zero_grad()
+    out = conv(g, xs if isinstance(x, tuple) else xs[0], get_attention=get_attention)
+    rst, att = out if get_attention else (out, None)
+    w = torch.linspace(-1, 1, rst.numel(), dtype=rst.dtype).reshape(rst.shape)  # a loss weighting every output
+    ((rst * w).sum() + (0 if att is None else (att.squeeze(-1) * att.squeeze(-1)).sum())).backward()
+    grads = {k: p.grad.clone() for k, p in conv.named_parameters() if p.grad is not None}
+    return rst.detach(), None if att is None else att.detach(), [t.grad for t in xs], grads
+
+
+def _same(a, b, where=""):
+    rst0, att0, gx0, g0 = a
+    rst1, att1, gx1, g1 = b
+    assert_close(rst1, rst0, msg=f"output {where}")
+    if att0 is not None:
+        assert att1.shape == att0.shape
+        assert_close(att1, att0, msg=f"attention {where}")
+    for x1, x0 in zip(gx1, gx0):
+        assert_close(x1, x0, msg=f"input grad {where}")
+    assert g1.keys() == g0.keys()
+    for k in g0:
+        assert_close(g1[k], g0[k], msg=f"{k} {where}")
+
+
+@settings(max_examples=10, deadline=None)
+@given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
+       heads=st.sampled_from([1, 3]), out_feats=st.sampled_from([4, 7]), get_attention=st.booleans())
+def test_equals_dgls_dotgatconv_outputs_attention_and_gradients(g, heads, out_feats, get_attention):
+    assume(g.num_dst_nodes() > 0)
+    theirs, ours = _pair(5, out_feats, heads)
+    x = torch.randn(g.num_src_nodes(), 5)
+    want = _run(theirs, g, x, get_attention)
+    for name in ("native", "triton"):  # the Triton kernels under the interpreter
+        with dgl_accel.use_backend(name):
+            dgl_accel.reset_stats()
+            _same(want, _run(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
+            assert "dot_attention" in dgl_accel.stats()
+
+
+def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
+    g = dgl.heterograph({("a", "r", "b"): (torch.tensor([0, 1, 2, 2, 0]), torch.tensor([0, 0, 1, 2, 3]))},
+                        num_nodes_dict={"a": 3, "b": 5}, idtype=torch.int32)  # "b" 4: no in-edges
+    theirs, ours = _pair((6, 3), 4, 2)
+    x = (torch.randn(3, 6), torch.randn(5, 3))
+    _same(_run(theirs, g, x, True), _run(ours, g, x, True), path)
+    assert "dot_attention" in dgl_accel.stats()
+
+
+def test_compiled_loops_on_a_larger_graph_equal_dgl():
+    # 3000 edges: past runtime.MIN_WORK, so the native path runs the numba loops
+    torch.manual_seed(2)
+    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 300, (3000,)), torch.randint(0, 300, (3000,))), num_nodes=300))
+    theirs, ours = _pair(8, 6, 4)
+    x = torch.randn(300, 8)
+    with dgl_accel.use_backend("native"):
+        _same(_run(theirs, g, x, True), _run(ours, g, x, True))
+
+
+def test_bf16_follows_the_reference_rule():
+    # bf16: DGL's CPU kernels refuse fp16 (the core tests take fp16 against the pure-torch reference)
+    torch.manual_seed(3)
+    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 40, (160,)), torch.randint(0, 40, (160,))), num_nodes=40))
+    theirs, ours = _pair(8, 6, 2)
+    x = torch.randn(40, 8) * 0.5
+
+    def run(conv, xx):
+        conv = copy.deepcopy(conv).to(xx.dtype)
+        rst, _, gx, grads = _run(conv, g, xx)
+        return (rst, gx[0], grads["fc.weight"])
+
+    got = run(ours, x.bfloat16())
+    assert all(t.dtype == torch.bfloat16 for t in got)
+    assert_matches_reference(got, lambda xx: run(theirs, xx), x.bfloat16(), msg="bf16 against DGL's module")
+
+
+def test_zero_in_degree_is_dgls_error_before_any_work():
+    g = dgl.graph((torch.tensor([0]), torch.tensor([1])), num_nodes=3)
+    theirs = dgl.nn.DotGatConv(2, 2, 1)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.nn.swap(ours)
+    x = torch.randn(3, 2)
+    with pytest.raises(DGLError) as want:
+        theirs(g, x)
+    dgl_accel.reset_stats()
+    with pytest.raises(DGLError) as got:
+        ours(g, x)
+    assert str(got.value) == str(want.value) and dgl_accel.stats() == {}
+
+
+def test_state_dict_keys_and_load_both_ways():
+    theirs, ours = _pair(4, 3, 2)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    fresh = dgl.nn.DotGatConv(4, 3, 2, allow_zero_in_degree=True)
+    fresh.load_state_dict(ours.state_dict())
+    mine = dgl_accel.nn.DotGatConv(4, 3, 2, allow_zero_in_degree=True)
+    mine.load_state_dict(theirs.state_dict())
+    g = dgl.add_self_loop(dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2])), num_nodes=3))
+    x = torch.randn(3, 4)
+    assert_close(mine(g, x), theirs(g, x))
+    dgl_accel.nn.unswap(ours)
+    assert type(ours) is dgl.nn.DotGatConv
+
+
+def test_blocks_from_our_sampler_train_as_dgl():
+    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 50, (200,)), torch.randint(0, 50, (200,))), num_nodes=50))
+    _, _, (block,) = dgl_accel.sampling.NeighborSampler([4], seed=0).sample_blocks(g, torch.arange(10))
+    theirs, ours = _pair(5, 4, 2)
+    x = torch.randn(block.num_src_nodes(), 5)
+    _same(_run(theirs, block, x, True), _run(ours, block, x, True))
