@@ -47,8 +47,11 @@ def _induced_eids(g, nodes):
 
 
 @settings(max_examples=25, deadline=None)
-@given(g=graphs(min_nodes=1, max_nodes=40, max_edges=200), layers=st.integers(1, 3), data=st.data())
-def test_merged_full_neighbourhoods_equal_dgl(g, layers, data):
+@given(g=graphs(min_nodes=1, max_nodes=40, max_edges=200), layers=st.integers(1, 3), symmetric=st.booleans(),
+       data=st.data())
+def test_merged_full_neighbourhoods_equal_dgl(g, layers, symmetric, data):
+    if symmetric:  # a simple symmetric graph takes the half-CSR subgraph path
+        g = dgl.to_bidirected(g)
     seeds = torch.tensor(data.draw(st.lists(st.integers(0, g.num_nodes() - 1), min_size=1, max_size=8, unique=True)),
                          dtype=g.idtype)
     ours = ShaDowKHopSampler([-1] * layers, seed=0).sample(g, seeds)
@@ -82,6 +85,16 @@ def test_merged_weighted_and_excluded(graph):
     excl = torch.arange(0, g.num_edges(), 2)
     inp, _, sg = ShaDowKHopSampler([-1, -1], seed=1).sample(g, seeds, exclude_eids=excl)
     assert not set(sg.edata[dgl.EID].tolist()) & set(excl.tolist())
+    for sampler in (ShaDowKHopSampler([4, 4], per_target=True, seed=1), ShaDowPPRSampler(topk=10)):
+        full = sampler.sample(g, seeds)[2]
+        inp, _, sg = sampler.sample(g, seeds, exclude_eids=excl)
+        if isinstance(sampler, ShaDowPPRSampler):  # deterministic scopes: the same edges minus the excluded
+            assert sorted(sg.edata[dgl.EID].tolist()) == sorted(e for e in full.edata[dgl.EID].tolist() if e % 2)
+        assert not set(sg.edata[dgl.EID].tolist()) & set(excl.tolist())
+        parts = dgl.unbatch(sg)                                   # batch_num_edges follow the exclusion
+        assert sum(p.num_edges() for p in parts) == sg.num_edges()
+        for part in parts:
+            _edges(g, part)
 
 
 def _check_per_target(g, seeds, inp, out, sg):

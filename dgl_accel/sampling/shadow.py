@@ -42,13 +42,20 @@ from ..core.sampling.checks import (
     seed_batch,
 )
 from ..core.sampling.choice import weight_tables
+from ..core.sampling.induced import induced_symmetric_coo
 from ..core.sampling.ppr import PPRTable, check_ppr, ppr_node_sets
-from ..core.sampling.shadow import NodeSets, induced_batch, khop_node_sets, merged_khop_nodes
+from ..core.sampling.shadow import (
+    NodeSets,
+    induced_batch,
+    induced_batch_symmetric,
+    khop_node_sets,
+    merged_khop_nodes,
+)
 from ..graph.structure import cached, in_csr
 from .base import CallSeeds
-from .blocks import check_homogeneous, new_subgraph
+from .blocks import check_homogeneous, new_subgraph, np_idtype
 from .errors import dgl_errors
-from .induced import cpu_in_csr
+from .induced import cpu_in_csr, half_csr
 
 __all__ = ["ShaDowKHopSampler", "ShaDowPPRSampler", "shadow_index", "GRAPH_ID", "IS_TARGET"]
 
@@ -64,23 +71,39 @@ def shadow_index(sg) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _subgraph(g, sets: NodeSets, excl, per_target: bool):
-    """The (batched) induced subgraph of ``sets`` with original ids, minus excluded edge ids."""
-    csr = cpu_in_csr(g)
-    indptr, local, eids = induced_batch(csr.indptr, csr.indices, csr.eids, sets)
-    N = sets.nodes.numel()
-    if excl is not None and excl.size and eids.size:
-        keep = ~np.isin(eids, excl)
-        row = np.repeat(np.arange(N, dtype=np.int64), np.diff(indptr))[keep]
-        indptr, local, eids = offsets(np.bincount(row, minlength=N)), local[keep], eids[keep]
-    sg = new_subgraph("csc", (indptr, local), N, g.idtype, sets.nodes.numpy(), eids)
+    """The (batched) induced subgraph of ``sets`` with original ids, minus excluded edge ids.  On a
+    symmetric graph without parallel edges: the half-CSR paths (half the entries filtered; edges
+    come as a COO, each set's together); else the CSC of :func:`induced_batch`."""
+    N, T = sets.nodes.numel(), sets.offsets.numel() - 1
+    nodes = sets.nodes.numpy()
+    half = half_csr(g)
+    if half is not None:
+        if per_target:
+            src, dst, eids, ecount = induced_batch_symmetric(half, sets)
+        else:
+            src, dst, eids = induced_symmetric_coo(half, nodes, np_idtype(g.idtype))
+            ecount = np.array([eids.shape[0]])
+        if excl is not None and excl.size and eids.size:
+            keep = ~np.isin(eids, excl)
+            owner = np.repeat(np.arange(T, dtype=np.int64), ecount)[keep]
+            src, dst, eids, ecount = src[keep], dst[keep], eids[keep], np.bincount(owner, minlength=T)
+        sg = new_subgraph("coo", (src, dst), N, g.idtype, nodes, eids)
+    else:
+        csr = cpu_in_csr(g)
+        indptr, local, eids = induced_batch(csr.indptr, csr.indices, csr.eids, sets)
+        if excl is not None and excl.size and eids.size:
+            keep = ~np.isin(eids, excl)
+            row = np.repeat(np.arange(N, dtype=np.int64), np.diff(indptr))[keep]
+            indptr, local, eids = offsets(np.bincount(row, minlength=N)), local[keep], eids[keep]
+        ecount = np.diff(indptr[sets.offsets.numpy()])
+        sg = new_subgraph("csc", (indptr, local), N, g.idtype, nodes, eids)
     if per_target:
-        counts = sets.offsets.diff()
         sg.ndata[GRAPH_ID] = sets.graph_ids()
         is_target = torch.zeros(N, dtype=torch.bool)
         is_target[sets.target_pos] = True
         sg.ndata[IS_TARGET] = is_target
-        sg.set_batch_num_nodes(counts.to(g.idtype))
-        sg.set_batch_num_edges(torch.from_numpy(np.diff(indptr[sets.offsets.numpy()])).to(g.idtype))
+        sg.set_batch_num_nodes(sets.offsets.diff().to(g.idtype))
+        sg.set_batch_num_edges(torch.from_numpy(ecount).to(g.idtype))
     return sg
 
 

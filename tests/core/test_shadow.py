@@ -13,8 +13,9 @@ import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
+from dgl_accel.core.sampling.induced import InCSR, half_csr
 from dgl_accel.core.sampling.ppr import ppr_node_sets
-from dgl_accel.core.sampling.shadow import induced_batch, khop_node_sets
+from dgl_accel.core.sampling.shadow import induced_batch, induced_batch_symmetric, khop_node_sets
 from dgl_accel.testing import tensors as tst
 
 
@@ -124,6 +125,31 @@ def test_every_subgraph_of_a_batch_is_its_induced_subgraph(e, kind, seed, data):
             for j in range(sub_indptr[i], sub_indptr[i + 1]):
                 assert gid[local[j]] == t                                  # never crosses scopes
                 assert (src[eids[j]], dst[eids[j]]) == (nodes[local[j]], nodes[i])
+
+
+@settings(max_examples=20, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200, multi_edges=False), seed=st.integers(0, 2**32),
+       data=st.data())
+def test_symmetric_batch_has_the_same_edges(e, seed, data):
+    pairs = np.unique(np.concatenate([np.stack([e.src, e.dst], 1), np.stack([e.dst, e.src], 1)]), axis=0)
+    csr = TensorGraph(torch.from_numpy(pairs[:, 0]), torch.from_numpy(pairs[:, 1]), num_nodes=e.num_src).csr("in")
+    half = half_csr(InCSR.from_structure(csr))
+    assert half is not None
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)))
+    sets = khop_node_sets(csr, targets, [3, 2], seed=seed)
+    paths = [False] + ([True] if runtime.enabled() else [])
+    outs = [induced_batch_symmetric(half, sets, compiled=c) for c in paths]
+    for o in outs[1:]:
+        assert all(np.array_equal(a, b) for a, b in zip(outs[0], o))
+    src, dst, eids, counts = outs[0]
+    sub_indptr, local, want = induced_batch(csr.indptr.long().numpy(), csr.indices.long().numpy(),
+                                            csr.eids.long().numpy(), sets)
+    gid = sets.graph_ids().numpy()
+    assert counts.tolist() == np.bincount(gid[local], minlength=targets.numel()).tolist()
+    ends = np.repeat(np.arange(sub_indptr.shape[0] - 1), np.diff(sub_indptr))
+    assert sorted(zip(eids.tolist(), src.tolist(), dst.tolist())) == sorted(zip(want.tolist(), local.tolist(),
+                                                                                ends.tolist()))
+    assert (np.repeat(np.arange(targets.numel()), counts) == gid[dst]).all()   # each set's edges together
 
 
 @pytest.mark.parametrize("fanouts, words", [

@@ -38,11 +38,11 @@ from ..jit import shadow as jit_shadow
 from .arrays import np64, offsets
 from .checks import check_below, check_fanouts, check_nodes, node_ids, resolve_seed
 from .choice import uniform_choice_np
-from .induced import induced_entries
+from .induced import HalfCSR, induced_entries, induced_symmetric_coo
 from .neighbor import choose_positions, drop_excluded, relabel_sources
 from .neighbor_triton import neighbor_choice_triton
 
-__all__ = ["NodeSets", "khop_node_sets", "merged_khop_nodes", "induced_batch"]
+__all__ = ["NodeSets", "khop_node_sets", "merged_khop_nodes", "induced_batch", "induced_batch_symmetric"]
 
 
 class NodeSets(NamedTuple):
@@ -57,7 +57,8 @@ class NodeSets(NamedTuple):
 
     def graph_ids(self) -> torch.Tensor:
         """Set index of every entry of ``nodes`` (the node-to-subgraph index of a batch)."""
-        return torch.repeat_interleave(torch.arange(self.offsets.numel() - 1), self.offsets.diff())
+        counts = np.diff(self.offsets.numpy())
+        return torch.from_numpy(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
 
 
 def _choose(csr: Structure, v: np.ndarray, cids: np.ndarray, fanout: int, seed: int, num_counters: int,
@@ -171,3 +172,25 @@ def induced_batch(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarray, set
         return parts_ptr[0], np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(parts_ptr), np.concatenate(parts_src), np.concatenate(parts_eid)
 
+
+
+def induced_batch_symmetric(half: HalfCSR, sets: NodeSets, compiled: bool | None = None):
+    """As :func:`induced_batch` for a symmetric graph without parallel edges, from its
+    :class:`~.induced.HalfCSR` (half the entries filtered): ``(src, dst, parent edge ids, edges
+    per set)``, int64, local ids = batch positions; set ``t``'s edges are contiguous, in the layout
+    of :func:`.induced.induced_symmetric_coo` (kept half edges, their reverses, self-loops), which
+    the numpy path calls per set."""
+    nodes, offs = sets.nodes.numpy(), sets.offsets.numpy()
+    if compiled is None:
+        compiled = runtime.enabled()
+    if compiled:
+        return jit_shadow.induced_batch_symmetric(half, nodes.astype(half.indptr.dtype), offs)
+    parts, counts = [], np.zeros(offs.shape[0] - 1, dtype=np.int64)
+    for t in range(offs.shape[0] - 1):
+        a, b = int(offs[t]), int(offs[t + 1])
+        src, dst, eids = induced_symmetric_coo(half, nodes[a:b], np.int64)
+        parts.append((src + a, dst + a, eids.astype(np.int64)))
+        counts[t] = eids.shape[0]
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), counts
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(3)) + (counts,)
