@@ -311,9 +311,10 @@ def test_swap_report_lists_what_it_left_alone():
         pass
 
     model = torch.nn.ModuleDict({
-        "rel": dgl.nn.HeteroGraphConv({"follows": dgl.nn.GraphConv(3, 3), "buys": dgl.nn.GATv2Conv(3, 3, 2),
+        "rel": dgl.nn.HeteroGraphConv({"follows": dgl.nn.GraphConv(3, 3),
+                                       "buys": dgl.nn.NNConv(3, 3, torch.nn.Linear(1, 9), "mean"),
                                        "bought_by": MyConv(3, 3, "mean"), "rates": dgl.nn.GATConv(3, 3, 2)}),
-        "gat": dgl.nn.GATv2Conv(3, 3, 1, residual=True),  # its inner dgl.nn Identity is not listed
+        "gat": dgl.nn.NNConv(3, 3, torch.nn.Linear(1, 9), "mean", residual=True),  # its inner Identity: not listed
         "lin": torch.nn.Linear(3, 3),
     })
     report = dgl_accel.nn.swap(model)
@@ -321,11 +322,11 @@ def test_swap_report_lists_what_it_left_alone():
     kept = dict(report.kept)
     assert set(kept) == {"rel", "rel.mods.buys", "rel.mods.bought_by", "gat"}, kept
     assert kept["gat"] == kept["rel.mods.buys"] == (
-        "GATv2Conv: no dgl-accel drop-in; its aggregation still runs on dgl-accel under enable() where supported")
+        "NNConv: no dgl-accel drop-in; its aggregation still runs on dgl-accel under enable() where supported")
     assert kept["rel"].startswith("HeteroGraphConv: a container") and "subclasses a dgl.nn layer" in kept[
         "rel.mods.bought_by"]
     text = str(report)
-    assert "kept gat: GATv2Conv: no dgl-accel drop-in" in text and "kept rel.mods.buys: GATv2Conv" in text
+    assert "kept gat: NNConv: no dgl-accel drop-in" in text and "kept rel.mods.buys: NNConv" in text
     again = dgl_accel.nn.swap(model)
     assert again.swapped == [] and dict(again.kept) == kept  # idempotent, same report of what stays
     back = dgl_accel.nn.unswap(model)
