@@ -156,6 +156,8 @@ def test_dgls_errors_come_first():
     with dgl_accel.enabled():
         with pytest.raises(dgl.DGLError, match="broadcast"):
             dgl.ops.u_mul_e_sum(g, torch.ones(10, 4, 3), torch.ones(30, 2, 1))  # 2 heads against 4
+        with pytest.raises(dgl.DGLError, match="broadcast"):
+            dgl.ops.u_mul_e_sum(g, torch.ones(10, 4, 3), torch.ones(30, 4))  # DGL reads [E, 4] as [E, 1, 4]
         with pytest.raises(dgl.DGLError, match="one per edge"):
             dgl.ops.copy_e_sum(g, torch.ones(29, 3))
     assert "u_mul_e_sum" not in dgl_accel.stats() and "copy_e_sum" not in dgl_accel.stats()
