@@ -8,10 +8,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
-from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np
+from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np, ppr_topk_np, select_dense
 from dgl_accel.testing import tensors as tst
 
 
@@ -102,6 +103,36 @@ def test_table_serves_the_same_sets(e, topk, data):
         for x, y in zip(got, want):
             assert torch.equal(x, y)
     assert table.computed <= e.num_src
+
+
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 12),
+       threshold=st.sampled_from([0.0, 1e-3, 0.02]), data=st.data())
+def test_dense_selection_equals_the_reference(e, topk, threshold, data):
+    """The selection the Triton path runs on dense estimates (torch) picks the reference's sets."""
+    csr = _symmetric_csr(e)
+    ip, ix = csr.indptr.long().numpy(), csr.indices.long().numpy()
+    tnp = np.array(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)), dtype=np.int64)
+    p = torch.from_numpy(np.stack([ppr_push_np(ip, ix, int(s), 0.15, 1e-3) for s in tnp]))
+    for got, want in zip(select_dense(p, tnp, topk, threshold), ppr_topk_np(ip, ix, tnp, 0.15, 1e-3, topk, threshold)):
+        assert np.array_equal(got, want)
+
+
+@settings(max_examples=8, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=16, max_edges=50), topk=st.integers(1, 8),
+       eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(), data=st.data())
+def test_triton_kernel_equals_the_cpu_path(e, topk, eps, directed, data):
+    """kernels/ppr.py under the interpreter: the CPU's estimates bit for bit (parallel edges,
+    self-loops, nodes without neighbours included), so the same sets."""
+    csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in") if directed else _symmetric_csr(e)
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=3)))
+    want = ppr_node_sets(csr, targets, topk=topk, eps=eps, compiled=False)
+    with dgl_accel.use_backend("triton"):
+        dgl_accel.reset_stats()
+        got = ppr_node_sets(csr, targets, topk=topk, eps=eps)
+        assert "ppr_push" in str(dgl_accel.stats())
+    for x, y in zip(got, want):
+        assert torch.equal(x, y)
 
 
 def test_isolated_target_keeps_alpha():

@@ -1,6 +1,8 @@
 """Approximate personalised PageRank by the push method, one push per target, and top-K node sets
-(shaDow-GNN's PPR scope): the DGL-free maths of ``dgl_accel.sampling.ShaDowPPRSampler``, with the
-compiled twin in :mod:`dgl_accel.core.jit.ppr` (bit-identical, parallel over targets).
+(shaDow-GNN's PPR scope): the DGL-free maths of ``dgl_accel.sampling.ShaDowPPRSampler``.  Family
+``ppr``: kernel ``kernels/ppr.py`` (one target per program, launcher :mod:`.ppr_triton`), compiled
+twin :mod:`dgl_accel.core.jit.ppr` (parallel over targets), numpy reference here; all three give
+the same estimates bit for bit.
 
 The walk.  On a CSR whose row ``u`` lists ``u``'s neighbours (``deg(u)`` = its row length), the
 personalised PageRank of target ``s`` with teleport ``alpha`` is ``pi_s = alpha * sum_k ((1 - alpha)
@@ -44,14 +46,16 @@ import os
 import numpy as np
 import torch
 
+from ..backend import choose_path, record
 from ..csr import Structure
 from ..jit import ppr as jit_ppr
 from ..jit import runtime
 from .arrays import np64, offsets
 from .checks import check_int, check_positive, expected, node_ids
+from .ppr_triton import ppr_push_triton
 from .shadow import NodeSets
 
-__all__ = ["check_ppr", "ppr_push_np", "ppr_topk_np", "ppr_node_sets", "PPRTable"]
+__all__ = ["check_ppr", "ppr_push_np", "ppr_topk_np", "select_dense", "ppr_node_sets", "PPRTable"]
 
 
 def check_ppr(topk, alpha, eps, threshold=None):
@@ -129,8 +133,35 @@ def ppr_topk_np(indptr: np.ndarray, indices: np.ndarray, targets: np.ndarray, al
     return out_nodes, out_scores, counts
 
 
-def _rows(indptr, indices, tnp, alpha, eps, topk, threshold, compiled):
-    """(nodes [T, topk] -1 padded, scores, counts) of the targets ``tnp`` on the chosen path."""
+def select_dense(p: torch.Tensor, tnp: np.ndarray, topk: int, threshold: float):
+    """The selection of the module docstring on dense estimates ``p`` [T, n] (any device): (nodes
+    int64 [T, topk] -1 padded, scores float64, counts), numpy, as :func:`ppr_topk_np` returns."""
+    T, n = p.shape
+    t = torch.from_numpy(tnp).to(p.device)
+    ids = torch.arange(n, device=p.device)
+    ok = (p > 0) & (p >= threshold) & (ids[None, :] != t[:, None])
+    key = torch.where(ok, p, torch.full_like(p, -1.0))
+    k = min(topk - 1, n)
+    vals, idx = torch.sort(key, dim=1, descending=True, stable=True)  # stable: equal scores by id
+    sel = torch.where(vals[:, :k] > 0, idx[:, :k], torch.full_like(idx[:, :k], n))
+    rows = torch.cat([t[:, None], sel], 1).sort(1).values  # the sentinel n sorts last
+    valid = rows < n
+    nodes = torch.full((T, topk), -1, dtype=torch.int64, device=p.device)
+    scores = torch.zeros((T, topk), dtype=torch.float64, device=p.device)
+    nodes[:, :k + 1] = torch.where(valid, rows, torch.full_like(rows, -1))
+    scores[:, :k + 1] = torch.where(valid, p.gather(1, rows.clamp(max=n - 1)), torch.zeros_like(p[:, :1]))
+    return nodes.cpu().numpy(), scores.cpu().numpy(), valid.sum(1).cpu().numpy()
+
+
+def _rows(csr: Structure, tnp, alpha, eps, topk, threshold, compiled):
+    """(nodes [T, topk] -1 padded, scores, counts) of the targets ``tnp`` on the path the backend
+    picks (the Triton push kernel, else the compiled loop or the numpy reference)."""
+    path = choose_path(csr.indptr)
+    record("ppr_push", path, csr.indptr.device)
+    if path == "triton":
+        p = ppr_push_triton(csr.indptr, csr.indices, torch.from_numpy(tnp), alpha, eps)
+        return select_dense(p, tnp, topk, threshold)
+    indptr, indices = np64(csr.indptr), np64(csr.indices)
     if compiled is None:
         compiled = runtime.enabled()
     if compiled:
@@ -160,13 +191,15 @@ def ppr_node_sets(csr: Structure, targets, *, topk: int = 200, alpha: float = 0.
     error bound and the selection).
 
     csr: the neighbour lists the mass moves along (``dgl_accel.graph.in_csr(g)`` in the samplers);
-    targets: 1-D node ids (repeats allowed: each gets its own set).  ``compiled``: force the
-    compiled loop (True) or the numpy reference (False); default: compiled where numba is enabled.
+    targets: 1-D node ids (repeats allowed: each gets its own set).  CUDA CSR (or backend "triton"):
+    the push kernel of ``kernels/ppr.py``; CPU: ``compiled`` forces the compiled loop (True) or the
+    numpy reference (False), default compiled where numba is enabled.  Every path gives the same
+    estimates bit for bit.
     Returns :class:`NodeSets` with ``scores`` (the push estimates of the chosen nodes), on the CPU.
     """
     topk, alpha, eps, threshold = check_ppr(topk, alpha, eps, threshold)
     tnp = _targets(csr, targets)
-    rows = _rows(np64(csr.indptr), np64(csr.indices), tnp, alpha, eps, topk, threshold, compiled)
+    rows = _rows(csr, tnp, alpha, eps, topk, threshold, compiled)
     return _assemble(*rows, tnp)
 
 
@@ -201,7 +234,6 @@ class PPRTable:
         tnp = _targets(csr, targets)
         miss = np.unique(tnp[self.counts[tnp] == 0])
         if miss.size:
-            nodes, scores, counts = _rows(np64(csr.indptr), np64(csr.indices), miss, self.alpha, self.eps, self.topk,
-                                          self.threshold, compiled)
+            nodes, scores, counts = _rows(csr, miss, self.alpha, self.eps, self.topk, self.threshold, compiled)
             self.nodes[miss], self.scores[miss], self.counts[miss] = nodes, scores, counts
         return _assemble(self.nodes[tnp], self.scores[tnp], self.counts[tnp], tnp)
