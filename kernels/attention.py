@@ -9,10 +9,15 @@ exp(x - m) / l.  Scores live in edge-id order: entry k of the row is edge ``eids
 Fused GAT: a program owns one destination v, one head h and a block of BLOCK_D features; it walks
 v's in-edges once with FlashAttention's online softmax (running max, running sum, rescaled
 accumulator) over s_e = leaky_relu(el[u, h] + er[v, h]) and stores out[v, h, :] and, from the first
-feature block, lse[v, h] = m + log(l).  Backward recomputes p_e = exp(s_e - lse[v, h]):
-``_gat_bwd_dst_kernel`` (per destination, head) writes grad_s * leaky'(.) per edge and sums it into
-grad_er; ``_gat_bwd_src_kernel`` (per source, head, feature block, over the out-CSR) gathers
-grad_feat[u] = sum_e p_e grad_out[v] and grad_el[u] = sum_e grad_s_e leaky'(.) without atomics.
+feature block, lse[v, h] = m + log(l).  Backward recomputes p_e = exp(s_e - lse[v, h]) and g_e =
+w_e <grad_out[v], feat[u]>: ``_gat_bwd_dst_kernel`` (per destination, head) sums delta[v, h] =
+sum_e p_e g_e and grad_er; ``_gat_bwd_src_kernel`` (per source, head, feature block, over the
+out-CSR) gathers grad_feat[u] = sum_e p_e w_e grad_out[v] and, in the first feature block,
+grad_el[u] = sum_e p_e (g_e - delta[v]) leaky'(.) without atomics; nothing per edge is stored.
+
+Attention dropout (``DROPOUT``): w_e = keep / (1 - p) with keep = ``_keep``(edge id, head key,
+threshold), murmur3's finaliser in uint32 (``core/attention/dropout.py`` is the reference), so all
+three kernels recompute one mask; without it w_e = 1 and the mask code is compiled out.
 
 Accumulation is fp32 (fp64 for fp64 inputs); row pointers and all address arithmetic are int64.
 """

@@ -2,15 +2,19 @@
 
 DGL runs a GAT layer as three graph passes with E x H tensors between them (``apply_edges`` for
 the scores, ``edge_softmax``, ``update_all`` with u_mul_e) and, in backward, E x H x D messages.
-Here :func:`dgl_accel.functional.gat_attention` does the scores, the softmax and the weighted sum
-in one op whose backward recomputes the attention from per-node normalisers.  Everything around
-it (dropout on features, the projections, residual, bias, activation, DGL's zero-in-degree error)
-is DGL's code path, unchanged.
+Here :func:`dgl_accel.functional.gat_attention` does the scores, the softmax, the attention dropout
+(``attn_drop`` while training: a mask hashed from edge id, head and a seed drawn from torch's
+generator, recomputed in backward, never stored) and the weighted sum in one op whose backward
+recomputes the attention from per-node normalisers.  Everything around it (dropout on features,
+the projections, residual, bias, activation, DGL's zero-in-degree error) is DGL's code path; the
+attention halves el, er are DGL's sum of feat * attn as one contraction (``einsum``), so backward
+builds no N x H x D product for the attention vectors' gradients.
 
 Where the fused op does not apply, ``super().forward()`` runs under ``dgl_accel.enabled()`` (its
-edge softmax and aggregation still go through our routing where supported): attention dropout
-while training (the fused kernel has no dropout yet), ``edge_weight``, features with extra
-dimensions ``(N, *, D)``, and graphs with several relations.
+edge softmax and aggregation still go through our routing where supported): ``edge_weight``,
+features with extra dimensions ``(N, *, D)``, and graphs with several relations.  With attention
+dropout the numbers differ from DGL's run by the mask (ours is not torch's ``nn.Dropout`` stream);
+the distribution is the same.
 """
 from __future__ import annotations
 
@@ -47,9 +51,11 @@ class GATConv(dgl.nn.GATConv):
             if graph.is_block:
                 feat_dst = feat_src[: graph.number_of_dst_nodes()]
                 h_dst = h_dst[: graph.number_of_dst_nodes()]
-        el = (feat_src * self.attn_l).sum(dim=-1)
-        er = (feat_dst * self.attn_r).sum(dim=-1)
-        out = gat_attention(graph, feat_src, el, er, self.leaky_relu.negative_slope, return_attention=get_attention)
+        el = torch.einsum("nhd,hd->nh", feat_src, self.attn_l[0])  # (feat_src * attn_l).sum(-1), no N x H x D
+        er = torch.einsum("nhd,hd->nh", feat_dst, self.attn_r[0])
+        dropout = self.attn_drop.p if self.training else 0.0  # nn.Dropout is the identity in eval mode
+        out = gat_attention(graph, feat_src, el, er, self.leaky_relu.negative_slope, return_attention=get_attention,
+                            dropout=dropout)
         rst, attention = out if get_attention else (out, None)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out_feats)
@@ -61,7 +67,7 @@ class GATConv(dgl.nn.GATConv):
 
     def _fused_applies(self, graph, feat, edge_weight) -> bool:
         """Whether the fused op computes exactly what DGL's forward would (see the module docstring)."""
-        if edge_weight is not None or (self.training and self.attn_drop.p > 0):
+        if edge_weight is not None:
             return False
         if not is_supported_graph(graph, relation=True):
             return False

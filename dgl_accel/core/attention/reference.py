@@ -32,9 +32,10 @@ def ref_edge_softmax(rows: Structure, score: torch.Tensor) -> torch.Tensor:
 
 
 def ref_gat(in_csr: Structure, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
-            negative_slope: float = 0.2) -> torch.Tensor:
+            negative_slope: float = 0.2, weight: torch.Tensor | None = None) -> torch.Tensor:
     """The unfused composition: out[v] = sum over in-edges e = (u -> v) of
-    edge_softmax(leaky_relu(el[u] + er[v]))[e] * feat[u], per head; ``feat`` [num_src, H, D]."""
+    edge_softmax(leaky_relu(el[u] + er[v]))[e] * feat[u], per head; ``feat`` [num_src, H, D];
+    ``weight`` [E, H] (edge-id order) multiplies the attention after the softmax (dropout's keep / (1 - p))."""
     heads = feat.shape[1]
     el, er = el.reshape(-1, heads), er.reshape(-1, heads)
     src = torch.zeros(in_csr.num_edges, dtype=torch.int64, device=feat.device)
@@ -43,5 +44,7 @@ def ref_gat(in_csr: Structure, feat: torch.Tensor, el: torch.Tensor, er: torch.T
     src[eids], dst[eids] = in_csr.indices.long(), entry_rows(in_csr)
     score = torch.nn.functional.leaky_relu(el[src] + er[dst], negative_slope)
     a = ref_edge_softmax(in_csr, score)
+    if weight is not None:
+        a = a * weight.to(a.dtype)
     out = torch.zeros((in_csr.num_rows,) + tuple(feat.shape[1:]), dtype=feat.dtype, device=feat.device)
     return out.index_add(0, dst, a[:, :, None] * feat[src])
