@@ -83,6 +83,33 @@ def test_khop_draws_are_uniform():
     assert np.abs(freq - 0.25).max() < 0.035, freq
 
 
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=50, max_edges=1500), fanouts=st.lists(st.integers(0, 24), min_size=1,
+       max_size=3), replace=st.booleans(), seed=st.integers(0, 2**64 - 1), data=st.data())
+def test_compiled_khop_twin_equals_the_numpy_path(e, fanouts, replace, seed, data):
+    csr = _csr(e)
+    targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=10)))
+    a = khop_node_sets(csr, targets, fanouts, replace=replace, seed=seed, compiled=False)
+    b = khop_node_sets(csr, targets, fanouts, replace=replace, seed=seed, compiled=True)
+    for x, y in zip(a[:3], b[:3]):
+        assert torch.equal(x, y)
+
+
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
+@pytest.mark.parametrize("replace", [False, True])
+def test_compiled_khop_twin_on_hubs(replace):
+    # two hubs of in-degree 30 and 60 fed by a ring: fanout 20 of 30 repeats in Floyd's draws every time
+    n = 91
+    src = torch.cat([torch.arange(1, 31), torch.arange(31, 91), torch.arange(n)])
+    dst = torch.cat([torch.zeros(30, dtype=torch.int64), torch.full((60,), 1), (torch.arange(n) + 1) % n])
+    csr = TensorGraph(src, dst, num_nodes=n).csr("in")
+    for seed in range(40):
+        a = khop_node_sets(csr, torch.tensor([0, 1, 5]), [20, 3], replace=replace, seed=seed, compiled=False)
+        b = khop_node_sets(csr, torch.tensor([0, 1, 5]), [20, 3], replace=replace, seed=seed, compiled=True)
+        assert all(torch.equal(x, y) for x, y in zip(a[:3], b[:3]))
+
+
 @settings(max_examples=12, deadline=None)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=150), fanouts=st.lists(st.integers(1, 3), min_size=1,
        max_size=2), replace=st.booleans(), seed=st.integers(0, 2**64 - 1))

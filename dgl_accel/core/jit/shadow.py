@@ -9,14 +9,18 @@ degrees, then packed) measured slower on 512 k-hop scopes of fb100_Cornell5 (2M 
 traffic of a pass that is bound by it.  A branch-free filter (always write, advance on a kept
 source) measured the same (40 vs 38 ms on 4.2M entries): few entries are kept, so the branch
 predicts well.  Symmetric simple graphs filter half the entries (:func:`induced_batch_symmetric`).
+
+:func:`khop_sets`: the per-target k-hop sets of :func:`dgl_accel.core.sampling.shadow.khop_node_sets`
+(its numpy path draws with the neighbour choice of ``choice.py``; the same Philox words and Floyd
+rule here, in registers), parallel over chunks of targets.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .runtime import njit
+from .runtime import M32, S32, njit, philox, pick, prange, twins
 
-__all__ = ["induced_batch", "induced_batch_symmetric"]
+__all__ = ["induced_batch", "induced_batch_symmetric", "khop_sets"]
 
 
 @njit(cache=True)
@@ -111,3 +115,102 @@ def induced_batch_symmetric(half, nodes: np.ndarray, offs: np.ndarray):
     o = _induced_batch_symmetric(half.indptr, half.indices, half.eids, half.rev_eids, loops, nodes, offs, loc, src,
                                  dst, eid, reid, ecount)
     return src[:o], dst[:o], eid[:o], ecount
+
+
+def _khop_impl(indptr, indices, targets, fanouts, replace, seed, n, bounds, out, counts):
+    """Target t: hop k draws fanouts[k] positions of every node first reached at hop k - 1
+    (counter id (t * L + k) * n + v, the rules of ``_uniform_choice_impl`` in :mod:`.neighbor`),
+    new nodes join; row t of ``out`` gets the set in increasing id, ``counts[t]`` its size."""
+    k0 = np.uint64(seed) & M32
+    k1 = (np.uint64(seed) >> S32) & M32
+    L = fanouts.shape[0]
+    cap = out.shape[1]
+    fmax = 1
+    for k in range(L):
+        fmax = max(fmax, fanouts[k])
+    for c in prange(bounds.shape[0] - 1):
+        mark = np.zeros(n, dtype=np.bool_)
+        members = np.empty(cap, dtype=np.int64)
+        front = np.empty(cap, dtype=np.int64)
+        nxt = np.empty(cap, dtype=np.int64)
+        chosen = np.empty(fmax, dtype=np.int64)
+        for t in range(bounds[c], bounds[c + 1]):
+            s = targets[t]
+            mark[s] = True
+            members[0] = s
+            m = 1
+            front[0] = s
+            nf = 1
+            for k in range(L):
+                f = fanouts[k]
+                W = (f + 3) // 4
+                nn = 0
+                for i in range(nf):
+                    v = front[i]
+                    start = indptr[v]
+                    d = indptr[v + 1] - start
+                    if d == 0:
+                        continue
+                    if not replace and d <= f:
+                        take = d
+                        for j in range(d):
+                            chosen[j] = j
+                    else:
+                        take = f
+                        base = ((s * L + k) * n + v) * W
+                        for w in range(W):
+                            r = philox(k0, k1, base + w)
+                            for q in range(min(4, f - 4 * w)):
+                                j = 4 * w + q
+                                if replace:
+                                    chosen[j] = np.int64(r[q] % np.uint64(d))
+                                else:  # Floyd: slot j draws in [0, d - f + j]; a repeat takes d - f + j
+                                    mj = d - f + j
+                                    x = np.int64(r[q] % np.uint64(mj + 1))
+                                    for p in range(j):
+                                        if chosen[p] == x:
+                                            x = mj
+                                            break
+                                    chosen[j] = x
+                    for j in range(take):
+                        u = indices[start + chosen[j]]
+                        if not mark[u]:
+                            mark[u] = True
+                            nxt[nn] = u
+                            nn += 1
+                for i in range(nn):
+                    members[m + i] = nxt[i]
+                m += nn
+                front, nxt = nxt, front
+                nf = nn
+            srt = np.sort(members[:m])
+            for i in range(m):
+                out[t, i] = srt[i]
+                mark[srt[i]] = False
+            counts[t] = m
+
+
+_khop_parallel, _khop_serial = twins(_khop_impl)
+
+
+def khop_sets(indptr: np.ndarray, indices: np.ndarray, targets: np.ndarray, fanouts: list, replace: bool, seed: int,
+              chunks: int):
+    """Compiled twin of the numpy path of ``khop_node_sets`` (fanouts >= 0): (nodes int64 [T, cap]
+    -1 padded, counts int64 [T]), row t's set in increasing id; cap = min(n, 1 + sum of the
+    fanout products), the largest a set can be."""
+    n = indptr.shape[0] - 1
+    cap, width = 1, 1
+    for f in fanouts:
+        width *= f
+        cap += width
+        if cap >= n:
+            break
+    cap = max(1, min(cap, n))
+    T = targets.shape[0]
+    out = np.full((T, cap), -1, dtype=np.int64)
+    counts = np.zeros(T, dtype=np.int64)
+    chunks = max(1, min(chunks, T))
+    bounds = np.linspace(0, T, chunks + 1).astype(np.int64)
+    pick(_khop_parallel, _khop_serial)(indptr, indices, targets, np.asarray(fanouts, dtype=np.int64), bool(replace),
+                                       np.uint64(seed), np.int64(n), bounds, out, counts)
+    return out, counts

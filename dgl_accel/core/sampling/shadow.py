@@ -26,6 +26,7 @@ increasing id.
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -83,12 +84,16 @@ def _all_positions(indptr: np.ndarray, v: np.ndarray):
     return np.repeat(start - offs[:-1], cnt) + np.arange(int(offs[-1]), dtype=np.int64), cnt
 
 
-def khop_node_sets(csr: Structure, targets, fanouts, *, replace: bool = False, seed=None) -> NodeSets:
+def khop_node_sets(csr: Structure, targets, fanouts, *, replace: bool = False, seed=None,
+                   compiled: bool | None = None) -> NodeSets:
     """Per-target k-hop node sets (the module docstring states the rule and the draws).
 
     csr: neighbour lists (``in_csr(g)`` in the samplers); targets: 1-D node ids (repeats allowed);
     fanouts: one int per hop, target side first, -1 = every neighbour; seed: the Philox key (the
-    seed rule of :mod:`.checks`).  Returns :class:`NodeSets` (no scores)."""
+    seed rule of :mod:`.checks`).  ``compiled``: the compiled twin (:func:`dgl_accel.core.jit.shadow.khop_sets`,
+    parallel over targets, same sets) for fanouts >= 0; default where numba is enabled and the
+    backend picks the CPU path (else the neighbour-choice kernel or its numpy twin per hop).
+    Returns :class:`NodeSets` (no scores)."""
     fanouts = check_fanouts(fanouts)
     seed = resolve_seed(seed)
     n = int(csr.num_rows)
@@ -99,6 +104,15 @@ def khop_node_sets(csr: Structure, targets, fanouts, *, replace: bool = False, s
     indptr = np64(csr.indptr)
     indices = np64(csr.indices)
     tnp = tg.numpy()
+    if compiled is None:
+        compiled = runtime.enabled() and choose_path(csr.indptr) == "native"
+    if compiled and min(fanouts) >= 0:
+        record("neighbor_choice", "native", csr.indptr.device)
+        chunks = (os.cpu_count() or 1) if runtime.parallel_allowed() else 1
+        nodes, counts = jit_shadow.khop_sets(indptr, indices, tnp, fanouts, replace, seed, chunks)
+        offs = offsets(counts)
+        rank = np.argmax(nodes == tnp[:, None], axis=1)
+        return NodeSets(torch.from_numpy(offs), torch.from_numpy(nodes[nodes >= 0]), torch.from_numpy(offs[:-1] + rank))
     reached = np.arange(T, dtype=np.int64) * n + tnp  # keys set * n + node, sorted (set-major)
     owner, v = np.arange(T, dtype=np.int64), tnp.copy()
     for k, f in enumerate(fanouts):
