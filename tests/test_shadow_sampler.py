@@ -228,3 +228,17 @@ def test_per_target_same_on_triton_and_native(graph, path):
     with dgl_accel.use_backend("native"):
         ref = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(graph, torch.arange(0, 2000, 97))
     assert torch.equal(inp, ref[0]) and torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])
+
+
+def test_signature_is_dgls_plus_keyword_only_extras():
+    import inspect
+
+    mine = list(inspect.signature(ShaDowKHopSampler).parameters.values())
+    theirs = list(inspect.signature(dgl.dataloading.ShaDowKHopSampler).parameters.values())
+    assert [(p.name, p.kind, p.default) for p in mine[:len(theirs)]] == \
+        [(p.name, p.kind, p.default) for p in theirs]
+    extras = mine[len(theirs):]
+    assert [p.name for p in extras] == ["per_target", "seed"]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in extras)
+    assert [p.name for p in list(inspect.signature(ShaDowKHopSampler.sample).parameters.values())] == \
+        [p.name for p in list(inspect.signature(dgl.dataloading.ShaDowKHopSampler.sample).parameters.values())]

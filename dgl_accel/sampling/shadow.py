@@ -135,10 +135,11 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
     prefetch_node_feats, prefetch_edge_feats, output_device :
         As DGL's (``output_device`` None: the graph's device).
 
-    Ours: ``per_target`` (bool): the paper's per-target scopes instead of DGL's
-    merged subgraph (output layout in :mod:`dgl_accel.sampling.shadow`); keyword-only ``seed`` (int in [0, 2^64),
-    default drawn from torch's generator): call ``c`` in worker ``w`` draws with
-    ``call_seed(seed, c, w + 1)`` (:mod:`.base`), so equal seeds give equal samples.
+    Ours, keyword-only (after DGL's parameters, the rule of issue 17): ``per_target`` (bool): the
+    paper's per-target scopes instead of DGL's merged subgraph (output layout in
+    :mod:`dgl_accel.sampling.shadow`); ``seed`` (int in [0, 2^64), default drawn from torch's
+    generator): call ``c`` in worker ``w`` draws with ``call_seed(seed, c, w + 1)`` (:mod:`.base`),
+    so equal seeds give equal samples.
 
     Merged mode (``per_target=False``) returns what DGL's does: ``sg`` induced by the sampled nodes,
     ``input_nodes = sg.ndata[dgl.NID]`` starting with ``output_nodes``; each layer samples
@@ -163,7 +164,7 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
     """
 
     def __init__(self, fanouts, replace=False, prob=None, prefetch_node_feats=None, prefetch_edge_feats=None,
-                 output_device=None, per_target=False, *, seed=None):
+                 output_device=None, *, per_target=False, seed=None):
         super().__init__()
         self.fanouts = check_fanouts(fanouts)
         self.replace = check_bool(replace, "replace")
