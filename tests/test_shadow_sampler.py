@@ -242,3 +242,13 @@ def test_signature_is_dgls_plus_keyword_only_extras():
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in extras)
     assert [p.name for p in list(inspect.signature(ShaDowKHopSampler.sample).parameters.values())] == \
         [p.name for p in list(inspect.signature(dgl.dataloading.ShaDowKHopSampler.sample).parameters.values())]
+
+
+def test_ppr_sampler_same_on_triton_and_native(path):
+    torch.manual_seed(1)
+    g = dgl.to_bidirected(dgl.rand_graph(40, 120))
+    seeds = torch.tensor([0, 7, 19])
+    inp, out, sg = ShaDowPPRSampler(topk=6, eps=1e-3, cache=False).sample(g, seeds)
+    with dgl_accel.use_backend("native"):
+        ref = ShaDowPPRSampler(topk=6, eps=1e-3, cache=False).sample(g, seeds)
+    assert torch.equal(inp, ref[0]) and torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])
