@@ -135,6 +135,17 @@ def test_triton_kernel_equals_the_cpu_path(e, topk, eps, directed, data):
         assert torch.equal(x, y)
 
 
+def test_table_grows_past_its_first_rows():
+    n = 3000  # a ring: 800-target batches outgrow the first 1024 rows twice
+    csr = TensorGraph(torch.arange(n), (torch.arange(n) + 1) % n, num_nodes=n).csr("in")
+    table = PPRTable(csr, topk=3, eps=1e-3)
+    for first in (0, 700, 1500, 2300, 0):
+        targets = torch.arange(first, first + 800) % n
+        got, want = table.node_sets(csr, targets), ppr_node_sets(csr, targets, topk=3, eps=1e-3)
+        assert all(torch.equal(x, y) for x, y in zip(got, want))
+    assert table.computed == n
+
+
 def test_isolated_target_keeps_alpha():
     csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=3).csr("in")
     sets = ppr_node_sets(csr, torch.tensor([2]), topk=5, alpha=0.2)

@@ -207,33 +207,45 @@ class PPRTable:
     """A memo of :func:`ppr_node_sets` for one graph and one (topk, alpha, eps, threshold): the
     push is deterministic, so each target's set is computed once, on first request, and served
     from the table afterwards (shaDow-GNN's reference precomputes them all).  Memory: 16 bytes x
-    nodes x topk (60 MB for 18.6k nodes at topk 200).
+    topk per target seen (rows are added as targets come; 100 MB for 30k targets at topk 200).
 
     >>> from dgl_accel.core.csr import Structure
     >>> c = Structure(indptr=torch.tensor([0, 1, 2]), indices=torch.tensor([1, 0]), eids=torch.arange(2),
     ...               num_rows=2, num_cols=2, device=torch.device("cpu"))
     >>> table = PPRTable(c, topk=2)
-    >>> table.node_sets(c, torch.tensor([1])).nodes.tolist(), int(table.computed)
+    >>> table.node_sets(c, torch.tensor([1])).nodes.tolist(), table.computed
     ([0, 1], 1)
     """
 
     def __init__(self, csr: Structure, *, topk: int = 200, alpha: float = 0.15, eps: float = 1e-5, threshold=None):
         self.topk, self.alpha, self.eps, self.threshold = check_ppr(topk, alpha, eps, threshold)
-        n = int(csr.num_rows)
-        self.nodes = np.full((n, self.topk), -1, dtype=np.int64)
-        self.scores = np.zeros((n, self.topk), dtype=np.float64)
-        self.counts = np.zeros(n, dtype=np.int64)  # 0: not computed yet (a set holds its target)
+        self.row = np.full(int(csr.num_rows), -1, dtype=np.int64)  # target -> its row, -1: not computed
+        self.nodes = np.empty((0, self.topk), dtype=np.int64)
+        self.scores = np.empty((0, self.topk), dtype=np.float64)
+        self.counts = np.empty(0, dtype=np.int64)
+        self.computed = 0  # targets whose set the table holds (its used rows)
 
-    @property
-    def computed(self) -> int:
-        """Targets whose set the table holds."""
-        return int(np.count_nonzero(self.counts))
+    def _grow(self, need: int) -> None:
+        cap = self.counts.shape[0]
+        if need <= cap:
+            return
+        cap = max(need, 2 * cap, 1024)
+        for name in ("nodes", "scores", "counts"):
+            old = getattr(self, name)
+            new = np.empty((cap,) + old.shape[1:], dtype=old.dtype)
+            new[:self.computed] = old[:self.computed]
+            setattr(self, name, new)
 
     def node_sets(self, csr: Structure, targets, compiled: bool | None = None) -> NodeSets:
         """:func:`ppr_node_sets` of ``targets`` on ``csr`` (the graph the table was made for)."""
         tnp = _targets(csr, targets)
-        miss = np.unique(tnp[self.counts[tnp] == 0])
+        miss = np.unique(tnp[self.row[tnp] < 0])
         if miss.size:
             nodes, scores, counts = _rows(csr, miss, self.alpha, self.eps, self.topk, self.threshold, compiled)
-            self.nodes[miss], self.scores[miss], self.counts[miss] = nodes, scores, counts
-        return _assemble(self.nodes[tnp], self.scores[tnp], self.counts[tnp], tnp)
+            a, b = self.computed, self.computed + miss.size
+            self._grow(b)
+            self.nodes[a:b], self.scores[a:b], self.counts[a:b] = nodes, scores, counts
+            self.row[miss] = np.arange(a, b)
+            self.computed = b
+        rows = self.row[tnp]
+        return _assemble(self.nodes[rows], self.scores[rows], self.counts[rows], tnp)
