@@ -209,15 +209,17 @@ def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
 def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, params_ptr, rng_ptr, lse_ptr,
                         grad_out_ptr, delta_ptr, grad_feat_ptr, grad_el_ptr, num_heads, head_dim,
                         BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr, DROPOUT: tl.constexpr):
-    """Per source u, head h, feature block (out-CSR rows), recomputing p_e, w_e and, in the first
-    feature block, g_e: grad_feat[u, h] = sum_e p_e w_e grad_out[v, h] and grad_el[u, h] = sum_e
-    p_e (g_e - delta[v, h]) leaky'_e."""
+    """Per source u, head h, feature block (out-CSR rows), recomputing p_e, w_e and g_e:
+    grad_feat[u, h] = sum_e p_e w_e grad_out[v, h] and, in the first feature block, grad_el[u, h] =
+    sum_e p_e (g_e - delta[v, h]) leaky'_e.  The first block's programs walk every feature block
+    for the dot g_e (adding their own block's tile to grad_feat on the way), the others only theirs:
+    one grad_out tile in registers at a time (a second one spilled on sm_80)."""
     acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
     u = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
-    d_mask = d < head_dim
-    dot_dim = tl.where(tl.program_id(2) == 0, head_dim, 0)  # grad_el: the first feature block's programs
+    own = tl.program_id(2) * BLOCK_D
+    first = tl.program_id(2) == 0
+    d_end = tl.where(first, head_dim, own + BLOCK_D)  # the first block: every feature for the dot
     start = tl.load(indptr_ptr + u)
     end = tl.load(indptr_ptr + u + 1)
     slope = tl.load(params_ptr).to(acc_dtype)
@@ -236,26 +238,25 @@ def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
         s_raw = el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
         p = tl.exp(_leaky_relu(s_raw, slope) - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
         p = tl.where(e_mask, p, 0.0)
-        g = tl.zeros((BLOCK_E,), acc_dtype)
-        for d0 in range(0, dot_dim, BLOCK_D):
-            dd = d0 + tl.arange(0, BLOCK_D)
-            x = tl.load(feat_ptr + row + dd, mask=dd < head_dim, other=0.0).to(acc_dtype)
-            go = tl.load(grad_out_ptr + vh[:, None] * head_dim + dd[None, :],
-                         mask=e_mask[:, None] & (dd < head_dim)[None, :], other=0.0)
-            g += tl.sum(go.to(acc_dtype) * x[None, :], axis=1)
         pw = p
         if DROPOUT:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            w = tl.where(_keep(eid, key, thr), scale, 0.0)
-            pw = p * w
-            g = g * w
-        go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
-                     other=0.0)
-        acc += tl.sum(pw[:, None] * go.to(acc_dtype), axis=0)
-        gs = p * (g - tl.load(delta_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
+            pw = tl.where(_keep(eid, key, thr), p * scale, 0.0)
+        g = tl.zeros((BLOCK_E,), acc_dtype)
+        for d0 in range(tl.where(first, 0, own), d_end, BLOCK_D):
+            d = d0 + tl.arange(0, BLOCK_D)
+            d_mask = d < head_dim
+            go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
+                         other=0.0).to(acc_dtype)
+            x = tl.load(feat_ptr + row + d, mask=d_mask, other=0.0).to(acc_dtype)
+            g += tl.sum(go * x[None, :], axis=1)
+            if d0 == own:
+                acc += tl.sum(pw[:, None] * go, axis=0)
+        gs = pw * g - p * tl.load(delta_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)  # p (w g - delta)
         g_el += tl.sum(tl.where(s_raw > 0, gs, gs * slope), axis=0)
-    tl.store(grad_feat_ptr + row + d, acc.to(grad_feat_ptr.dtype.element_ty), mask=d_mask)
-    if tl.program_id(2) == 0:
+    d = own + tl.arange(0, BLOCK_D)
+    tl.store(grad_feat_ptr + row + d, acc.to(grad_feat_ptr.dtype.element_ty), mask=d < head_dim)
+    if first:
         tl.store(grad_el_ptr + u * num_heads + h, g_el)
 
 
