@@ -175,8 +175,11 @@ def feature_tile(dim: int) -> int:
     return FEATURE_TILES[0] if dim <= FEATURE_TILES[0] else FEATURE_TILES[1]
 
 
-def num_warps(block_d: int) -> int:
-    """About 256 tile elements per warp, at least 4 warps (as the fused GAT kernels)."""
+def num_warps(block_d: int, kernel: str = "", fp64: bool = False) -> int:
+    """About 256 tile elements per warp, at least 4 warps (as the fused GAT kernels); the fp64 forward
+    on 16 features takes 8: on 4 warps ptxas spilled 24 bytes on sm_90 (at 72 registers), on 8 none."""
+    if fp64 and kernel == "_dot_fwd_kernel" and block_d == FEATURE_TILES[0]:
+        return 8
     return max(4, min(8, BLOCK_E * block_d // 256))
 
 
@@ -205,7 +208,7 @@ def _spec(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
     sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
     sig.update(BLOCK_E="constexpr", BLOCK_D="constexpr")
     return Specialisation("attention_dot", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
-                          num_warps=num_warps(block_d))
+                          num_warps=num_warps(block_d, kernel, t == "fp64"))
 
 
 SPECIALISATIONS = [_spec(k, t, idx, bd) for k in _ARGS for t in _DT for idx in _IDX for bd in FEATURE_TILES]

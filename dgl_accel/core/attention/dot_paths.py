@@ -86,10 +86,11 @@ def backward_compiled(in_csr: Structure, out_csr: Structure, q, k, val, scale: f
 
 
 # ------------------------------------------------------------------ triton
-def _config(dim: int):
+def _config(dim: int, kernel: str, dtype: torch.dtype):
     mod = kernel_module("attention_dot")
     block_d = mod.feature_tile(dim)
-    return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": mod.num_warps(block_d)}, block_d
+    warps = mod.num_warps(block_d, kernel, dtype == torch.float64)
+    return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": warps}, block_d
 
 
 def forward_triton(in_csr: Structure, q, k, val, scale: float):
@@ -99,7 +100,7 @@ def forward_triton(in_csr: Structure, q, k, val, scale: float):
     out = torch.empty((num_dst, heads, val_dim), dtype=val.dtype, device=val.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=val.device)
     if num_dst:  # heads and dims >= 1 (checks)
-        cfg, block_d = _config(max(key_dim, val_dim))
+        cfg, block_d = _config(max(key_dim, val_dim), "_dot_fwd_kernel", q.dtype)
         kernel = triton_kernel("attention_dot", "_dot_fwd_kernel", q.device)
         kernel[(num_dst, heads, -(-val_dim // block_d))](in_csr.indptr, in_csr.indices, q, k, val,
                                                          scalar(scale, acc, q.device), out, lse, heads, key_dim,
@@ -113,7 +114,7 @@ def attention_triton(in_csr: Structure, q, k, scale: float, lse) -> torch.Tensor
     heads, key_dim = q.shape[1], q.shape[2]
     a = torch.empty((in_csr.num_edges, heads), dtype=lse.dtype, device=q.device)
     if in_csr.num_rows and in_csr.num_edges:
-        cfg, _ = _config(key_dim)
+        cfg, _ = _config(key_dim, "_dot_attn_kernel", q.dtype)
         kernel = triton_kernel("attention_dot", "_dot_attn_kernel", q.device)
         kernel[(in_csr.num_rows, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, q, k,
                                          scalar(scale, lse.dtype, q.device), lse, a, heads, key_dim, **cfg)
@@ -130,7 +131,7 @@ def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: flo
     else:
         ga, ga_on = grad_attn.to(acc).contiguous(), 1
     grad_q, grad_k, grad_val = torch.empty_like(q), torch.empty_like(k), torch.empty_like(val)
-    cfg, block_d = _config(max(key_dim, val_dim))
+    cfg, block_d = _config(max(key_dim, val_dim), "_dot_bwd", q.dtype)
     scale_t = scalar(scale, acc, q.device)
     if num_dst:
         kernel = triton_kernel("attention_dot", "_dot_bwd_dst_kernel", q.device)
