@@ -14,29 +14,10 @@ import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-PATHS = ("native", "compiled", "triton")
-LABEL = {"native": "native-cpu", "compiled": "native-cpu", "triton": "triton-interpreter"}
-SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
-
-
-class on_path:
-    """Run inside one of PATHS: the backend, and the compiled loops forced on (``compiled``) or off."""
-
-    def __init__(self, name: str):
-        self.backend = dgl_accel.use_backend("triton" if name == "triton" else "native")
-        self.jit = forced_jit(name == "compiled")
-
-    def __enter__(self):
-        self.backend.__enter__()
-        self.jit.__enter__()
-
-    def __exit__(self, *exc):
-        self.jit.__exit__(*exc)
-        self.backend.__exit__(*exc)
+# the three paths, their labels in stats(), how to run on one, and the graphs of the dot-product tests
+from .test_attention_dot import DTYPES, LABEL, PATHS, SMALL, on_path, star
 
 
 @pytest.fixture(params=PATHS)
@@ -45,16 +26,6 @@ def path(request):
     with on_path(request.param):
         dgl_accel.reset_stats()
         yield request.param
-
-
-def star(degree: int, idtype=torch.int64, extra: int = 3) -> TensorGraph:
-    """Node 0 receives ``degree - extra`` edges (rows longer than any kernel chunk); nodes 1..extra one
-    each; node ``degree + 1`` none."""
-    gen = torch.Generator().manual_seed(degree)
-    src = torch.randint(0, degree, (degree,), generator=gen)
-    dst = torch.cat([torch.zeros(degree - extra, dtype=torch.int64), torch.arange(1, extra + 1)])
-    perm = torch.randperm(degree, generator=gen)
-    return TensorGraph(src[perm].to(idtype), dst[perm].to(idtype), num_nodes=degree + 2)
 
 
 def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires_grad=False):
