@@ -91,6 +91,10 @@ FAMILY_TESTS = {
     "attention": "test_attention.py",
     "extrema": "test_extrema.py",
     "sddmm": "test_sddmm.py",
+    "attention_dot": "test_attention_dot.py",
+    "attention_gatv2": "test_attention_gatv2.py",
+    "headwise": "test_headwise.py",
+    "ppr": "test_ppr.py",
 }
 
 
