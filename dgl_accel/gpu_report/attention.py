@@ -23,6 +23,7 @@ from ..core.aggregation.function import aggregate
 from ..core.aggregation.views import TensorGraph
 from ..core.attention.edge_softmax import edge_softmax
 from ..core.attention.gat import gat_attention
+from . import peers
 from .graphs import Graph
 from .timing import median_seconds, synchronize
 
@@ -60,21 +61,13 @@ def _pyg_layer(in_feats: int, heads: int, dim: int, edge_index):
     return conv, lambda m, x: m(x, edge_index)
 
 
-def _dgl_layer(in_feats: int, heads: int, dim: int, src, dst, n: int):
-    # lazy: DGL is an optional peer; the report itself never needs it (the GPU image has none)
-    import dgl
-
-    g = dgl.graph((src, dst), num_nodes=n)
-    return dgl.nn.GATConv(in_feats, dim, heads, allow_zero_in_degree=True), lambda m, x: m(g, x)
-
-
 def providers(g: Graph, views: TensorGraph, in_feats: int, heads: int, dim: int):
     """(name, make) per provider; ``make()`` -> (module, call(module, x))."""
     return [
         ("dgl_accel fused", lambda: (Layer(in_feats, heads, dim, True), lambda m, x: m(views, x))),
         ("dgl_accel unfused", lambda: (Layer(in_feats, heads, dim, False), lambda m, x: m(views, x))),
         ("PyG GATConv", lambda: _pyg_layer(in_feats, heads, dim, torch.stack([g.src, g.dst]))),
-        ("DGL GATConv", lambda: _dgl_layer(in_feats, heads, dim, g.src, g.dst, g.num_nodes)),
+        ("DGL GATConv", lambda: peers.dgl_gatconv(in_feats, heads, dim, g.src, g.dst, g.num_nodes)),
     ]
 
 

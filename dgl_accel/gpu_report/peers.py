@@ -4,7 +4,7 @@
   on a prebuilt transposed CSR (what a hand-written backward does; no autograd through sparse);
 * PyG: ``torch_geometric.utils.spmm`` on the same CSR tensor, and a ``MessagePassing`` sum
   (messages x_j * w materialised per edge, then scatter-summed; autograd for the backward);
-* DGL: ``dgl.ops.gspmm`` (never on the GPU image, which has no DGL).
+* DGL: ``dgl.ops.gspmm`` and ``dgl.nn.GATConv`` (never on the GPU image, which has no DGL).
 
 Each returns ``(forward, forward_backward)`` closures or raises; the caller records the error.
 """
@@ -103,6 +103,15 @@ def dgl_gspmm(src, dst, n: int, x, w, gout):
         out.backward(gout)
         return out
     return fwd, fwd_bwd
+
+
+def dgl_gatconv(in_feats: int, heads: int, dim: int, src, dst, n: int):
+    """DGL's GATConv as a peer of the attention section: ``(module, call(module, x))``."""
+    # lazy: DGL is an optional peer; the report itself never needs it (the GPU image has none)
+    import dgl
+
+    g = dgl.graph((src, dst), num_nodes=n)
+    return dgl.nn.GATConv(in_feats, dim, heads, allow_zero_in_degree=True), lambda m, x: m(g, x)
 
 
 def message_bytes(num_edges: int, width: int, dtype: torch.dtype) -> int:
