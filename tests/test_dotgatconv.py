@@ -31,7 +31,9 @@ def _pair(in_feats, out_feats, heads, **kw):
     return theirs, ours
 
 
-def _run(conv, g, x, get_attention=False):
+def run_module(conv, g, x, get_attention=False):
+    """(output, attention or None, input gradients, parameter gradients) of one step of ``conv`` on ``x``
+    (a tensor or a pair), the loss weighting every output and the attention (tests/test_gatv2conv.py too)."""
     xs = tuple(t.detach().clone().requires_grad_() for t in (x if isinstance(x, tuple) else (x,)))
     conv.zero_grad()
     out = conv(g, xs if isinstance(x, tuple) else xs[0], get_attention=get_attention)
@@ -42,7 +44,7 @@ def _run(conv, g, x, get_attention=False):
     return rst.detach(), None if att is None else att.detach(), [t.grad for t in xs], grads
 
 
-def _same(a, b, where=""):
+def assert_same(a, b, where=""):
     rst0, att0, gx0, g0 = a
     rst1, att1, gx1, g1 = b
     assert_close(rst1, rst0, msg=f"output {where}")
@@ -63,11 +65,11 @@ def test_equals_dgls_dotgatconv_outputs_attention_and_gradients(g, heads, out_fe
     assume(g.num_dst_nodes() > 0)
     theirs, ours = _pair(5, out_feats, heads)
     x = torch.randn(g.num_src_nodes(), 5)
-    want = _run(theirs, g, x, get_attention)
+    want = run_module(theirs, g, x, get_attention)
     for name in ("native", "triton"):  # the Triton kernels under the interpreter
         with dgl_accel.use_backend(name):
             dgl_accel.reset_stats()
-            _same(want, _run(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
+            assert_same(want, run_module(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
             assert "dot_attention" in dgl_accel.stats()
 
 
@@ -76,7 +78,7 @@ def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
                         num_nodes_dict={"a": 3, "b": 5}, idtype=torch.int32)  # "b" 4: no in-edges
     theirs, ours = _pair((6, 3), 4, 2)
     x = (torch.randn(3, 6), torch.randn(5, 3))
-    _same(_run(theirs, g, x, True), _run(ours, g, x, True), path)
+    assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True), path)
     assert "dot_attention" in dgl_accel.stats()
 
 
@@ -87,7 +89,7 @@ def test_compiled_loops_on_a_larger_graph_equal_dgl():
     theirs, ours = _pair(8, 6, 4)
     x = torch.randn(300, 8)
     with dgl_accel.use_backend("native"):
-        _same(_run(theirs, g, x, True), _run(ours, g, x, True))
+        assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True))
 
 
 def test_bf16_follows_the_reference_rule():
@@ -99,7 +101,7 @@ def test_bf16_follows_the_reference_rule():
 
     def run(conv, xx):
         conv = copy.deepcopy(conv).to(xx.dtype)
-        rst, _, gx, grads = _run(conv, g, xx)
+        rst, _, gx, grads = run_module(conv, g, xx)
         return (rst, gx[0], grads["fc.weight"])
 
     got = run(ours, x.bfloat16())
@@ -140,4 +142,4 @@ def test_blocks_from_our_sampler_train_as_dgl():
     _, _, (block,) = dgl_accel.sampling.NeighborSampler([4], seed=0).sample_blocks(g, torch.arange(10))
     theirs, ours = _pair(5, 4, 2)
     x = torch.randn(block.num_src_nodes(), 5)
-    _same(_run(theirs, block, x, True), _run(ours, block, x, True))
+    assert_same(run_module(theirs, block, x, True), run_module(ours, block, x, True))

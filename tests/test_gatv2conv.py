@@ -13,6 +13,7 @@ import torch
 from dgl.base import DGLError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from test_dotgatconv import assert_same, run_module  # one step of a module and the comparison of two steps
 
 import dgl_accel
 import dgl_accel.nn
@@ -32,31 +33,6 @@ def _pair(in_feats, out_feats, heads, **kw):
     return theirs, ours
 
 
-def _run(conv, g, x, get_attention=False):
-    xs = tuple(t.detach().clone().requires_grad_() for t in (x if isinstance(x, tuple) else (x,)))
-    conv.zero_grad()
-    out = conv(g, xs if isinstance(x, tuple) else xs[0], get_attention=get_attention)
-    rst, att = out if get_attention else (out, None)
-    w = torch.linspace(-1, 1, rst.numel(), dtype=rst.dtype).reshape(rst.shape)  # a loss weighting every output
-    ((rst * w).sum() + (0 if att is None else (att.squeeze(-1) * att.squeeze(-1)).sum())).backward()
-    grads = {k: p.grad.clone() for k, p in conv.named_parameters() if p.grad is not None}
-    return rst.detach(), None if att is None else att.detach(), [t.grad for t in xs], grads
-
-
-def _same(a, b, where=""):
-    rst0, att0, gx0, g0 = a
-    rst1, att1, gx1, g1 = b
-    assert_close(rst1, rst0, msg=f"output {where}")
-    if att0 is not None:
-        assert att1.shape == att0.shape
-        assert_close(att1, att0, msg=f"attention {where}")
-    for x1, x0 in zip(gx1, gx0):
-        assert_close(x1, x0, msg=f"input grad {where}")
-    assert g1.keys() == g0.keys()
-    for k in g0:
-        assert_close(g1[k], g0[k], msg=f"{k} {where}")
-
-
 @settings(max_examples=10, deadline=None)
 @given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
        heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), share=st.booleans(),
@@ -65,11 +41,11 @@ def test_equals_dgls_gatv2conv_outputs_attention_and_gradients(g, heads, residua
     assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows
     theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, share_weights=share, activation=torch.tanh)
     x = torch.randn(g.num_src_nodes(), 5)
-    want = _run(theirs, g, x, get_attention)
+    want = run_module(theirs, g, x, get_attention)
     for name in ("native", "triton"):  # the Triton kernels under the interpreter
         with dgl_accel.use_backend(name):
             dgl_accel.reset_stats()
-            _same(want, _run(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
+            assert_same(want, run_module(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
             assert "gatv2_attention" in dgl_accel.stats()
 
 
@@ -78,7 +54,7 @@ def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
                         num_nodes_dict={"a": 3, "b": 5}, idtype=torch.int32)  # "b" 4: no in-edges
     theirs, ours = _pair((6, 3), 4, 2, residual=True)
     x = (torch.randn(3, 6), torch.randn(5, 3))
-    _same(_run(theirs, g, x, True), _run(ours, g, x, True), path)
+    assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True), path)
     assert "gatv2_attention" in dgl_accel.stats()
 
 
@@ -89,7 +65,7 @@ def test_compiled_loops_on_a_larger_graph_equal_dgl():
     theirs, ours = _pair(8, 6, 4, residual=True)
     x = torch.randn(300, 8)
     with dgl_accel.use_backend("native"):
-        _same(_run(theirs, g, x, True), _run(ours, g, x, True))
+        assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True))
 
 
 def test_bf16_follows_the_reference_rule():
@@ -100,7 +76,7 @@ def test_bf16_follows_the_reference_rule():
 
     def run(conv, xx):
         conv = copy.deepcopy(conv).to(xx.dtype)
-        rst, _, gx, grads = _run(conv, g, xx)
+        rst, _, gx, grads = run_module(conv, g, xx)
         return (rst, gx[0], grads["attn"], grads["fc_src.weight"])
 
     # bf16: DGL's CPU kernels refuse fp16 (the core tests take fp16 against the pure-torch reference)
@@ -162,4 +138,4 @@ def test_blocks_from_our_sampler_train_as_dgl():
     for share in (False, True):
         theirs, ours = _pair(5, 4, 2, residual=True, share_weights=share)
         x = torch.randn(block.num_src_nodes(), 5)
-        _same(_run(theirs, block, x, True), _run(ours, block, x, True))
+        assert_same(run_module(theirs, block, x, True), run_module(ours, block, x, True))
