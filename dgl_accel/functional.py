@@ -204,6 +204,7 @@ def gspmm_headwise(graph, op: str, reduce: str, ufeat: torch.Tensor | None, efea
 
 __all__ += ["gspmm_headwise"]
 
+
 def dot_attention(graph, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, scale: float | None = None, *,
                   return_attention: bool = False):
     """Dot-product attention aggregation in one fused op (what ``dgl.nn.DotGatConv`` computes):
