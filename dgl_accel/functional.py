@@ -139,8 +139,9 @@ def edge_softmax(graph, score: torch.Tensor, norm_by: str = "dst") -> torch.Tens
     return core_edge_softmax(_views(graph).csr("in" if norm_by == "dst" else "out"), score)
 
 
-def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor, negative_slope: float = 0.2, *,
-                  return_attention: bool = False, dropout: float = 0.0, seed=None):
+def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor | None = None, er: torch.Tensor | None = None,
+                  negative_slope: float = 0.2, *, attn=None, return_attention: bool = False, dropout: float = 0.0,
+                  seed=None):
     """GAT's attention aggregation in one fused op: ``out[v, h] = sum over in-edges (u -> v) of
     softmax(leaky_relu(el[u, h] + er[v, h])) * feat[u, h]`` with ``feat`` [num_src, H, D], ``el``
     [num_src, H(, 1)], ``er`` [num_dst, H(, 1)].  Returns [num_dst, H, D] (and the attention [E, H]
@@ -148,7 +149,10 @@ def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
     ``dropout`` in [0, 1): ``dgl.nn.GATConv``'s ``attn_drop`` while training (the attention is
     dropped after the softmax, kept weights scaled by 1 / (1 - dropout), and returned so), with the
     mask a hash of (edge id, head, ``seed``); ``seed`` (an int in [0, 2^64)) is drawn from torch's
-    global generator when None, so ``torch.manual_seed`` reproduces a run.
+    global generator when None, so ``torch.manual_seed`` reproduces a run.  ``attn=(attn_l,
+    attn_r)`` (GATConv's [1, H, D] parameters) instead of ``el``/``er``: the halves are computed
+    inside (destinations = the first sources: a homogeneous graph or a block) and their gradient
+    added into feat's in place, so backward holds one N x H x D gradient buffer, not two.
 
     >>> import dgl, torch
     >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([2, 2])))
@@ -159,7 +163,7 @@ def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
     views = _views(graph)
     # an aggregation we run in full: inside an execution-path session it counts as a layer
     note_unrouted(graph)
-    return core_gat_attention(views, feat, el, er, negative_slope, return_attention=return_attention,
+    return core_gat_attention(views, feat, el, er, negative_slope, attn=attn, return_attention=return_attention,
                               dropout=dropout, seed=seed)
 
 

@@ -6,9 +6,10 @@ Here :func:`dgl_accel.functional.gat_attention` does the scores, the softmax, th
 (``attn_drop`` while training: a mask hashed from edge id, head and a seed drawn from torch's
 generator, recomputed in backward, never stored) and the weighted sum in one op whose backward
 recomputes the attention from per-node normalisers.  Everything around it (dropout on features,
-the projections, residual, bias, activation, DGL's zero-in-degree error) is DGL's code path; the
-attention halves el, er are DGL's sum of feat * attn as one matmul (:func:`attention_halves`), so
-neither pass builds an N x H x D product for them.
+the projections, residual, bias, activation, DGL's zero-in-degree error) is DGL's code path.  With
+one projection the op also computes the score halves el, er from ``attn_l``/``attn_r`` (one matmul)
+and adds their gradient into the features' in place: no N x H x D product for them in either pass
+and one N x H x D gradient buffer in backward.
 
 Where the fused op does not apply, ``super().forward()`` runs under ``dgl_accel.enabled()`` (its
 edge softmax and aggregation still go through our routing where supported): ``edge_weight``,
@@ -32,17 +33,6 @@ ZERO_IN_DEGREE = ("There are 0-in-degree nodes in the graph, output for those no
                   "be `True` when constructing this module will suppress the check and let the code run.")
 
 
-def attention_halves(feat: torch.Tensor, *attn: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """``(feat * a).sum(-1)`` [N, H] for each attention vector ``a`` [1, H, D] of ``feat`` [N, H, D],
-    as one matmul of feat [N, H * D] with a block-diagonal [H * D, k * H] matrix: neither forward nor
-    backward builds an N x H x D product (DGL's ``feat * attn`` does, and its gradient for ``attn``
-    another), and it measured faster than the mul-sum and than einsum (which copied feat per head)."""
-    n, heads, dim = feat.shape
-    eye = torch.eye(heads, dtype=feat.dtype, device=feat.device)
-    w = torch.cat([(a.reshape(heads, dim, 1) * eye[:, None, :]).reshape(heads * dim, heads) for a in attn], dim=1)
-    return (feat.reshape(n, heads * dim) @ w).split(heads, dim=1)
-
-
 class GATConv(dgl.nn.GATConv):
     def forward(self, graph, feat, edge_weight=None, get_attention=False):
         if not self._fused_applies(graph, feat, edge_weight):
@@ -62,14 +52,14 @@ class GATConv(dgl.nn.GATConv):
             if graph.is_block:
                 feat_dst = feat_src[: graph.number_of_dst_nodes()]
                 h_dst = h_dst[: graph.number_of_dst_nodes()]
-        if isinstance(feat, tuple):
-            (el,), (er,) = attention_halves(feat_src, self.attn_l), attention_halves(feat_dst, self.attn_r)
-        else:  # feat_dst is feat_src or its first rows (a block's destinations)
-            el, er = attention_halves(feat_src, self.attn_l, self.attn_r)
-            er = er[: feat_dst.shape[0]]
-        dropout = self.attn_drop.p if self.training else 0.0  # nn.Dropout is the identity in eval mode
-        out = gat_attention(graph, feat_src, el, er, self.leaky_relu.negative_slope, return_attention=get_attention,
-                            dropout=dropout)
+        kw = dict(return_attention=get_attention, dropout=self.attn_drop.p if self.training else 0.0)  # eval: none
+        if isinstance(feat, tuple):  # two projections: DGL's score halves
+            el = (feat_src * self.attn_l).sum(dim=-1)
+            er = (feat_dst * self.attn_r).sum(dim=-1)
+            out = gat_attention(graph, feat_src, el, er, self.leaky_relu.negative_slope, **kw)
+        else:  # feat_dst is feat_src or its first rows (a block's destinations): halves inside the op
+            out = gat_attention(graph, feat_src, negative_slope=self.leaky_relu.negative_slope,
+                                attn=(self.attn_l, self.attn_r), **kw)
         rst, attention = out if get_attention else (out, None)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out_feats)

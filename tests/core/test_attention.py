@@ -221,6 +221,34 @@ def test_gat_gradcheck_fp64(path, idtype):
     assert set(dgl_accel.stats()["gat_attention"]) == {PATH_LABEL[path]}
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("block", [False, True])
+def test_gat_attention_vectors_equal_the_el_er_route(path, dtype, block):
+    # attn=(attn_l, attn_r): el, er computed inside, their gradient added into grad_feat in place;
+    # on a block the destinations are the first sources (er from feat[:num_dst]).
+    g = TensorGraph(torch.tensor([0, 4, 3, 1, 2, 4, 0]), torch.tensor([0, 1, 2, 2, 1, 0, 2]), num_src=5,
+                    num_dst=3) if block else star(60, extra=3)
+    feat = tst.randn((g.num_src, 3, 4), dtype, 31)
+    attn_l, attn_r = tst.randn((1, 3, 4), dtype, 32), tst.randn((1, 3, 4), dtype, 33)
+    grad_out = tst.randn((g.num_dst, 3, 4), dtype, 34)
+
+    def run(fused):
+        f, a, b = (t.clone().requires_grad_() for t in (feat, attn_l, attn_r))
+        if fused:
+            out = gat_attention(g, f, attn=(a, b), dropout=0.3, seed=5)
+        else:
+            out = gat_attention(g, f, (f * a).sum(-1), (f[:g.num_dst] * b).sum(-1), dropout=0.3, seed=5)
+        return (out.detach(),) + torch.autograd.grad(out, (f, a, b), grad_out)
+
+    for x, y in zip(run(True), run(False)):
+        assert x.dtype == dtype
+        assert_close(x, y, dtype=torch.float32 if dtype == torch.float32 else dtype)
+    if dtype == torch.float64:
+        leaves = [t.clone().requires_grad_() for t in (feat, attn_l, attn_r)]
+        assert torch.autograd.gradcheck(lambda f, a, b: gat_attention(g, f, attn=(a, b), dropout=0.3, seed=5),
+                                        leaves, fast_mode=path == "triton")
+
+
 def test_gat_equals_unfused_core_composition(path):
     # The fused op against edge_softmax + u_mul_e aggregation (core ops, same path), long rows included.
     g = star(120, extra=5)
@@ -284,6 +312,11 @@ def _g():
      "expected el of feat's dtype"),
     (lambda: gat_attention(_g(), torch.ones(3, 2, 4), torch.ones(3, 2), torch.ones(3, 2), negative_slope="x"),
      "expected negative_slope to be a real number"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), torch.ones(3, 2), None, attn=(torch.ones(2, 4),) * 2),
+     "expected either el and er or attn"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), attn=torch.ones(2, 4)), r"expected attn to be a pair"),
+    (lambda: gat_attention(_g(), torch.ones(3, 2, 4), attn=(torch.ones(2, 4), torch.ones(2, 3))),
+     r"expected attn_r of shape \[2, 4\] or \[1, 2, 4\]"),
 ])
 def test_bad_input_is_rejected_before_any_kernel(call, message):
     with pytest.raises(ValueError, match=message) as info:

@@ -51,13 +51,46 @@ def _heads(name: str, x, rows: int, heads: int, what: str) -> None:
                          f"{what} and head (got {list(x.shape)}). Fix: {name} = (h * attn).sum(-1).")
 
 
-def check_gat(views, feat, el, er, negative_slope) -> None:
-    """``feat`` [num_src, H, D], ``el`` [num_src, H(, 1)], ``er`` [num_dst, H(, 1)], one dtype."""
-    device = views.device
-    check_float("feat", feat, device)
+def check_feat(views, feat) -> None:
+    check_float("feat", feat, views.device)
     if feat.dim() != 3 or feat.shape[0] != views.num_src or feat.shape[1] < 1 or feat.shape[2] < 1:
         raise ValueError(f"expected feat of shape [num_src, H, D] with num_src = {views.num_src} "
                          f"and H, D >= 1 (got {list(feat.shape)}). Fix: feat.view(num_src, num_heads, head_dim).")
+
+
+def check_slope(negative_slope) -> None:
+    if not isinstance(negative_slope, numbers.Real) or isinstance(negative_slope, bool) or negative_slope < 0:
+        raise ValueError(f"expected negative_slope to be a real number >= 0 (got {negative_slope!r}). "
+                         f"Fix: negative_slope=0.2, as dgl.nn.GATConv.")
+
+
+def check_gat_vectors(views, feat, el, er, attn, negative_slope) -> None:
+    """``attn`` = (attn_l, attn_r), each [H, D] or [1, H, D] of feat's dtype, in place of ``el``/``er``
+    (None), on a graph whose destinations are its first sources (num_dst <= num_src)."""
+    check_feat(views, feat)
+    heads, dim = feat.shape[1], feat.shape[2]
+    if el is not None or er is not None:
+        raise ValueError("expected either el and er or attn=(attn_l, attn_r), not both (got both). "
+                         "Fix: pass el=None, er=None with attn.")
+    if not isinstance(attn, (tuple, list)) or len(attn) != 2:
+        raise ValueError(f"expected attn to be a pair (attn_l, attn_r) (got {describe(attn)}). "
+                         f"Fix: attn=(conv.attn_l, conv.attn_r).")
+    for name, a in zip(("attn_l", "attn_r"), attn):
+        check_float(name, a, views.device)
+        if a.dtype != feat.dtype or tuple(a.shape) not in ((heads, dim), (1, heads, dim)):
+            raise ValueError(f"expected {name} of shape [{heads}, {dim}] or [1, {heads}, {dim}] and dtype "
+                             f"{feat.dtype} (got {describe(a)}). Fix: dgl.nn.GATConv's attn_l / attn_r, "
+                             f"in feat's dtype.")
+    if views.num_dst > views.num_src:
+        raise ValueError(f"expected the destinations to be the first sources (num_dst <= num_src) for attn "
+                         f"(got num_dst = {views.num_dst}, num_src = {views.num_src}). Fix: pass el and er.")
+    check_slope(negative_slope)
+
+
+def check_gat(views, feat, el, er, negative_slope) -> None:
+    """``feat`` [num_src, H, D], ``el`` [num_src, H(, 1)], ``er`` [num_dst, H(, 1)], one dtype."""
+    device = views.device
+    check_feat(views, feat)
     for name, x in (("el", el), ("er", er)):
         check_float(name, x, device)
         if x.dtype != feat.dtype:
@@ -65,6 +98,4 @@ def check_gat(views, feat, el, er, negative_slope) -> None:
                              f"Fix: {name}.to(feat.dtype).")
     _heads("el", el, views.num_src, feat.shape[1], "source node")
     _heads("er", er, views.num_dst, feat.shape[1], "destination node")
-    if not isinstance(negative_slope, numbers.Real) or isinstance(negative_slope, bool) or negative_slope < 0:
-        raise ValueError(f"expected negative_slope to be a real number >= 0 (got {negative_slope!r}). "
-                         f"Fix: negative_slope=0.2, as dgl.nn.GATConv.")
+    check_slope(negative_slope)

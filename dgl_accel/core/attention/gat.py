@@ -25,7 +25,7 @@ from torch.autograd.function import once_differentiable
 from .. import backend
 from ..aggregation.scales import acc_dtype
 from . import compiled
-from .checks import check_gat
+from .checks import check_gat, check_gat_vectors
 from .dropout import make_dropout
 from .launchers import edge_softmax_backward, gat_backward, gat_forward
 from .native import gat_attention_from_lse, gat_backward_native, gat_forward_native
@@ -41,6 +41,53 @@ def edge_weights(views, drop, dtype):
     return None if drop is None else drop.weights(torch.arange(views.num_edges, device=views.device), dtype)
 
 
+def fused_forward(views, path: str, slope: float, want_attention: bool, drop, feat, el, er):
+    """(out, lse, attention or None) of the fused op on ``path`` (no autograd)."""
+    attention = None
+    if path == "triton":
+        out, lse = gat_forward(views.csr("in"), feat, el, er, slope, drop)
+        if want_attention:
+            src, dst = edges_by_id(views)
+            attention = gat_attention_from_lse(src, dst, el, er, slope, lse)[1]
+            weight = edge_weights(views, drop, attention.dtype)
+            attention = (attention if weight is None else attention * weight).to(feat.dtype)
+    elif compiled.usable(views.num_edges, feat):  # numba loops over the in-CSR, nothing of E x H x D
+        out, lse, a = compiled.gat_forward(views.csr("in"), feat, el, er, slope, want_attention, drop)
+        attention = a.to(feat.dtype) if want_attention else None
+    else:
+        src, dst = edges_by_id(views)
+        weight = edge_weights(views, drop, acc_dtype(feat.dtype))
+        out, lse, a = gat_forward_native(src, dst, views.num_dst, feat, el, er, slope, weight)
+        attention = a.to(feat.dtype) if want_attention else None
+    return out, lse, attention
+
+
+def fused_backward(views, path: str, slope: float, drop, feat, el, er, lse, grad_out, grad_attn):
+    """(grad_feat, grad_el, grad_er) in the inputs' dtypes; ``grad_out`` or ``grad_attn`` may be None."""
+    if grad_out is None:  # only the attention was used
+        grad_out = feat.new_zeros((views.num_dst,) + tuple(feat.shape[1:]))
+    backend.record("gat_attention_backward", path, feat.device)
+    if path == "native" and compiled.usable(views.num_edges, feat):  # in-CSR then out-CSR pass
+        return compiled.gat_backward(views.csr("in"), views.csr("out"), feat, el, er, slope, lse, grad_out,
+                                     grad_attn, drop)
+    if path == "native":
+        src, dst = edges_by_id(views)
+        return gat_backward_native(src, dst, feat, el, er, slope, lse, grad_out, grad_attn,
+                                   edge_weights(views, drop, lse.dtype))
+    in_csr = views.csr("in")
+    grad_feat, grad_el, grad_er = gat_backward(in_csr, views.csr("out"), feat, el, er, slope, lse, grad_out, drop)
+    if grad_attn is not None:  # d attention / d s: the edge-softmax backward of w * grad_attn, then leaky'
+        src, dst = edges_by_id(views)
+        raw, p = gat_attention_from_lse(src, dst, el, er, slope, lse)
+        weight = edge_weights(views, drop, p.dtype)
+        ga = grad_attn.to(p.dtype) if weight is None else grad_attn.to(p.dtype) * weight
+        extra = edge_softmax_backward(in_csr, p, ga)
+        extra = torch.where(raw > 0, extra, extra * slope)
+        grad_el.index_add_(0, src, extra)
+        grad_er.index_add_(0, dst, extra)
+    return grad_feat, grad_el.to(el.dtype), grad_er.to(er.dtype)
+
+
 class GATAttentionFunction(torch.autograd.Function):
     """The fused GAT aggregation on ``path``; returns ``out`` or ``(out, attention [E, H])``; ``drop``
     an :class:`~.dropout.AttentionDropout` or None."""
@@ -48,22 +95,7 @@ class GATAttentionFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, views, path: str, slope: float, want_attention: bool, drop, feat, el, er):
         ctx.set_materialize_grads(False)
-        attention = None
-        if path == "triton":
-            out, lse = gat_forward(views.csr("in"), feat, el, er, slope, drop)
-            if want_attention:
-                src, dst = edges_by_id(views)
-                attention = gat_attention_from_lse(src, dst, el, er, slope, lse)[1]
-                weight = edge_weights(views, drop, attention.dtype)
-                attention = (attention if weight is None else attention * weight).to(feat.dtype)
-        elif compiled.usable(views.num_edges, feat):  # numba loops over the in-CSR, nothing of E x H x D
-            out, lse, a = compiled.gat_forward(views.csr("in"), feat, el, er, slope, want_attention, drop)
-            attention = a.to(feat.dtype) if want_attention else None
-        else:
-            src, dst = edges_by_id(views)
-            weight = edge_weights(views, drop, acc_dtype(feat.dtype))
-            out, lse, a = gat_forward_native(src, dst, views.num_dst, feat, el, er, slope, weight)
-            attention = a.to(feat.dtype) if want_attention else None
+        out, lse, attention = fused_forward(views, path, slope, want_attention, drop, feat, el, er)
         ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
         ctx.save_for_backward(feat, el, er, lse)
         return out if attention is None else (out, attention)
@@ -72,41 +104,72 @@ class GATAttentionFunction(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
         feat, el, er, lse = ctx.saved_tensors
-        views, slope, drop = ctx.views, ctx.slope, ctx.drop
-        grad_attn = grad_attention[0] if grad_attention else None
-        if grad_out is None:  # only the attention was used
-            grad_out = feat.new_zeros((views.num_dst,) + tuple(feat.shape[1:]))
-        backend.record("gat_attention_backward", ctx.path, feat.device)
-        if ctx.path == "native" and compiled.usable(views.num_edges, feat):  # in-CSR then out-CSR pass
-            grads = compiled.gat_backward(views.csr("in"), views.csr("out"), feat, el, er, slope, lse, grad_out,
-                                          grad_attn, drop)
-            return (None,) * 5 + tuple(grads)
-        if ctx.path == "native":
-            src, dst = edges_by_id(views)
-            grads = gat_backward_native(src, dst, feat, el, er, slope, lse, grad_out, grad_attn,
-                                        edge_weights(views, drop, lse.dtype))
-            return (None,) * 5 + tuple(grads)
-        in_csr = views.csr("in")
-        grad_feat, grad_el, grad_er = gat_backward(in_csr, views.csr("out"), feat, el, er, slope, lse, grad_out, drop)
-        if grad_attn is not None:  # d attention / d s: the edge-softmax backward of w * grad_attn, then leaky'
-            src, dst = edges_by_id(views)
-            raw, p = gat_attention_from_lse(src, dst, el, er, slope, lse)
-            weight = edge_weights(views, drop, p.dtype)
-            ga = grad_attn.to(p.dtype) if weight is None else grad_attn.to(p.dtype) * weight
-            extra = edge_softmax_backward(in_csr, p, ga)
-            extra = torch.where(raw > 0, extra, extra * slope)
-            grad_el.index_add_(0, src, extra)
-            grad_er.index_add_(0, dst, extra)
-        return (None,) * 5 + (grad_feat, grad_el.to(el.dtype), grad_er.to(er.dtype))
+        grads = fused_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, feat, el, er, lse, grad_out,
+                               grad_attention[0] if grad_attention else None)
+        return (None,) * 5 + tuple(grads)
 
 
-def gat_attention(views, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor, negative_slope: float = 0.2, *,
-                  return_attention: bool = False, dropout: float = 0.0, seed=None):
+def halves_matrix(attn_l, attn_r, heads: int, dim: int) -> torch.Tensor:
+    """[H * D, 2 H], block diagonal: feat [N, H * D] @ it = (el, er) with el[:, h] = <feat[:, h], attn_l[h]>."""
+    eye = torch.eye(heads, device=attn_l.device).to(attn_l.dtype)  # CPU torch has no bf16 eye
+    return torch.cat([(a.reshape(heads, dim, 1) * eye[:, None, :]).reshape(heads * dim, heads)
+                      for a in (attn_l, attn_r)], dim=1)
+
+
+class GATHalvesFunction(torch.autograd.Function):
+    """The fused op with the score halves computed inside from the attention vectors: el =
+    (feat * attn_l).sum(-1), er = (feat[:num_dst] * attn_r).sum(-1) (a graph whose destinations are
+    the first sources: homogeneous, or a DGL block).  Backward adds their gradient into grad_feat in
+    place (one addmm), so no second N x H x D gradient buffer exists next to it."""
+
+    @staticmethod
+    def forward(ctx, views, path: str, slope: float, want_attention: bool, drop, feat, attn_l, attn_r):
+        ctx.set_materialize_grads(False)
+        (n, heads, dim), num_dst = feat.shape, views.num_dst
+        acc = acc_dtype(feat.dtype)  # half types: the matmul in fp32 (CPU torch lacks some half matmuls)
+        w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
+        elr = (feat.reshape(n, heads * dim).to(acc) @ w).to(feat.dtype)
+        el, er = elr[:, :heads].contiguous(), elr[:num_dst, heads:].contiguous()
+        out, lse, attention = fused_forward(views, path, slope, want_attention, drop, feat, el, er)
+        ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
+        ctx.save_for_backward(feat, attn_l, attn_r, el, er, lse)
+        return out if attention is None else (out, attention)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out, *grad_attention):
+        feat, attn_l, attn_r, el, er, lse = ctx.saved_tensors
+        grad_feat, grad_el, grad_er = fused_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, feat, el, er, lse,
+                                                     grad_out, grad_attention[0] if grad_attention else None)
+        (n, heads, dim), num_dst = feat.shape, er.shape[0]
+        acc = acc_dtype(feat.dtype)
+        grad_elr = torch.zeros((n, 2 * heads), dtype=acc, device=feat.device)
+        grad_elr[:, :heads] = grad_el
+        grad_elr[:num_dst, heads:] = grad_er
+        w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
+        if grad_feat.dtype == acc and grad_feat.is_contiguous():
+            grad_feat.view(n, heads * dim).addmm_(grad_elr, w.t())  # in place: no second N x H x D buffer
+        else:  # half types: through fp32
+            grad_feat = grad_feat.to(acc).view(n, heads * dim).addmm_(grad_elr, w.t()).to(feat.dtype)
+        grad_w = (feat.reshape(n, heads * dim).to(acc).t() @ grad_elr).reshape(heads, dim, 2, heads)
+        grads_attn = [grad_w[:, :, k, :].diagonal(dim1=0, dim2=2).t().reshape(a.shape).to(a.dtype)
+                      for k, a in enumerate((attn_l, attn_r))]
+        grad_feat = grad_feat.view(feat.shape)
+        return (None,) * 5 + (grad_feat, *grads_attn)
+
+
+def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er: torch.Tensor | None = None,
+                  negative_slope: float = 0.2, *, attn=None, return_attention: bool = False, dropout: float = 0.0,
+                  seed=None):
     """GAT's attention-weighted aggregation into the destinations of ``views`` (a
-    :class:`~dgl_accel.core.aggregation.views.GraphViews`), fused; differentiable in all three inputs.
+    :class:`~dgl_accel.core.aggregation.views.GraphViews`), fused; differentiable in all inputs.
 
     ``feat`` [num_src, H, D], ``el`` [num_src, H] or [num_src, H, 1] (the source half of the score),
-    ``er`` [num_dst, H] or [num_dst, H, 1]; one float dtype (half types accumulate in fp32).
+    ``er`` [num_dst, H] or [num_dst, H, 1]; one float dtype (half types accumulate in fp32).  Or,
+    instead of el and er, ``attn=(attn_l, attn_r)`` (each [H, D] or [1, H, D], dgl.nn.GATConv's
+    parameters): el = (feat * attn_l).sum(-1) and er = (feat[:num_dst] * attn_r).sum(-1) are computed
+    inside (destinations = the first sources: a homogeneous graph or a block), and backward adds
+    their gradient into feat's in place (one N x H x D gradient buffer instead of two).
     Returns ``out`` [num_dst, H, D] (zeros for a destination without in-edges), and with
     ``return_attention=True`` also the attention [E, H] in edge-id order (after dropout, as
     ``dgl.nn.GATConv(get_attention=True)`` returns it).  ``dropout`` in [0, 1): DGL's attention
@@ -121,11 +184,18 @@ def gat_attention(views, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
     >>> out, a = gat_attention(g, feat, torch.zeros(3, 1), torch.zeros(3, 1), return_attention=True)
     >>> out.flatten().tolist(), a.flatten().tolist()
     ([0.0, 0.0, 2.0], [0.5, 0.5])
+    >>> gat_attention(g, feat, attn=(torch.zeros(1, 1), torch.zeros(1, 1))).flatten().tolist()
+    [0.0, 0.0, 2.0]
     """
-    check_gat(views, feat, el, er, negative_slope)
+    if attn is not None:
+        check_gat_vectors(views, feat, el, er, attn, negative_slope)
+    else:
+        check_gat(views, feat, el, er, negative_slope)
     heads = feat.shape[1]
     drop = make_dropout(dropout, seed, heads)
-    path = backend.choose_path(feat, el, er)
+    path = backend.choose_path(feat)
     backend.record("gat_attention", path, feat.device)
+    if attn is not None:
+        return GATHalvesFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, feat, *attn)
     return GATAttentionFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, feat,
                                       el.reshape(el.shape[0], heads), er.reshape(er.shape[0], heads))
