@@ -22,7 +22,15 @@ from ..core.vector_scale import scale
 from ..kernels.registry import specialisations
 from ..testing.reference import ref_gspmm, ref_scale
 from ..testing.tolerances import assert_matches_reference
-from . import correctness_attention, correctness_extrema, correctness_sampling, correctness_sddmm
+from . import (
+    correctness_attention,
+    correctness_attention_variants,
+    correctness_extrema,
+    correctness_headwise,
+    correctness_ppr,
+    correctness_sampling,
+    correctness_sddmm,
+)
 from .coverage import LaunchLog
 from .graphs import Graph, hub_graph
 
@@ -173,9 +181,15 @@ def run(results, device, *, small: Graph, hub_degree: int, sampling_graph: Graph
         progress(f"  max/min aggregation: done ({time.perf_counter() - t0:.1f} s)")
         correctness_sddmm.run(checks, small, device, tiny)
         progress(f"  sddmm: done ({time.perf_counter() - t0:.1f} s)")
+        correctness_headwise.run(checks, small, device, tiny)
+        progress(f"  head-wise aggregation: done ({time.perf_counter() - t0:.1f} s)")
         correctness_attention.run(checks, small, device, tiny)
         progress(f"  attention: done ({time.perf_counter() - t0:.1f} s)")
+        correctness_attention_variants.run(checks, small, device, tiny)
+        progress(f"  dot-product and GATv2 attention: done ({time.perf_counter() - t0:.1f} s)")
         correctness_sampling.run(checks, sampling_graph, hub_degree, device, tiny, progress)
+        correctness_ppr.run(checks, sampling_graph, device, tiny)
+        progress(f"  PPR push: done ({time.perf_counter() - t0:.1f} s)")
         progress(f"  sampling: done ({time.perf_counter() - t0:.1f} s)")
     cov = log.report(compiled=device.type == "cuda")
     results.add("coverage", registered=cov["registered"], launched=cov["launched"], missing=cov["missing"],

@@ -7,7 +7,11 @@ entries in ``dgl_accel.core.sampling``):
 * GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper; the node set of
   the walks, then its induced edges by a mask over the edge list): subgraphs/s;
 * bulk sampling, k = 32 minibatches of 1,024 seeds at once, fanouts [15, 10, 5] (``sample_layer``
-  of the matrix formulation): sampled edges/s.
+  of the matrix formulation): sampled edges/s;
+* PPR extraction (shaDow-GNN's scope: ``ppr_node_sets``, the push per target then its top-K nodes),
+  K = 32, 64, 200 (32 under ``tiny``), alpha 0.15, eps 1e-5 (1e-3 under ``tiny``): targets/s, and the mean subgraph size
+  (``mean_size``: nodes per target).  The device path keeps dense [targets, nodes] estimates, so
+  the number of targets per call shrinks with the graph (about 1 GB of them).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from ..core.backend import use_backend
 from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_layer
 from ..core.sampling.neighbor import sample_neighbors
+from ..core.sampling.ppr import ppr_node_sets
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_node2vec import node2vec_random_walk
 from .correctness_sampling import structure
@@ -27,6 +32,7 @@ from .graphs import Graph
 from .timing import median_seconds
 
 FANOUTS = (15, 10, 5)
+PPR_TOPK, PPR_ALPHA, PPR_EPS = (32, 64, 200), 0.15, 1e-5  # shaDow-GNN's alpha and eps
 
 
 def neighbor_sampling(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) -> int:
@@ -73,6 +79,22 @@ def bulk_sampling(canon, seeds: np.ndarray, k: int, path: str, device, fanouts=F
     return total
 
 
+def ppr_extraction(csr, targets: torch.Tensor, topk: int, eps: float) -> tuple[int, dict]:
+    """The top-``topk`` PPR node set of every target; returns (targets, {"mean_size": nodes per target})."""
+    sets = ppr_node_sets(csr, targets, topk=topk, alpha=PPR_ALPHA, eps=eps)
+    return targets.numel(), {"mean_size": round(sets.nodes.numel() / max(targets.numel(), 1), 2)}
+
+
+def _ppr_cases(g: Graph, s_in, where: str, tiny: bool):
+    """[(name, unit, fn)] of the PPR extraction at each K (the push does not depend on K, the selection does)."""
+    eps = 1e-3 if tiny else PPR_EPS  # tiny: one target, few push rounds (the interpreter runs them)
+    dense = max(1, (1 << 27) // max(g.num_nodes, 1))  # float64 [targets, nodes] estimates: about 1 GB
+    count = 1 if tiny else min(256, dense) if where == "device" else min(8, dense)
+    targets = torch.randint(g.num_nodes, (count,), generator=torch.Generator().manual_seed(5))
+    return [(f"PPR top-{k} (alpha {PPR_ALPHA:g}, eps {eps:g})", "targets/s",
+             lambda k=k: ppr_extraction(s_in, targets, k, eps)) for k in (PPR_TOPK[:1] if tiny else PPR_TOPK)]
+
+
 def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds, path: str):
     """[(name, unit, fn)]: ``fn()`` runs one unit of work and returns its count."""
     src_d, dst_d = g.src.to(dev), g.dst.to(dev)
@@ -111,15 +133,16 @@ def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress
             starts = torch.randint(g.num_nodes, (walks,), generator=gen).to(dev)
             n2v_starts = starts[:sz["n2v_walks"] if where == "device" else sz["cpu_walks"] // 4 or 1]
             cases = _cases(g, dev, sz, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds,
-                           "native" if where == "cpu" else "triton")
+                           "native" if where == "cpu" else "triton") + _ppr_cases(g, s_in, where, tiny)
             for name, unit, fn in cases:
                 row = dict(graph=g.name, nodes=g.num_nodes, edges=g.num_edges, sampler=name, unit=unit,
                            where=where, path="native CPU" if where == "cpu" else f"triton on {dev.type}")
                 try:
                     with use_backend(backend) if backend else contextlib.nullcontext():
-                        count = fn()  # warm-up, and the work count of one call
+                        count = fn()  # warm-up, and the work count of one call (with more fields: PPR)
+                        count, extra = count if isinstance(count, tuple) else (count, {})
                         t = median_seconds(fn, dev, **timing)
-                    row.update(ok=True, ms=t * 1e3, rate=float(count) / t, count=int(count))
+                    row.update(ok=True, ms=t * 1e3, rate=float(count) / t, count=int(count), **extra)
                 except Exception as exc:  # a failing sampler is a row, not the end of the report
                     row.update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
                 results.add("sampling", **row)

@@ -74,9 +74,11 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     # torch.sparse.mm on CPU CSR has no bf16 kernel (MKL); on CUDA (cuSPARSE) both dtypes run
     assert all(r["ok"] for r in agg if r["provider"].startswith("torch.sparse") and r["dtype"] == "float32")
     samplers = rows["sampling"]
-    assert len({r["sampler"].split(" ")[0] for r in samplers}) == 5
+    assert len({r["sampler"].split(" ")[0] for r in samplers}) == 6  # with PPR extraction
     assert all(r["ok"] and r["rate"] > 0 for r in samplers), [r for r in samplers if not r["ok"]]
     assert {r["where"] for r in samplers} == {"device", "cpu"}
+    ppr = [r for r in samplers if r["sampler"].startswith("PPR")]
+    assert {r["where"] for r in ppr} == {"device", "cpu"} and all(r["mean_size"] >= 1 for r in ppr), ppr
     layers = rows["attention"]  # our fused and unfused GAT layers ran in both dtypes; peers may be absent
     ours = {(r["provider"], r["dtype"]) for r in layers if r["provider"].startswith("dgl_accel") and r["ok"]
             and r["fwd_ms"] > 0 and r["fwd_bwd_ms"] > 0}
