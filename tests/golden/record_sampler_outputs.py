@@ -24,6 +24,13 @@ reference, e.g. a worktree of that commit::
     cd /tmp/golden_base && PYTHONPATH=/tmp/golden_base /work/main/.venv/bin/python \\
         /work/main/tests/golden/record_sampler_outputs.py --write /work/main/tests/golden/sampler_outputs.pt
 
+A new sampler family (a new ``fam_``/``tri_`` function) is added without re-recording the others::
+
+    .venv/bin/python tests/golden/record_sampler_outputs.py --add-new tests/golden/sampler_outputs.pt
+
+records every mode against this checkout and adds only the tensors of families the file lacks (the
+stored ones stay as they were; a family whose outputs changed still fails the test).
+
 ``--write`` runs every mode in its own subprocess (with the mode's environment) and checks that each
 subprocess imported ``dgl_accel`` (and ``dgl_accel.kernels``) from the same root as the caller.
 """
@@ -442,6 +449,52 @@ def fam_khop_sample(G, out):
     _put(out, "int32", khop_sample(G["g32"], perm[:80].int(), [5, 3], seed=5))
 
 
+def _put_shadow(out: dict, key: str, res) -> None:
+    """(input_nodes, output_nodes, sg) of a shaDow sampler: the subgraph as ``_put_subgraph``, and
+    for per-target output its subgraph index and target flags per node and its batch sizes."""
+    from dgl_accel.sampling.shadow import GRAPH_ID, IS_TARGET
+
+    input_nodes, output_nodes, sg = res
+    out[f"{key}/input_nodes"], out[f"{key}/output_nodes"] = _t(input_nodes), _t(output_nodes)
+    _put_subgraph(out, key, sg)
+    if GRAPH_ID in sg.ndata:
+        out[f"{key}/graph_id"], out[f"{key}/is_target"] = _t(sg.ndata[GRAPH_ID]), _t(sg.ndata[IS_TARGET])
+        out[f"{key}/batch_num_nodes"], out[f"{key}/batch_num_edges"] = _t(sg.batch_num_nodes()), _t(sg.batch_num_edges())
+
+
+def fam_shadow_khop_sampler(G, out):
+    from dgl_accel.sampling import ShaDowKHopSampler
+
+    g, sym, perm = G["g"], G["sym"], G["perm"]
+    a, b = _small()
+    s = ShaDowKHopSampler([4, 3], seed=1)  # merged (DGL's output); two calls: the call counter advances the seed
+    _put_shadow(out, "merged/call0", s.sample(g, a))
+    _put_shadow(out, "merged/call1", s.sample(g, b))
+    _put_shadow(out, "merged_sym", ShaDowKHopSampler([3, 2], seed=2).sample(sym, perm[:15]))  # half-CSR path
+    _put_shadow(out, "merged_prob", ShaDowKHopSampler([3, 3], prob="prob", seed=3).sample(g, a))
+    _put_shadow(out, "merged_replace_excl", ShaDowKHopSampler([4, 2], replace=True, seed=4).sample(
+        g, b, exclude_eids=torch.arange(0, 3000, 5)))
+    # per target: 100 scopes of up to 21-25 nodes (the compiled loops), on the CSC and half-CSR paths
+    _put_shadow(out, "per_target", ShaDowKHopSampler([4, 4], per_target=True, seed=5).sample(g, perm[:100]))
+    _put_shadow(out, "per_target_sym", ShaDowKHopSampler([4, 4], per_target=True, seed=6).sample(sym, perm[:100]))
+    _put_shadow(out, "per_target_replace_full", ShaDowKHopSampler([-1, 3], replace=True, per_target=True,
+                                                                  seed=7).sample(g, a))
+    _put_shadow(out, "per_target_int32", ShaDowKHopSampler([4, 4], per_target=True, seed=8).sample(
+        G["g32"], perm[:80].int()))
+
+
+def fam_shadow_ppr_sampler(G, out):
+    from dgl_accel.sampling import ShaDowPPRSampler
+
+    g, sym, perm = G["g"], G["sym"], G["perm"]
+    _put_shadow(out, "sym_top16", ShaDowPPRSampler(topk=16, cache=False).sample(sym, perm[:60]))
+    cached = ShaDowPPRSampler(topk=16)  # the table: first call computes, second serves (same sets)
+    cached.sample(sym, perm[:30])
+    _put_shadow(out, "sym_top16_cached", cached.sample(sym, perm[:60]))
+    _put_shadow(out, "g_top8_eps", ShaDowPPRSampler(topk=8, alpha=0.25, eps=1e-4, cache=False).sample(g, perm[:100]))
+    _put_shadow(out, "sym_threshold", ShaDowPPRSampler(topk=30, threshold=1e-3, cache=False).sample(sym, perm[:20]))
+
+
 # ---------------------------------------------------------- triton (interpreter) families, 60 nodes
 def tri_neighbor_sampler(G, out):
     from dgl_accel.sampling import NeighborSampler
@@ -517,6 +570,20 @@ def tri_saint_frontier(G, out):
     from dgl_accel.sampling import SAINTSampler
 
     _put_subgraph(out, "call0", SAINTSampler("frontier", (3, 15), seed=2).sample(G["tiny"]))
+
+
+def tri_shadow_khop_sampler(G, out):
+    from dgl_accel.sampling import ShaDowKHopSampler
+
+    seeds = torch.arange(0, 60, 3)
+    _put_shadow(out, "per_target", ShaDowKHopSampler([3, 2], per_target=True, seed=9).sample(G["tiny"], seeds))
+
+
+def tri_shadow_ppr_sampler(G, out):
+    from dgl_accel.sampling import ShaDowPPRSampler
+
+    seeds = torch.arange(0, 60, 4)
+    _put_shadow(out, "top6", ShaDowPPRSampler(topk=6, eps=1e-3, cache=False).sample(G["tiny"], seeds))
 
 
 FAMILIES = {
@@ -661,6 +728,17 @@ def record_all(root: Path) -> dict:
     return dict(sorted(merged.items()))
 
 
+def add_new_families(path: Path, root: Path) -> list[str]:
+    """Record every mode and add to the golden file at ``path`` the tensors of the (mode, family)
+    pairs it has none of; the stored tensors are kept as they are.  Returns the added families."""
+    old = torch.load(path, weights_only=True)
+    have = {"/".join(k.split("/")[:2]) for k in old}
+    have |= {"numba_off/" + f.split("/", 1)[1] for f in have if f.startswith("native/")}
+    new = {k: v for k, v in record_all(root).items() if "/".join(k.split("/")[:2]) not in have}
+    torch.save(dict(sorted({**old, **new}.items())), path)
+    return sorted({"/".join(k.split("/")[:2]) for k in new})
+
+
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Same dtype, shape and bits (floats compared as their integer bit patterns)."""
     if a.dtype != b.dtype or a.shape != b.shape:
@@ -674,6 +752,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", type=Path, help="record every mode (subprocesses) into this file")
+    ap.add_argument("--add-new", type=Path, help="add the families this golden file lacks (keeps the rest)")
     ap.add_argument("--mode", choices=MODES, help="run one mode in this process (needs its environment)")
     ap.add_argument("--out", type=Path, help="with --mode: where to save {'tensors', 'errors', 'paths'}")
     ap.add_argument("--expect-root", type=Path, help="fail unless dgl_accel is imported from this directory")
@@ -689,6 +768,11 @@ def main(argv=None):
         if args.expect_root is not None:
             _check_root(args.expect_root)  # also after the run: lazily imported kernels
         torch.save({"tensors": tensors, "errors": errors, "paths": paths}, args.out)
+        return 0
+    if args.add_new:
+        root = package_root()
+        _check_root(root)
+        print(f"added {add_new_families(args.add_new, root)} to {args.add_new}")
         return 0
     if args.write:
         root = package_root()
