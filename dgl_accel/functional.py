@@ -26,6 +26,7 @@ from .core.aggregation.function import run_aggregation
 from .core.attention.dot import dot_attention as core_dot_attention
 from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
+from .core.attention.gat_layer import gat_layer as core_gat_layer
 from .core.attention.gatv2 import gatv2_attention as core_gatv2_attention
 from .core.dense import DenseFunction
 from .core.extrema import aggregate_extrema
@@ -251,3 +252,26 @@ def gatv2_attention(graph, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tenso
 
 
 __all__ += ["dot_attention", "gatv2_attention"]
+
+
+def gat_layer(graph, x: torch.Tensor, weight: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor,
+              bias: torch.Tensor | None = None, negative_slope: float = 0.2, dropout: float = 0.0, seed=None, *,
+              return_attention: bool = False):
+    """``dgl.nn.GATConv``'s projection (``fc.weight`` [H * D, F]), attention and bias as one op on a
+    homogeneous graph or a block: returns [num_dst, H, D] (and the attention [E, H] with
+    ``return_attention=True``).  The projection h = x @ weight.T stays inside the op, so its
+    backward can write the gradient into h's memory (the compiled CPU path does).
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1]), torch.tensor([2, 2])))
+    >>> x = torch.tensor([[1.0], [3.0], [5.0]])
+    >>> gat_layer(g, x, torch.ones(1, 1), torch.zeros(1, 1), torch.zeros(1, 1)).flatten().tolist()
+    [0.0, 0.0, 2.0]
+    """
+    views = _views(graph)
+    note_unrouted(graph)  # an aggregation we run in full: inside an execution-path session it counts as a layer
+    return core_gat_layer(views, x, weight, attn_l, attn_r, bias, negative_slope, dropout, seed,
+                          return_attention=return_attention)
+
+
+__all__ += ["gat_layer"]

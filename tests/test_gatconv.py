@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.tolerances import assert_close
 
 PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
@@ -164,3 +165,26 @@ def test_blocks_from_our_sampler_train_as_dgl():
     theirs, ours = _pair(5, 4, 2, residual=True)
     x = torch.randn(block.num_src_nodes(), 5)
     _same(_run(theirs, block, x, True), _run(ours, block, x, True))
+
+
+@pytest.mark.parametrize("loops", [False, True])  # the vectorised torch code / the numba loops (forced on)
+def test_one_projection_runs_as_one_layer_op_and_equals_dgl(loops):
+    # One tensor of features: fc, the attention and the bias are one op (core gat_layer), whose compiled
+    # backward writes grad_h into fc's output; DGL's numbers (outputs, attention, every gradient) stay.
+    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 30, (120,)), torch.randint(0, 30, (120,))), num_nodes=30))
+    _, _, (block,) = dgl_accel.sampling.NeighborSampler([3], seed=1).sample_blocks(g, torch.arange(8))
+    with forced_jit(loops):
+        for graph in (g, block):
+            for kw in (dict(), dict(residual=True), dict(bias=False), dict(residual=True, activation=torch.relu)):
+                theirs, ours = _pair(6, 4, 3, **kw)
+                x = torch.randn(graph.num_src_nodes(), 6)
+                _same(_run(theirs, graph, x, True), _run(ours, graph, x, True), f"{kw} block={graph.is_block}")
+                if not kw:
+                    assert type(ours(graph, x).grad_fn).__name__ == "GATLayerFunctionBackward"
+            theirs, ours = _pair(6, 4, 3, feat_drop=0.5)  # training: torch's feature dropout, one draw each
+            theirs.train(), ours.train()
+            x = torch.randn(graph.num_src_nodes(), 6)
+            torch.manual_seed(7)
+            want = _run(theirs, graph, x)
+            torch.manual_seed(7)
+            _same(want, _run(ours, graph, x), "feat_drop")

@@ -7,9 +7,12 @@ Here :func:`dgl_accel.functional.gat_attention` does the scores, the softmax, th
 generator, recomputed in backward, never stored) and the weighted sum in one op whose backward
 recomputes the attention from per-node normalisers.  Everything around it (dropout on features,
 the projections, residual, bias, activation, DGL's zero-in-degree error) is DGL's code path.  With
-one projection the op also computes the score halves el, er from ``attn_l``/``attn_r`` (one matmul)
-and adds their gradient into the features' in place: no N x H x D product for them in either pass
-and one N x H x D gradient buffer in backward.
+one tensor of features (a homogeneous graph or a block: one projection ``fc``) the whole layer is
+one op, :func:`dgl_accel.functional.gat_layer`: fc, the score halves from ``attn_l``/``attn_r``, the
+attention and the bias (added after the residual instead, as DGL, when there is one).  fc's output
+never leaves that op, whose backward writes the gradient into its memory on the compiled CPU path
+(a training step's peak: the output and one N x H x D buffer).  A pair of features takes DGL's
+projections and score halves, then :func:`dgl_accel.functional.gat_attention`.
 
 Where the fused op does not apply, ``super().forward()`` runs under ``dgl_accel.enabled()`` (its
 edge softmax and aggregation still go through our routing where supported): ``edge_weight``,
@@ -23,7 +26,7 @@ import dgl.nn
 import torch
 from dgl.base import DGLError
 
-from ..functional import gat_attention
+from ..functional import gat_attention, gat_layer
 from ..graph.structure import is_supported_graph
 from ..patching import enabled
 
@@ -40,31 +43,36 @@ class GATConv(dgl.nn.GATConv):
                 return super().forward(graph, feat, edge_weight=edge_weight, get_attention=get_attention)
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work
+        if not isinstance(feat, tuple):  # one projection (DGL reads self.fc here too): the whole layer fused
+            return self._layer_forward(graph, feat, get_attention)
         heads, out_feats = self._num_heads, self._out_feats
-        if isinstance(feat, tuple):
-            h_src, h_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
-            fc_src, fc_dst = (self.fc, self.fc) if not hasattr(self, "fc_src") else (self.fc_src, self.fc_dst)
-            feat_src = fc_src(h_src).view(-1, heads, out_feats)
-            feat_dst = fc_dst(h_dst).view(-1, heads, out_feats)
-        else:
-            h_src = h_dst = self.feat_drop(feat)
-            feat_src = feat_dst = self.fc(h_src).view(-1, heads, out_feats)
-            if graph.is_block:
-                feat_dst = feat_src[: graph.number_of_dst_nodes()]
-                h_dst = h_dst[: graph.number_of_dst_nodes()]
-        kw = dict(return_attention=get_attention, dropout=self.attn_drop.p if self.training else 0.0)  # eval: none
-        if isinstance(feat, tuple):  # two projections: DGL's score halves
-            el = (feat_src * self.attn_l).sum(dim=-1)
-            er = (feat_dst * self.attn_r).sum(dim=-1)
-            out = gat_attention(graph, feat_src, el, er, self.leaky_relu.negative_slope, **kw)
-        else:  # feat_dst is feat_src or its first rows (a block's destinations): halves inside the op
-            out = gat_attention(graph, feat_src, negative_slope=self.leaky_relu.negative_slope,
-                                attn=(self.attn_l, self.attn_r), **kw)
+        h_src, h_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+        fc_src, fc_dst = (self.fc, self.fc) if not hasattr(self, "fc_src") else (self.fc_src, self.fc_dst)
+        feat_src = fc_src(h_src).view(-1, heads, out_feats)
+        feat_dst = fc_dst(h_dst).view(-1, heads, out_feats)
+        el = (feat_src * self.attn_l).sum(dim=-1)  # two projections: DGL's score halves
+        er = (feat_dst * self.attn_r).sum(dim=-1)
+        out = gat_attention(graph, feat_src, el, er, self.leaky_relu.negative_slope, return_attention=get_attention,
+                            dropout=self.attn_drop.p if self.training else 0.0)  # eval: none
+        return self._finish(out, h_dst, self.has_explicit_bias, get_attention)
+
+    def _layer_forward(self, graph, feat, get_attention):
+        """One tensor of features, one projection: fc, the attention and (without a residual) the bias
+        in one op (:func:`dgl_accel.functional.gat_layer`), so fc's output stays inside it."""
+        x = self.feat_drop(feat)
+        late_bias = self.has_explicit_bias and self.res_fc is not None  # DGL adds the residual first
+        bias = self.bias if self.has_explicit_bias and not late_bias else None
+        out = gat_layer(graph, x, self.fc.weight, self.attn_l, self.attn_r, bias, self.leaky_relu.negative_slope,
+                        dropout=self.attn_drop.p if self.training else 0.0, return_attention=get_attention)
+        return self._finish(out, x[: graph.number_of_dst_nodes()] if graph.is_block else x, late_bias, get_attention)
+
+    def _finish(self, out, h_dst, add_bias: bool, get_attention: bool):
+        """DGL's tail: residual of ``h_dst``, then the bias (if ``add_bias``), then the activation."""
         rst, attention = out if get_attention else (out, None)
         if self.res_fc is not None:
-            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out_feats)
-        if self.has_explicit_bias:
-            rst = rst + self.bias.view(1, heads, out_feats)
+            rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, self._out_feats)
+        if add_bias:
+            rst = rst + self.bias.view(1, self._num_heads, self._out_feats)
         if self.activation:
             rst = self.activation(rst)
         return (rst, attention.unsqueeze(-1)) if get_attention else rst

@@ -75,3 +75,28 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
                                as_array(er, acc), slope, as_array(lse, acc), as_array(grad_out, acc),
                                None if grad_attn is None else as_array(grad_attn, acc), _loop_dropout(drop))
     return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (feat, el, er)))
+
+
+def reuses_buffer(feat: torch.Tensor) -> bool:
+    """Whether :func:`gat_backward_halves` can write grad_feat into ``feat``'s own memory: the loops
+    run in its dtype (float32/float64) on its buffer (contiguous), so the numpy view is that memory."""
+    return feat.dtype in (torch.float32, torch.float64) and feat.is_contiguous()
+
+
+def gat_backward_halves(in_csr: Structure, out_csr: Structure, feat, attn_l, attn_r, el, er, slope: float, lse,
+                        grad_out, grad_attn, drop=None, into_feat: bool = False):
+    """(grad_feat, grad_attn_l, grad_attn_r) of the fused op with the score halves made from attn_l /
+    attn_r inside: the halves' gradient summed in pass B's loop (no addmm).  ``into_feat`` (where
+    :func:`reuses_buffer`): grad_feat is written into ``feat``'s memory and ``feat`` is returned,
+    its values gone (pass B reads row u of feat before writing row u of the gradient)."""
+    acc = lse.dtype
+    heads, dim = feat.shape[1:]
+    into_feat = into_feat and reuses_buffer(feat)
+    halves = tuple(as_array(a.reshape(heads, dim), acc) for a in (attn_l, attn_r))
+    grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(feat, acc), as_array(el, acc),
+                               as_array(er, acc), slope, as_array(lse, acc), as_array(grad_out, acc),
+                               None if grad_attn is None else as_array(grad_attn, acc), _loop_dropout(drop),
+                               halves=halves, into_feat=into_feat)
+    grad_feat = feat if into_feat else torch.from_numpy(grads[0]).to(feat.dtype)
+    return (grad_feat,) + tuple(torch.from_numpy(g).reshape(a.shape).to(a.dtype) for g, a in
+                                zip(grads[3:], (attn_l, attn_r)))

@@ -116,6 +116,35 @@ def halves_matrix(attn_l, attn_r, heads: int, dim: int) -> torch.Tensor:
                       for a in (attn_l, attn_r)], dim=1)
 
 
+def score_halves(feat, attn_l, attn_r, num_dst: int):
+    """(el [N, H], er [num_dst, H]) = ((feat * attn_l).sum(-1), (feat[:num_dst] * attn_r).sum(-1)), one matmul."""
+    (n, heads, dim) = feat.shape
+    acc = acc_dtype(feat.dtype)  # half types: the matmul in fp32 (CPU torch lacks some half matmuls)
+    w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
+    elr = (feat.reshape(n, heads * dim).to(acc) @ w).to(feat.dtype)
+    return elr[:, :heads].contiguous(), elr[:num_dst, heads:].contiguous()
+
+
+def halves_backward(views, path: str, slope: float, drop, feat, attn_l, attn_r, el, er, lse, grad_out, grad_attn):
+    """(grad_feat, grad_attn_l, grad_attn_r) of the fused op with the halves inside: the fused
+    backward, then the halves' gradient added into grad_feat in place (one addmm)."""
+    grad_feat, grad_el, grad_er = fused_backward(views, path, slope, drop, feat, el, er, lse, grad_out, grad_attn)
+    (n, heads, dim), num_dst = feat.shape, er.shape[0]
+    acc = acc_dtype(feat.dtype)
+    grad_elr = torch.zeros((n, 2 * heads), dtype=acc, device=feat.device)
+    grad_elr[:, :heads] = grad_el
+    grad_elr[:num_dst, heads:] = grad_er
+    w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
+    if grad_feat.dtype == acc and grad_feat.is_contiguous():
+        grad_feat.view(n, heads * dim).addmm_(grad_elr, w.t())  # in place: no second N x H x D buffer
+    else:  # half types: through fp32
+        grad_feat = grad_feat.to(acc).view(n, heads * dim).addmm_(grad_elr, w.t()).to(feat.dtype)
+    grad_w = (feat.reshape(n, heads * dim).to(acc).t() @ grad_elr).reshape(heads, dim, 2, heads)
+    grads_attn = [grad_w[:, :, k, :].diagonal(dim1=0, dim2=2).t().reshape(a.shape).to(a.dtype)
+                  for k, a in enumerate((attn_l, attn_r))]
+    return (grad_feat.view(feat.shape), *grads_attn)
+
+
 class GATHalvesFunction(torch.autograd.Function):
     """The fused op with the score halves computed inside from the attention vectors: el =
     (feat * attn_l).sum(-1), er = (feat[:num_dst] * attn_r).sum(-1) (a graph whose destinations are
@@ -125,11 +154,7 @@ class GATHalvesFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, views, path: str, slope: float, want_attention: bool, drop, feat, attn_l, attn_r):
         ctx.set_materialize_grads(False)
-        (n, heads, dim), num_dst = feat.shape, views.num_dst
-        acc = acc_dtype(feat.dtype)  # half types: the matmul in fp32 (CPU torch lacks some half matmuls)
-        w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
-        elr = (feat.reshape(n, heads * dim).to(acc) @ w).to(feat.dtype)
-        el, er = elr[:, :heads].contiguous(), elr[:num_dst, heads:].contiguous()
+        el, er = score_halves(feat, attn_l, attn_r, views.num_dst)
         out, lse, attention = fused_forward(views, path, slope, want_attention, drop, feat, el, er)
         ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
         ctx.save_for_backward(feat, attn_l, attn_r, el, er, lse)
@@ -138,24 +163,8 @@ class GATHalvesFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
-        feat, attn_l, attn_r, el, er, lse = ctx.saved_tensors
-        grad_feat, grad_el, grad_er = fused_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, feat, el, er, lse,
-                                                     grad_out, grad_attention[0] if grad_attention else None)
-        (n, heads, dim), num_dst = feat.shape, er.shape[0]
-        acc = acc_dtype(feat.dtype)
-        grad_elr = torch.zeros((n, 2 * heads), dtype=acc, device=feat.device)
-        grad_elr[:, :heads] = grad_el
-        grad_elr[:num_dst, heads:] = grad_er
-        w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
-        if grad_feat.dtype == acc and grad_feat.is_contiguous():
-            grad_feat.view(n, heads * dim).addmm_(grad_elr, w.t())  # in place: no second N x H x D buffer
-        else:  # half types: through fp32
-            grad_feat = grad_feat.to(acc).view(n, heads * dim).addmm_(grad_elr, w.t()).to(feat.dtype)
-        grad_w = (feat.reshape(n, heads * dim).to(acc).t() @ grad_elr).reshape(heads, dim, 2, heads)
-        grads_attn = [grad_w[:, :, k, :].diagonal(dim1=0, dim2=2).t().reshape(a.shape).to(a.dtype)
-                      for k, a in enumerate((attn_l, attn_r))]
-        grad_feat = grad_feat.view(feat.shape)
-        return (None,) * 5 + (grad_feat, *grads_attn)
+        return (None,) * 5 + halves_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, *ctx.saved_tensors, grad_out,
+                                             grad_attention[0] if grad_attention else None)
 
 
 def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er: torch.Tensor | None = None,

@@ -2,9 +2,8 @@
 rows and the fused GAT aggregation, forward and backward, on numpy arrays (float32 or float64; the
 caller converts half types to float32 and back, as the native torch path does).
 
-Why: the native path (:mod:`dgl_accel.core.attention.native`) is vectorised torch over edges, so it
-materialises E x H x D messages (the GAT forward's ``a * feat[src]`` and the backward's
-``p * grad_out[dst]``) and a dozen E x H temporaries.  These loops make one pass per CSR row instead:
+Why: the native path (:mod:`dgl_accel.core.attention.native`) is vectorised torch over edges: E x H x D
+messages and a dozen E x H temporaries.  These loops make one pass per CSR row instead:
 
 * GAT forward, ``prange`` over destinations (in-CSR rows): v's scores and their max per head (a
   buffer of the row's scores), then one pass over v's in-edges summing exp(s - m) feat[u] into an
@@ -16,15 +15,12 @@ materialises E x H x D messages (the GAT forward's ``a * feat[src]`` and the bac
   it: no atomics, no races;
 * attention dropout (``core/attention/dropout.py``): the keep mask is a hash of (edge id, head
   key), recomputed wherever needed (:func:`drop_weight`), never stored;
-* edge softmax forward (subtract the row max; numpy's vectorised exp in place; divide by the row
-  sum) and backward (a * (grad - sum over the row of a * grad)) in edge-id order, given every
-  edge's row: reads and writes sequential, only per-row maxima and sums indexed by row (gathering a
-  row's scores through the CSR's edge ids instead costs a cache miss per 16 bytes and measured 2x
-  slower; numba's scalar exp cost about 20% more than numpy's in between).
+* edge softmax forward (subtract the row max; numpy's vectorised exp; divide by the row sum) and
+  backward in edge-id order, given every edge's row: sequential reads and writes, only per-row
+  maxima and sums indexed by row (gathering through the CSR's edge ids measured 2x slower).
 
-Rows are cut into ``CHUNKS`` ranges of about equal edge counts, one parallel task each (as
-``rows_spmm``): real graphs have a few hub rows among many light ones.  Sums run in the arrays' dtype
-(float32 for float32, as the native path accumulates).  Each loop has (parallel, serial) twins
+Rows are cut into ``CHUNKS`` ranges of about equal edge counts, one parallel task each (hub rows).
+Sums run in the arrays' dtype.  Each loop has (parallel, serial) twins
 (:func:`~dgl_accel.core.jit.runtime.twins`) so DataLoader workers can run them.
 """
 from __future__ import annotations
@@ -216,10 +212,12 @@ _gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=R
 
 
 def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr,
-                      drop, delta, grad_feat, grad_el):
+                      drop, delta, grad_feat, grad_el, halves, attn_l, attn_r, grad_er, part_l, part_r):
     """Pass B over sources (out-CSR rows): grad_feat[u, h] = sum over u's out-edges of p_e w_e
     grad_out[v, h] and grad_el[u, h] = sum of p_e (g_e - delta[v, h]) leaky'(raw_e), recomputing p_e
-    and g_e (:func:`_edge_terms`) from the saved lse and pass A's delta: no per-edge storage."""
+    and g_e (:func:`_edge_terms`) from lse and pass A's delta.  With ``halves`` (el, er = <feat, attn_l/r>)
+    also grad_el attn_l + grad_er attn_r into grad_feat[u], sums of grad_el/er feat into part_l/r[ch].
+    Row u reads feat only at u, each entry before writing it: grad_feat may be feat (``gat_layer``)."""
     H = feat.shape[1]
     D = feat.shape[2]
     bounds = _bounds(indptr, CHUNKS)
@@ -245,6 +243,13 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                         acc[h, d] += pw * grad_out[v, h, d]
             for h in range(H):
                 grad_el[u, h] = gl[h]
+                if halves:
+                    gr = grad_er[u, h] if u < grad_er.shape[0] else gl[h] * 0
+                    for d in range(D):
+                        f = feat[u, h, d]  # the last read of feat[u, h, d], before grad_feat[u, h, d] is written
+                        part_l[ch, h, d] += gl[h] * f
+                        part_r[ch, h, d] += gr * f
+                        acc[h, d] += gl[h] * attn_l[h, d] + gr * attn_r[h, d]
                 for d in range(D):
                     grad_feat[u, h, d] = acc[h, d]
 
@@ -360,8 +365,7 @@ def _params(slope: float, scale: float, dtype) -> np.ndarray:
 
 
 def _dropout(dropout, heads: int):
-    """(per-head keys uint64 [H], threshold uint64, whether to drop, scale) of ``dropout`` =
-    (keys, threshold, scale) or None (keep every edge, weight 1)."""
+    """(keys uint64 [H], threshold, whether to drop, scale) of ``dropout`` = (keys, threshold, scale) or None."""
     if dropout is None:
         return np.zeros(heads, dtype=np.uint64), np.uint64(0), False, 1.0
     keys, thr, scale = dropout
@@ -392,25 +396,32 @@ def gat_attention(indptr, indices, eids, el, er, slope: float, lse, dropout=None
     return a
 
 
-def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, grad_attn=None, dropout=None):
+def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, grad_attn=None, dropout=None,
+                 halves=None, into_feat: bool = False):
     """(grad_feat, grad_el, grad_er) of the fused GAT op; ``in_csr`` / ``out_csr`` are (indptr,
     indices, eids) int64 triples (in: rows = destinations, indices = sources; out: the reverse),
-    ``grad_attn`` [E, H] in edge-id order or None, ``dropout`` as in :func:`gat_forward`.
-    Temporaries: delta [num_dst, H]; nothing per edge."""
+    ``grad_attn`` [E, H] or None, ``dropout`` as in :func:`gat_forward`.  ``halves`` = (attn_l, attn_r)
+    [H, D] (el, er made from them): their gradient is in grad_feat, (grad_attn_l, grad_attn_r) follow;
+    ``into_feat``: grad_feat overwrites ``feat``.  Temporaries: delta [num_dst, H]; nothing per edge."""
     dt = feat.dtype
     heads = feat.shape[1]
     keys, thr, drop, scale = _dropout(dropout, heads)
     delta = np.empty(er.shape, dtype=dt)
     grad_er = np.empty(er.shape, dtype=dt)
     grad_el = np.empty(el.shape, dtype=dt)
-    grad_feat = np.empty(feat.shape, dtype=dt)
+    grad_feat = feat if into_feat else np.empty(feat.shape, dtype=dt)
     has_attn = grad_attn is not None
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
     params = _params(slope, scale, dt)
     common = (feat, el, er, params, lse, grad_out, ga, has_attn, keys, thr, drop)
     pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, *common, delta, grad_er)
-    pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, *common, delta, grad_feat, grad_el)
-    return grad_feat, grad_el, grad_er
+    parts, parts_r = (np.zeros((CHUNKS if halves is not None else 0,) + feat.shape[1:], dtype=dt) for _ in "lr")
+    a_l, a_r = halves if halves is not None else (np.empty((0, feat.shape[2]), dtype=dt),) * 2
+    pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, *common, delta, grad_feat, grad_el,
+                                                     halves is not None, a_l, a_r, grad_er, parts, parts_r)
+    if halves is None:
+        return grad_feat, grad_el, grad_er
+    return grad_feat, grad_el, grad_er, parts.sum(0), parts_r.sum(0)
 
 
 def partitions(num_edges: int, num_rows: int, heads: int) -> int:
