@@ -116,6 +116,19 @@ def test_returned_attention_and_its_gradient(path):
         torch.testing.assert_close(a, r, rtol=1e-9, atol=1e-10)
 
 
+def test_bias_of_shape_1_h_d_and_a_second_backward_through_a_retained_graph():
+    g = graph(False, seed=8)
+    x, w, al, ar, b = (t.requires_grad_() for t in inputs(g, torch.float64, 71))
+    b3 = b.detach().view(1, HEADS, DIM).clone().requires_grad_()
+    with on_path("compiled" if runtime.enabled() else "torch"):
+        out = gat_layer(g, x, w, al, ar, b3)
+        first = torch.autograd.grad(out.sum(), (x, w, al, ar, b3), retain_graph=True)
+        second = torch.autograd.grad(out.sum(), (x, w, al, ar, b3))  # h was consumed: recomputed from x, w
+    assert first[4].shape == (1, HEADS, DIM)
+    for a, c in zip(first, second):
+        torch.testing.assert_close(a, c)
+
+
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("block", [False, True])
 def test_gradcheck_fp64(path, block):

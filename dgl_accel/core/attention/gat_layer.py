@@ -39,7 +39,7 @@ class GATLayerFunction(torch.autograd.Function):
             out.add_(bias.view(1, heads, dim))  # out is this op's own tensor: no second N x H x D one
         ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
         ctx.h = h  # private: backward may overwrite it (not save_for_backward: no version check wanted)
-        ctx.has_bias = bias is not None
+        ctx.bias_shape = None if bias is None else bias.shape
         ctx.save_for_backward(x, weight, attn_l, attn_r, el, er, lse)
         return out if attention is None else (out, attention)
 
@@ -67,8 +67,8 @@ class GATLayerFunction(torch.autograd.Function):
         grad_x = torch.mm(gh, weight) if ctx.needs_input_grad[5] else None
         grad_w = torch.mm(gh.t(), x) if ctx.needs_input_grad[6] else None
         grad_b = None
-        if ctx.has_bias and ctx.needs_input_grad[9]:
-            grad_b = grad_out.sum(0).reshape(-1)
+        if ctx.bias_shape is not None and ctx.needs_input_grad[9]:
+            grad_b = grad_out.sum(0).reshape(ctx.bias_shape)
         return (None,) * 5 + (grad_x, grad_w, grad_l, grad_r, grad_b)
 
 
