@@ -20,78 +20,51 @@ arithmetic is int64.
 import triton
 import triton.language as tl
 
+from .attention_common import (
+    dst_terms,
+    edge_chunk,
+    edge_grad,
+    edge_ids,
+    row_program,
+    rows_dot,
+    softmax_start,
+    softmax_step,
+    softmax_store,
+    store_attention,
+    weighted_rows,
+)
 from .registry import Specialisation
-
-
-@triton.jit
-def rows_dot(x_ptr, x_base, y_ptr, y_rows, e_mask, dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """<x[x_base:x_base + dim], y[y_rows[i]:y_rows[i] + dim]> for the BLOCK_E rows i (0 where masked), in
-    the accumulation dtype: one vector against BLOCK_E rows (the vector is loaded once per chunk)."""
-    acc_dtype = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
-    out = tl.zeros((BLOCK_E,), acc_dtype)
-    for d0 in range(0, dim, BLOCK_D):
-        d = d0 + tl.arange(0, BLOCK_D)
-        d_mask = d < dim
-        x = tl.load(x_ptr + x_base + d, mask=d_mask, other=0.0).to(acc_dtype)
-        y = tl.load(y_ptr + y_rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
-        out += tl.sum(y.to(acc_dtype) * x[None, :], axis=1)
-    return out
 
 
 @triton.jit
 def _dot_fwd_kernel(indptr_ptr, indices_ptr, q_ptr, k_ptr, val_ptr, scale_ptr, out_ptr, lse_ptr, num_heads, key_dim,
                     val_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    acc_dtype = tl.float64 if q_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    v, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < val_dim
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    scale = tl.load(scale_ptr).to(acc_dtype)
-    q_base = (v * num_heads + h) * key_dim
-    m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
-    denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
-    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    m, denom, acc = softmax_start(q_ptr, BLOCK_E, BLOCK_D)
+    scale = tl.load(scale_ptr).to(acc.dtype)
+    vh = v * num_heads + h
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        s = rows_dot(q_ptr, q_base, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
-        s = tl.where(e_mask, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
-        alpha = tl.exp(m - m_new)
-        p = tl.exp(s - m_new)
-        denom = denom * alpha + tl.sum(p, axis=0)
-        row = (u * num_heads + h) * val_dim
-        x = tl.load(val_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
-        acc = acc * alpha + tl.sum(p[:, None] * x.to(acc_dtype), axis=0)
-        m = m_new
-    denom = tl.where(denom > 0, denom, 1.0)  # a destination without in-edges: acc = 0, lse = -inf
-    tl.store(out_ptr + (v * num_heads + h) * val_dim + d, (acc / denom).to(out_ptr.dtype.element_ty), mask=d_mask)
-    if tl.program_id(2) == 0:
-        tl.store(lse_ptr + v * num_heads + h, m + tl.log(denom))
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
+        uh = u * num_heads + h
+        s = rows_dot(q_ptr, vh * key_dim, k_ptr, uh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
+        m, denom, acc = softmax_step(m, denom, acc, s, e_mask, val_ptr, uh * val_dim, d, d_mask)
+    softmax_store(out_ptr, lse_ptr, vh, val_dim, d, d_mask, m, denom, acc)
 
 
 @triton.jit
 def _dot_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, scale_ptr, lse_ptr, a_ptr, num_heads, key_dim,
                      BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
     """a[e, h] = exp(s_e - lse[v, h]) for v's in-edges (stored at the edge id)."""
-    acc_dtype = tl.float64 if q_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    scale = tl.load(scale_ptr).to(acc_dtype)
-    lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
-    q_base = (v * num_heads + h) * key_dim
+    v, h, _, start, end = row_program(indptr_ptr, BLOCK_D)
+    vh = v * num_heads + h
+    lse_v = tl.load(lse_ptr + vh)
+    scale = tl.load(scale_ptr).to(lse_v.dtype)
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        s = rows_dot(q_ptr, q_base, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
-        tl.store(a_ptr + eid * num_heads + h, tl.exp(s - lse_v).to(a_ptr.dtype.element_ty), mask=e_mask)
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
+        s = rows_dot(q_ptr, vh * key_dim, k_ptr, (u * num_heads + h) * key_dim, e_mask, key_dim, BLOCK_E,
+                     BLOCK_D) * scale
+        store_attention(a_ptr, edge_ids(eids_ptr, kk, e_mask), num_heads, h, s, lse_v, e_mask)
 
 
 @triton.jit
@@ -99,30 +72,20 @@ def _dot_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr
                         grad_out_ptr, ga_ptr, ga_on, grad_q_ptr, num_heads, key_dim, val_dim,
                         BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
     """Per destination v, head h, key-feature block: grad_q[v, h] = scale * sum_e ds_e k[u, h]."""
-    acc_dtype = tl.float64 if q_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    v, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < key_dim
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    scale = tl.load(scale_ptr).to(acc_dtype)
     vh = v * num_heads + h
-    lse_v = tl.load(lse_ptr + vh).to(acc_dtype)
-    c_v = tl.load(c_ptr + vh).to(acc_dtype)
-    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    lse_v = tl.load(lse_ptr + vh)
+    c_v = tl.load(c_ptr + vh)
+    scale = tl.load(scale_ptr).to(lse_v.dtype)
+    acc = tl.zeros((BLOCK_D,), lse_v.dtype)
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
         uh = u * num_heads + h
         s = rows_dot(q_ptr, vh * key_dim, k_ptr, uh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
         t = rows_dot(grad_out_ptr, vh * val_dim, val_ptr, uh * val_dim, e_mask, val_dim, BLOCK_E, BLOCK_D)
-        ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
-        ds = tl.where(e_mask, tl.exp(s - lse_v) * (t + ga - c_v), 0.0)
-        x = tl.load(k_ptr + uh[:, None] * key_dim + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
-        acc += tl.sum(ds[:, None] * x.to(acc_dtype), axis=0)
+        _, ds = edge_grad(s, lse_v, c_v, t, ga_ptr, ga_on, edge_ids(eids_ptr, kk, e_mask), num_heads, h, e_mask)
+        acc += weighted_rows(ds, k_ptr, uh * key_dim, d, e_mask, d_mask)
     tl.store(grad_q_ptr + vh * key_dim + d, (acc * scale).to(grad_q_ptr.dtype.element_ty), mask=d_mask)
 
 
@@ -132,36 +95,22 @@ def _dot_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr
                         BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
     """Per source u, head h, feature block (out-CSR rows): grad_k[u, h] = scale * sum_e ds_e q[v, h]
     and grad_val[u, h] = sum_e p_e grad_out[v, h]; blocks past key_dim / val_dim store nothing there."""
-    acc_dtype = tl.float64 if q_ptr.dtype.element_ty == tl.float64 else tl.float32
-    u = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    u, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     dk_mask = d < key_dim
     dv_mask = d < val_dim
-    start = tl.load(indptr_ptr + u)
-    end = tl.load(indptr_ptr + u + 1)
-    scale = tl.load(scale_ptr).to(acc_dtype)
+    scale = tl.load(scale_ptr)
     uh = u * num_heads + h
-    acc_k = tl.zeros((BLOCK_D,), acc_dtype)
-    acc_v = tl.zeros((BLOCK_D,), acc_dtype)
+    acc_k = tl.zeros((BLOCK_D,), scale.dtype)
+    acc_v = tl.zeros((BLOCK_D,), scale.dtype)
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        v = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        kk, e_mask, v = edge_chunk(indices_ptr, k0, end, BLOCK_E)
         vh = v * num_heads + h
         s = rows_dot(k_ptr, uh * key_dim, q_ptr, vh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
         t = rows_dot(val_ptr, uh * val_dim, grad_out_ptr, vh * val_dim, e_mask, val_dim, BLOCK_E, BLOCK_D)
-        ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
-        lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
-        c = tl.load(c_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
-        p = tl.where(e_mask, tl.exp(s - lse), 0.0)
-        ds = p * (t + ga - c)
-        x = tl.load(q_ptr + vh[:, None] * key_dim + d[None, :], mask=e_mask[:, None] & dk_mask[None, :], other=0.0)
-        acc_k += tl.sum(ds[:, None] * x.to(acc_dtype), axis=0)
-        go = tl.load(grad_out_ptr + vh[:, None] * val_dim + d[None, :], mask=e_mask[:, None] & dv_mask[None, :],
-                     other=0.0)
-        acc_v += tl.sum(p[:, None] * go.to(acc_dtype), axis=0)
+        lse, c = dst_terms(lse_ptr, c_ptr, vh, e_mask)
+        p, ds = edge_grad(s, lse, c, t, ga_ptr, ga_on, edge_ids(eids_ptr, kk, e_mask), num_heads, h, e_mask)
+        acc_k += weighted_rows(ds, q_ptr, vh * key_dim, d, e_mask, dk_mask)
+        acc_v += weighted_rows(p, grad_out_ptr, vh * val_dim, d, e_mask, dv_mask)
     tl.store(grad_k_ptr + uh * key_dim + d, (acc_k * scale).to(grad_k_ptr.dtype.element_ty), mask=dk_mask)
     tl.store(grad_val_ptr + uh * val_dim + d, acc_v.to(grad_val_ptr.dtype.element_ty), mask=dv_mask)
 

@@ -19,7 +19,19 @@ is read at (eid * H + h) * ga_on (a one-element zero tensor when ga_on = 0).  Ac
 import triton
 import triton.language as tl
 
-from .attention_dot import rows_dot
+from .attention_common import (
+    dst_terms,
+    edge_chunk,
+    edge_grad,
+    edge_ids,
+    row_program,
+    rows_dot,
+    softmax_start,
+    softmax_step,
+    softmax_store,
+    store_attention,
+    weighted_rows,
+)
 from .registry import Specialisation
 
 
@@ -42,60 +54,43 @@ def _scores(one_ptr, one_base, many_ptr, many_rows, attn_ptr, attn_base, slope, 
 
 
 @triton.jit
+def _pair_sums(one, many_ptr, rows, d, e_mask, d_mask):
+    """z[i] = many[rows[i] + d] + one over the chunk's BLOCK_E rows (one: a feature block of the row's
+    own node, in the accumulation dtype)."""
+    z = tl.load(many_ptr + rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
+    return z.to(one.dtype) + one[None, :]
+
+
+@triton.jit
 def _gatv2_fwd_kernel(indptr_ptr, indices_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, out_ptr, lse_ptr, num_heads,
                       head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    v, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < head_dim
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
-    fd_base = (v * num_heads + h) * head_dim
-    m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
-    denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
-    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    m, denom, acc = softmax_start(fs_ptr, BLOCK_E, BLOCK_D)
+    slope = tl.load(slope_ptr).to(acc.dtype)
+    vh = v * num_heads + h
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
         row = (u * num_heads + h) * head_dim
-        s = _scores(fd_ptr, fd_base, fs_ptr, row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
-        s = tl.where(e_mask, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
-        alpha = tl.exp(m - m_new)
-        p = tl.exp(s - m_new)
-        denom = denom * alpha + tl.sum(p, axis=0)
-        x = tl.load(fs_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
-        acc = acc * alpha + tl.sum(p[:, None] * x.to(acc_dtype), axis=0)
-        m = m_new
-    denom = tl.where(denom > 0, denom, 1.0)  # a destination without in-edges: acc = 0, lse = -inf
-    tl.store(out_ptr + (v * num_heads + h) * head_dim + d, (acc / denom).to(out_ptr.dtype.element_ty), mask=d_mask)
-    if tl.program_id(2) == 0:
-        tl.store(lse_ptr + v * num_heads + h, m + tl.log(denom))
+        s = _scores(fd_ptr, vh * head_dim, fs_ptr, row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E,
+                    BLOCK_D)
+        m, denom, acc = softmax_step(m, denom, acc, s, e_mask, fs_ptr, row, d, d_mask)
+    softmax_store(out_ptr, lse_ptr, vh, head_dim, d, d_mask, m, denom, acc)
 
 
 @triton.jit
 def _gatv2_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, lse_ptr, a_ptr,
                        num_heads, head_dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
     """a[e, h] = exp(s_e - lse[v, h]) for v's in-edges (stored at the edge id)."""
-    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
-    lse_v = tl.load(lse_ptr + v * num_heads + h).to(acc_dtype)
-    fd_base = (v * num_heads + h) * head_dim
+    v, h, _, start, end = row_program(indptr_ptr, BLOCK_D)
+    vh = v * num_heads + h
+    lse_v = tl.load(lse_ptr + vh)
+    slope = tl.load(slope_ptr).to(lse_v.dtype)
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        s = _scores(fd_ptr, fd_base, fs_ptr, (u * num_heads + h) * head_dim, attn_ptr, h * head_dim, slope, e_mask,
-                    head_dim, BLOCK_E, BLOCK_D)
-        tl.store(a_ptr + eid * num_heads + h, tl.exp(s - lse_v).to(a_ptr.dtype.element_ty), mask=e_mask)
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
+        s = _scores(fd_ptr, vh * head_dim, fs_ptr, (u * num_heads + h) * head_dim, attn_ptr, h * head_dim, slope,
+                    e_mask, head_dim, BLOCK_E, BLOCK_D)
+        store_attention(a_ptr, edge_ids(eids_ptr, kk, e_mask), num_heads, h, s, lse_v, e_mask)
 
 
 @triton.jit
@@ -103,34 +98,25 @@ def _gatv2_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, att
                           grad_out_ptr, ga_ptr, ga_on, grad_fd_ptr, grad_attn_ptr, num_heads, head_dim,
                           BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
     """Per destination v, head h, feature block: grad_fd[v, h] and grad_attn[v, h] (v's share)."""
-    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    v, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < head_dim
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
     vh = v * num_heads + h
-    lse_v = tl.load(lse_ptr + vh).to(acc_dtype)
-    c_v = tl.load(c_ptr + vh).to(acc_dtype)
+    lse_v = tl.load(lse_ptr + vh)
+    c_v = tl.load(c_ptr + vh)
+    acc_dtype = lse_v.dtype
+    slope = tl.load(slope_ptr).to(acc_dtype)
     w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     fd_v = tl.load(fd_ptr + vh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     acc_fd = tl.zeros((BLOCK_D,), acc_dtype)
     acc_w = tl.zeros((BLOCK_D,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        u = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
         row = (u * num_heads + h) * head_dim
         s = _scores(fd_ptr, vh * head_dim, fs_ptr, row, attn_ptr, h * head_dim, slope, e_mask, head_dim, BLOCK_E,
                     BLOCK_D)
         t = rows_dot(grad_out_ptr, vh * head_dim, fs_ptr, row, e_mask, head_dim, BLOCK_E, BLOCK_D)
-        ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
-        ds = tl.where(e_mask, tl.exp(s - lse_v) * (t + ga - c_v), 0.0)
-        z = tl.load(fs_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
-                    other=0.0).to(acc_dtype) + fd_v[None, :]
+        _, ds = edge_grad(s, lse_v, c_v, t, ga_ptr, ga_on, edge_ids(eids_ptr, kk, e_mask), num_heads, h, e_mask)
+        z = _pair_sums(fd_v, fs_ptr, row, d, e_mask, d_mask)
         acc_fd += tl.sum(ds[:, None] * tl.where(z > 0, 1.0, slope), axis=0)
         acc_w += tl.sum(ds[:, None] * tl.where(z > 0, z, z * slope), axis=0)
     tl.store(grad_fd_ptr + vh * head_dim + d, (acc_fd * w).to(grad_fd_ptr.dtype.element_ty), mask=d_mask)
@@ -142,37 +128,25 @@ def _gatv2_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, att
                           grad_out_ptr, ga_ptr, ga_on, grad_fs_ptr, num_heads, head_dim,
                           BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
     """Per source u, head h, feature block (out-CSR rows): grad_fs[u, h]."""
-    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
-    u = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1).to(tl.int64)
-    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    u, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < head_dim
-    start = tl.load(indptr_ptr + u)
-    end = tl.load(indptr_ptr + u + 1)
-    slope = tl.load(slope_ptr).to(acc_dtype)
+    slope = tl.load(slope_ptr)
+    acc_dtype = slope.dtype
     uh = u * num_heads + h
     w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     fs_u = tl.load(fs_ptr + uh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     acc_p = tl.zeros((BLOCK_D,), acc_dtype)
     acc_s = tl.zeros((BLOCK_D,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
-        kk = k0 + tl.arange(0, BLOCK_E)
-        e_mask = kk < end
-        v = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
-        eid = tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+        kk, e_mask, v = edge_chunk(indices_ptr, k0, end, BLOCK_E)
         vh = v * num_heads + h
         s = _scores(fs_ptr, uh * head_dim, fd_ptr, vh * head_dim, attn_ptr, h * head_dim, slope, e_mask, head_dim,
                     BLOCK_E, BLOCK_D)
         t = rows_dot(fs_ptr, uh * head_dim, grad_out_ptr, vh * head_dim, e_mask, head_dim, BLOCK_E, BLOCK_D)
-        ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(acc_dtype)
-        lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
-        c = tl.load(c_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
-        p = tl.where(e_mask, tl.exp(s - lse), 0.0)
-        ds = p * (t + ga - c)
-        m2 = e_mask[:, None] & d_mask[None, :]
-        go = tl.load(grad_out_ptr + vh[:, None] * head_dim + d[None, :], mask=m2, other=0.0).to(acc_dtype)
-        z = tl.load(fd_ptr + vh[:, None] * head_dim + d[None, :], mask=m2, other=0.0).to(acc_dtype) + fs_u[None, :]
-        acc_p += tl.sum(p[:, None] * go, axis=0)
+        lse, c = dst_terms(lse_ptr, c_ptr, vh, e_mask)
+        p, ds = edge_grad(s, lse, c, t, ga_ptr, ga_on, edge_ids(eids_ptr, kk, e_mask), num_heads, h, e_mask)
+        acc_p += weighted_rows(p, grad_out_ptr, vh * head_dim, d, e_mask, d_mask)
+        z = _pair_sums(fs_u, fd_ptr, vh * head_dim, d, e_mask, d_mask)
         acc_s += tl.sum(ds[:, None] * tl.where(z > 0, 1.0, slope), axis=0)
     tl.store(grad_fs_ptr + uh * head_dim + d, (acc_p + acc_s * w).to(grad_fs_ptr.dtype.element_ty), mask=d_mask)
 

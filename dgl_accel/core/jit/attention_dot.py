@@ -24,70 +24,40 @@ import math
 import numpy as np
 
 from .attention import CHUNKS, REASSOC, max_degree
-from .runtime import njit, pick, prange, twins
+from .attention_common import (
+    bounds_of,
+    grad_term,
+    row_dot,
+    softmax_accumulate,
+    softmax_buffers,
+    softmax_exp,
+    softmax_reset,
+    softmax_store,
+)
+from .runtime import pick, prange, twins
 
-__all__ = ["bounds_of", "dot_forward", "dot_attention", "dot_backward"]
-
-
-@njit(cache=True)
-def bounds_of(indptr, nch):
-    """Row range boundaries [nch + 1] cutting the CSR into ``nch`` ranges of about equal entries."""
-    n = indptr.shape[0] - 1
-    bounds = np.minimum(np.searchsorted(indptr, np.arange(nch + 1) * (indptr[n] // nch + 1)), n)
-    bounds[0] = 0
-    bounds[nch] = n
-    return bounds
+__all__ = ["dot_forward", "dot_attention", "dot_backward"]
 
 
 def _dot_fwd_impl(indptr, indices, q, k, val, scale, out, lse, max_deg):
     H = q.shape[1]
-    DK = q.shape[2]
-    DV = val.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
     for ch in prange(CHUNKS):
-        m = np.empty(H, dtype=out.dtype)
-        lsum = np.empty(H, dtype=out.dtype)
-        acc = np.empty((H, DV), dtype=out.dtype)
-        sbuf = np.empty((max_deg, H), dtype=out.dtype)
+        m, lsum, acc, sbuf = softmax_buffers(out, max_deg)
         sc = scale[0]
         for v in range(bounds[ch], bounds[ch + 1]):
             start = indptr[v]
             n = indptr[v + 1] - start
-            for h in range(H):
-                m[h] = -np.inf
-                lsum[h] = 0
-                for d in range(DV):
-                    acc[h, d] = 0
+            softmax_reset(m, lsum, acc)
             for j in range(n):
                 u = indices[start + j]
                 for h in range(H):
-                    s = q[v, h, 0] * k[u, h, 0]
-                    for d in range(1, DK):
-                        s += q[v, h, d] * k[u, h, d]
-                    s = s * sc
+                    s = row_dot(q, v, k, u, h) * sc
                     sbuf[j, h] = s
                     m[h] = max(m[h], s)
-            for j in range(n):
-                for h in range(H):
-                    p = math.exp(sbuf[j, h] - m[h])
-                    sbuf[j, h] = p
-                    lsum[h] += p
-            for j in range(n):
-                u = indices[start + j]
-                for h in range(H):
-                    p = sbuf[j, h]
-                    for d in range(DV):
-                        acc[h, d] += p * val[u, h, d]
-            for h in range(H):
-                den = lsum[h]
-                if den > 0:
-                    for d in range(DV):
-                        out[v, h, d] = acc[h, d] / den
-                    lse[v, h] = m[h] + math.log(den)
-                else:  # no in-edges: out 0, lse -inf (never read by backward)
-                    for d in range(DV):
-                        out[v, h, d] = 0
-                    lse[v, h] = -np.inf
+            softmax_exp(sbuf, m, lsum, n)
+            softmax_accumulate(acc, sbuf, indices, start, n, val)
+            softmax_store(out, lse, v, m, lsum, acc)
 
 
 _dot_fwd_parallel, _dot_fwd_serial = twins(_dot_fwd_impl, fastmath=REASSOC)
@@ -96,7 +66,6 @@ _dot_fwd_parallel, _dot_fwd_serial = twins(_dot_fwd_impl, fastmath=REASSOC)
 def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
     """a[e, h] = exp(s_e - lse[v, h]) for every in-edge e = (u -> v), in edge-id order."""
     H = q.shape[1]
-    DK = q.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
     sc = scale[0]
     for ch in prange(CHUNKS):
@@ -104,10 +73,7 @@ def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
                 for h in range(H):
-                    s = q[v, h, 0] * k[u, h, 0]
-                    for d in range(1, DK):
-                        s += q[v, h, d] * k[u, h, d]
-                    a[eids[j], h] = math.exp(s * sc - lse[v, h])
+                    a[eids[j], h] = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
 
 
 _dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fastmath=REASSOC)
@@ -117,26 +83,16 @@ def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
     """grad_q[v] = scale * sum over v's in-edges of ds_e k[u]."""
     H = q.shape[1]
     DK = q.shape[2]
-    DV = val.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
     sc = scale[0]
     for ch in prange(CHUNKS):
         for v in range(bounds[ch], bounds[ch + 1]):
-            for h in range(H):
-                for d in range(DK):
-                    grad_q[v, h, d] = 0
+            grad_q[v] = 0
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
                 for h in range(H):
-                    s = q[v, h, 0] * k[u, h, 0]
-                    for d in range(1, DK):
-                        s += q[v, h, d] * k[u, h, d]
-                    t = grad_out[v, h, 0] * val[u, h, 0]
-                    for d in range(1, DV):
-                        t += grad_out[v, h, d] * val[u, h, d]
-                    if has_ga:
-                        t += ga[eids[j], h]
-                    ds = math.exp(s * sc - lse[v, h]) * (t - c[v, h]) * sc
+                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
+                    ds = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h]) * (t - c[v, h]) * sc
                     for d in range(DK):
                         grad_q[v, h, d] += ds * k[u, h, d]
 
@@ -153,23 +109,13 @@ def _dot_bwd_src_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
     sc = scale[0]
     for ch in prange(CHUNKS):
         for u in range(bounds[ch], bounds[ch + 1]):
-            for h in range(H):
-                for d in range(DK):
-                    grad_k[u, h, d] = 0
-                for d in range(DV):
-                    grad_val[u, h, d] = 0
+            grad_k[u] = 0
+            grad_val[u] = 0
             for j in range(indptr[u], indptr[u + 1]):
                 v = indices[j]
                 for h in range(H):
-                    s = q[v, h, 0] * k[u, h, 0]
-                    for d in range(1, DK):
-                        s += q[v, h, d] * k[u, h, d]
-                    t = grad_out[v, h, 0] * val[u, h, 0]
-                    for d in range(1, DV):
-                        t += grad_out[v, h, d] * val[u, h, d]
-                    if has_ga:
-                        t += ga[eids[j], h]
-                    p = math.exp(s * sc - lse[v, h])
+                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
+                    p = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
                     ds = p * (t - c[v, h]) * sc
                     for d in range(DK):
                         grad_k[u, h, d] += ds * q[v, h, d]

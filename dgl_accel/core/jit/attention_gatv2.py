@@ -20,7 +20,15 @@ import math
 import numpy as np
 
 from .attention import CHUNKS, REASSOC, max_degree
-from .attention_dot import bounds_of
+from .attention_common import (
+    bounds_of,
+    grad_term,
+    softmax_accumulate,
+    softmax_buffers,
+    softmax_exp,
+    softmax_reset,
+    softmax_store,
+)
 from .runtime import njit, pick, prange, twins
 
 __all__ = ["gatv2_forward", "gatv2_attention", "gatv2_backward"]
@@ -36,59 +44,25 @@ def _score(fs, fd, attn, u, v, h, sl):
     return s
 
 
-@njit(cache=True, fastmath=REASSOC)
-def _dot(go, fs, v, u, h):
-    t = go[v, h, 0] * fs[u, h, 0]
-    for d in range(1, fs.shape[2]):
-        t += go[v, h, d] * fs[u, h, d]
-    return t
-
-
 def _gatv2_fwd_impl(indptr, indices, fs, fd, attn, slope, out, lse, max_deg):
     H = fs.shape[1]
-    D = fs.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
     sl = slope[0]
     for ch in prange(CHUNKS):
-        m = np.empty(H, dtype=out.dtype)
-        lsum = np.empty(H, dtype=out.dtype)
-        acc = np.empty((H, D), dtype=out.dtype)
-        sbuf = np.empty((max_deg, H), dtype=out.dtype)
+        m, lsum, acc, sbuf = softmax_buffers(out, max_deg)
         for v in range(bounds[ch], bounds[ch + 1]):
             start = indptr[v]
             n = indptr[v + 1] - start
-            for h in range(H):
-                m[h] = -np.inf
-                lsum[h] = 0
-                for d in range(D):
-                    acc[h, d] = 0
+            softmax_reset(m, lsum, acc)
             for j in range(n):
                 u = indices[start + j]
                 for h in range(H):
                     s = _score(fs, fd, attn, u, v, h, sl)
                     sbuf[j, h] = s
                     m[h] = max(m[h], s)
-            for j in range(n):
-                for h in range(H):
-                    p = math.exp(sbuf[j, h] - m[h])
-                    sbuf[j, h] = p
-                    lsum[h] += p
-            for j in range(n):
-                u = indices[start + j]
-                for h in range(H):
-                    p = sbuf[j, h]
-                    for d in range(D):
-                        acc[h, d] += p * fs[u, h, d]
-            for h in range(H):
-                den = lsum[h]
-                if den > 0:
-                    for d in range(D):
-                        out[v, h, d] = acc[h, d] / den
-                    lse[v, h] = m[h] + math.log(den)
-                else:  # no in-edges: out 0, lse -inf (never read by backward)
-                    for d in range(D):
-                        out[v, h, d] = 0
-                    lse[v, h] = -np.inf
+            softmax_exp(sbuf, m, lsum, n)
+            softmax_accumulate(acc, sbuf, indices, start, n, fs)
+            softmax_store(out, lse, v, m, lsum, acc)
 
 
 _gatv2_fwd_parallel, _gatv2_fwd_serial = twins(_gatv2_fwd_impl, fastmath=REASSOC)
@@ -121,15 +95,11 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
             for d in range(D):
                 gw[h, d] = 0
         for v in range(bounds[ch], bounds[ch + 1]):
-            for h in range(H):
-                for d in range(D):
-                    grad_fd[v, h, d] = 0
+            grad_fd[v] = 0
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
                 for h in range(H):
-                    t = _dot(grad_out, fs, v, u, h)
-                    if has_ga:
-                        t += ga[eids[j], h]
+                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
                     ds = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h]) * (t - c[v, h])
                     for d in range(D):
                         z = fs[u, h, d] + fd[v, h, d]
@@ -151,15 +121,11 @@ def _gatv2_bwd_src_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
     sl = slope[0]
     for ch in prange(CHUNKS):
         for u in range(bounds[ch], bounds[ch + 1]):
-            for h in range(H):
-                for d in range(D):
-                    grad_fs[u, h, d] = 0
+            grad_fs[u] = 0
             for j in range(indptr[u], indptr[u + 1]):
                 v = indices[j]
                 for h in range(H):
-                    t = _dot(grad_out, fs, v, u, h)
-                    if has_ga:
-                        t += ga[eids[j], h]
+                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
                     p = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
                     ds = p * (t - c[v, h])
                     for d in range(D):

@@ -1,0 +1,115 @@
+"""``@triton.jit`` pieces shared by the fused attention variants over CSR rows (``attention_dot.py``,
+``attention_gatv2.py``): a program's row and head, a chunk of a row's edges, FlashAttention's online
+softmax (start, step, store), the attention recompute's store and the backward's per-edge terms.
+
+Triton inlines a jit function called from a jit kernel, so these cost nothing at run time and the
+kernels keep their signatures (the registered specialisations live in the variants' modules; this
+module registers none).  Accumulation is in the dtype the callers pick (fp32, fp64 for fp64 inputs);
+addresses are int64.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows_dot(x_ptr, x_base, y_ptr, y_rows, e_mask, dim, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """<x[x_base:x_base + dim], y[y_rows[i]:y_rows[i] + dim]> for the BLOCK_E rows i (0 where masked), in
+    the accumulation dtype: one vector against BLOCK_E rows (the vector is loaded once per chunk)."""
+    acc_dtype = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
+    out = tl.zeros((BLOCK_E,), acc_dtype)
+    for d0 in range(0, dim, BLOCK_D):
+        d = d0 + tl.arange(0, BLOCK_D)
+        d_mask = d < dim
+        x = tl.load(x_ptr + x_base + d, mask=d_mask, other=0.0).to(acc_dtype)
+        y = tl.load(y_ptr + y_rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
+        out += tl.sum(y.to(acc_dtype) * x[None, :], axis=1)
+    return out
+
+
+@triton.jit
+def row_program(indptr_ptr, BLOCK_D: tl.constexpr):
+    """(row r, head h, the feature block d, r's entries [start, end)) of this program: grid
+    (rows, heads, feature blocks); d is 0..BLOCK_D - 1 on a two-dimensional grid."""
+    r = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
+    start = tl.load(indptr_ptr + r)
+    end = tl.load(indptr_ptr + r + 1)
+    return r, h, d, start, end
+
+
+@triton.jit
+def edge_chunk(indices_ptr, k0, end, BLOCK_E: tl.constexpr):
+    """(entry positions kk, their mask, the other ends int64) of the chunk of BLOCK_E entries from k0."""
+    kk = k0 + tl.arange(0, BLOCK_E)
+    e_mask = kk < end
+    other = tl.load(indices_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+    return kk, e_mask, other
+
+
+@triton.jit
+def edge_ids(eids_ptr, kk, e_mask):
+    """The chunk's edge ids, int64."""
+    return tl.load(eids_ptr + kk, mask=e_mask, other=0).to(tl.int64)
+
+
+@triton.jit
+def weighted_rows(w, x_ptr, rows, d, e_mask, d_mask):
+    """sum_i w[i] x[rows[i] + d] over the chunk's BLOCK_E rows (w's dtype): one feature block."""
+    x = tl.load(x_ptr + rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
+    return tl.sum(w[:, None] * x.to(w.dtype), axis=0)
+
+
+@triton.jit
+def softmax_start(x_ptr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(running max -inf, running sum 0, BLOCK_D accumulator 0) in x's accumulation dtype."""
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    m = tl.max(tl.full((BLOCK_E,), float("-inf"), acc_dtype), axis=0)  # a scalar of acc_dtype
+    denom = tl.sum(tl.zeros((BLOCK_E,), acc_dtype), axis=0)
+    acc = tl.zeros((BLOCK_D,), acc_dtype)
+    return m, denom, acc
+
+
+@triton.jit
+def softmax_step(m, denom, acc, s, e_mask, x_ptr, rows, d, d_mask):
+    """One chunk of scores s (masked entries ignored) into the online softmax: (m, denom, acc) rescaled
+    to the new max, plus sum_i exp(s_i - m) and sum_i exp(s_i - m) x[rows[i] + d]."""
+    s = tl.where(e_mask, s, float("-inf"))
+    m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
+    alpha = tl.exp(m - m_new)
+    p = tl.exp(s - m_new)
+    denom = denom * alpha + tl.sum(p, axis=0)
+    acc = acc * alpha + weighted_rows(p, x_ptr, rows, d, e_mask, d_mask)
+    return m_new, denom, acc
+
+
+@triton.jit
+def softmax_store(out_ptr, lse_ptr, vh, dim, d, d_mask, m, denom, acc):
+    """out[vh, d] = acc / denom and, from the first feature block, lse[vh] = m + log(denom)."""
+    denom = tl.where(denom > 0, denom, 1.0)  # a destination without in-edges: acc = 0, lse = -inf
+    tl.store(out_ptr + vh * dim + d, (acc / denom).to(out_ptr.dtype.element_ty), mask=d_mask)
+    if tl.program_id(2) == 0:
+        tl.store(lse_ptr + vh, m + tl.log(denom))
+
+
+@triton.jit
+def store_attention(a_ptr, eid, num_heads, h, s, lse_v, e_mask):
+    """a[eid, h] = exp(s - lse[v, h]) for the chunk's edges."""
+    tl.store(a_ptr + eid * num_heads + h, tl.exp(s - lse_v).to(a_ptr.dtype.element_ty), mask=e_mask)
+
+
+@triton.jit
+def edge_grad(s, lse, c, t, ga_ptr, ga_on, eid, num_heads, h, e_mask):
+    """(p, ds) of a chunk: p_e = exp(s_e - lse) and ds_e = p_e (t_e + grad_attn_e - c), both 0 where
+    masked; grad_attn is read at (eid * H + h) * ga_on (ga_on = 0: a one-element zero tensor)."""
+    ga = tl.load(ga_ptr + (eid * num_heads + h) * ga_on, mask=e_mask, other=0.0).to(s.dtype)
+    p = tl.where(e_mask, tl.exp(s - lse), 0.0)
+    return p, p * (t + ga - c)
+
+
+@triton.jit
+def dst_terms(lse_ptr, c_ptr, vh, e_mask):
+    """(lse[vh], c[vh]) for the chunk's destinations vh (0 where masked), fp32 or fp64 as stored."""
+    lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0)
+    c = tl.load(c_ptr + vh, mask=e_mask, other=0.0)
+    return lse, c
