@@ -7,55 +7,19 @@ import copy
 
 import dgl
 import dgl.nn
-import pytest
 import torch
-from dgl.base import DGLError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error, assert_same, module_pair, run_module
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 
 def _pair(in_feats, out_feats, heads, **kw):
-    torch.manual_seed(0)
-    theirs = dgl.nn.DotGatConv(in_feats, out_feats, heads, allow_zero_in_degree=True, **kw)
-    with torch.no_grad():  # spread scores: the softmax is far from uniform
-        for p in theirs.parameters():
-            p.uniform_(-1, 1)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.nn.swap(ours)
-    assert type(ours) is dgl_accel.nn.DotGatConv and isinstance(ours, dgl.nn.DotGatConv)
-    return theirs, ours
-
-
-def run_module(conv, g, x, get_attention=False):
-    """(output, attention or None, input gradients, parameter gradients) of one step of ``conv`` on ``x``
-    (a tensor or a pair), the loss weighting every output and the attention (tests/test_gatv2conv.py too)."""
-    xs = tuple(t.detach().clone().requires_grad_() for t in (x if isinstance(x, tuple) else (x,)))
-    conv.zero_grad()
-    out = conv(g, xs if isinstance(x, tuple) else xs[0], get_attention=get_attention)
-    rst, att = out if get_attention else (out, None)
-    w = torch.linspace(-1, 1, rst.numel(), dtype=rst.dtype).reshape(rst.shape)  # a loss weighting every output
-    ((rst * w).sum() + (0 if att is None else (att.squeeze(-1) * att.squeeze(-1)).sum())).backward()
-    grads = {k: p.grad.clone() for k, p in conv.named_parameters() if p.grad is not None}
-    return rst.detach(), None if att is None else att.detach(), [t.grad for t in xs], grads
-
-
-def assert_same(a, b, where=""):
-    rst0, att0, gx0, g0 = a
-    rst1, att1, gx1, g1 = b
-    assert_close(rst1, rst0, msg=f"output {where}")
-    if att0 is not None:
-        assert att1.shape == att0.shape
-        assert_close(att1, att0, msg=f"attention {where}")
-    for x1, x0 in zip(gx1, gx0):
-        assert_close(x1, x0, msg=f"input grad {where}")
-    assert g1.keys() == g0.keys()
-    for k in g0:
-        assert_close(g1[k], g0[k], msg=f"{k} {where}")
+    return module_pair(dgl.nn.DotGatConv, dgl_accel.nn.DotGatConv, in_feats, out_feats, heads, **kw)
 
 
 @settings(max_examples=10, deadline=None)
@@ -110,17 +74,7 @@ def test_bf16_follows_the_reference_rule():
 
 
 def test_zero_in_degree_is_dgls_error_before_any_work():
-    g = dgl.graph((torch.tensor([0]), torch.tensor([1])), num_nodes=3)
-    theirs = dgl.nn.DotGatConv(2, 2, 1)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.nn.swap(ours)
-    x = torch.randn(3, 2)
-    with pytest.raises(DGLError) as want:
-        theirs(g, x)
-    dgl_accel.reset_stats()
-    with pytest.raises(DGLError) as got:
-        ours(g, x)
-    assert str(got.value) == str(want.value) and dgl_accel.stats() == {}
+    assert_dgls_zero_in_degree_error(dgl.nn.DotGatConv)
 
 
 def test_state_dict_keys_and_load_both_ways():

@@ -8,29 +8,19 @@ import copy
 
 import dgl
 import dgl.nn
-import pytest
 import torch
-from dgl.base import DGLError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from test_dotgatconv import assert_same, run_module  # one step of a module and the comparison of two steps
 
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error, assert_same, module_pair, run_module
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 
 def _pair(in_feats, out_feats, heads, **kw):
-    torch.manual_seed(0)
-    theirs = dgl.nn.GATv2Conv(in_feats, out_feats, heads, allow_zero_in_degree=True, **kw)
-    with torch.no_grad():  # non-trivial attention vectors and biases
-        for p in theirs.parameters():
-            p.uniform_(-1, 1)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.nn.swap(ours)
-    assert type(ours) is dgl_accel.nn.GATv2Conv and isinstance(ours, dgl.nn.GATv2Conv)
-    return theirs, ours
+    return module_pair(dgl.nn.GATv2Conv, dgl_accel.nn.GATv2Conv, in_feats, out_feats, heads, **kw)
 
 
 @settings(max_examples=10, deadline=None)
@@ -86,17 +76,7 @@ def test_bf16_follows_the_reference_rule():
 
 
 def test_zero_in_degree_is_dgls_error_before_any_work():
-    g = dgl.graph((torch.tensor([0]), torch.tensor([1])), num_nodes=3)
-    theirs = dgl.nn.GATv2Conv(2, 2, 1)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.nn.swap(ours)
-    x = torch.randn(3, 2)
-    with pytest.raises(DGLError) as want:
-        theirs(g, x)
-    dgl_accel.reset_stats()
-    with pytest.raises(DGLError) as got:
-        ours(g, x)
-    assert str(got.value) == str(want.value) and dgl_accel.stats() == {}
+    assert_dgls_zero_in_degree_error(dgl.nn.GATv2Conv)
 
 
 def test_state_dict_keys_and_load_both_ways():

@@ -14,22 +14,13 @@ built with one input size (DGL's own error), graphs with several relations.
 from __future__ import annotations
 
 import dgl.nn
-import torch
-from dgl.base import DGLError
 
 from ..functional import dot_attention
-from ..graph.structure import is_supported_graph
-from ..patching import enabled
-from .gatconv import ZERO_IN_DEGREE
+from .fused_attention import FusedAttentionForward, plain_features
 
 
-class DotGatConv(dgl.nn.DotGatConv):
-    def forward(self, graph, feat, get_attention=False):
-        if not self._fused_applies(graph, feat):
-            with enabled():
-                return super().forward(graph, feat, get_attention=get_attention)
-        if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
-            raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work
+class DotGatConv(FusedAttentionForward, dgl.nn.DotGatConv):
+    def _fused_forward(self, graph, feat, get_attention):
         heads, out_feats = self._num_heads, self._out_feats
         if isinstance(feat, tuple):
             feat_src = self.fc_src(feat[0]).view(-1, heads, out_feats)
@@ -47,9 +38,6 @@ class DotGatConv(dgl.nn.DotGatConv):
 
     def _fused_applies(self, graph, feat) -> bool:
         """Whether the fused op computes exactly what DGL's forward would (see the module docstring)."""
-        if not is_supported_graph(graph, relation=True):
-            return False
         if isinstance(feat, tuple) and not hasattr(self, "fc_src"):
             return False
-        feats = feat if isinstance(feat, tuple) else (feat,)
-        return all(isinstance(f, torch.Tensor) and f.dim() == 2 and f.is_floating_point() for f in feats)
+        return plain_features(graph, feat)

@@ -16,22 +16,13 @@ only), features with extra dimensions ``(N, *, D)``, graphs with several relatio
 from __future__ import annotations
 
 import dgl.nn
-import torch
-from dgl.base import DGLError
 
 from ..functional import gatv2_attention
-from ..graph.structure import is_supported_graph
-from ..patching import enabled
-from .gatconv import ZERO_IN_DEGREE
+from .fused_attention import FusedAttentionForward, plain_features
 
 
-class GATv2Conv(dgl.nn.GATv2Conv):
-    def forward(self, graph, feat, get_attention=False):
-        if not self._fused_applies(graph, feat):
-            with enabled():
-                return super().forward(graph, feat, get_attention=get_attention)
-        if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
-            raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work
+class GATv2Conv(FusedAttentionForward, dgl.nn.GATv2Conv):
+    def _fused_forward(self, graph, feat, get_attention):
         heads, out_feats = self._num_heads, self._out_feats
         if isinstance(feat, tuple):
             h_src, h_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
@@ -60,7 +51,4 @@ class GATv2Conv(dgl.nn.GATv2Conv):
         """Whether the fused op computes exactly what DGL's forward would (see the module docstring)."""
         if self.training and self.attn_drop.p > 0:
             return False
-        if not is_supported_graph(graph, relation=True):
-            return False
-        feats = feat if isinstance(feat, tuple) else (feat,)
-        return all(isinstance(f, torch.Tensor) and f.dim() == 2 and f.is_floating_point() for f in feats)
+        return plain_features(graph, feat)

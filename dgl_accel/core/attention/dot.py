@@ -8,9 +8,10 @@ E x H x D is kept, and nothing of size E x H unless the caller asks for the atte
 (``return_attention=True``, then differentiable too).  DotGatConv divides the dot product by
 sqrt(out_feats): ``scale`` defaults to 1 / sqrt(key dim).
 
-Paths (:mod:`.dot_paths`): Triton kernels (``kernels/attention_dot.py``); on CPU below
-``runtime.MIN_WORK`` edges or without numba vectorised torch, else the compiled loops of
-``core/jit/attention_dot.py`` (a pass over the in-CSR, one over the out-CSR, no atomics).
+The autograd skeleton is :mod:`.variant`'s (shared with the other variant).  Paths (:mod:`.dot_paths`):
+Triton kernels (``kernels/attention_dot.py``); on CPU below ``runtime.MIN_WORK`` edges or without
+numba vectorised torch, else the compiled loops of ``core/jit/attention_dot.py`` (a pass over the
+in-CSR, one over the out-CSR, no atomics).
 """
 from __future__ import annotations
 
@@ -18,15 +19,12 @@ import math
 import numbers
 
 import torch
-from torch.autograd.function import once_differentiable
 
-from .. import backend
 from ..aggregation.checks import describe
-from . import compiled
 from . import dot_paths as paths
 from .checks import check_float
-from .gat import edges_by_id
 from .reference import entry_rows, ref_edge_softmax
+from .variant import Variant, variant_attention
 
 
 def check_dot(views, q, k, val, scale) -> None:
@@ -67,60 +65,7 @@ def ref_dot_attention(in_csr, q, k, val, scale=None):
     return out.index_add(0, dst, a[:, :, None] * val[src]), a
 
 
-def _attention(path: str, views, q, k, scale: float, lse):
-    """The attention [E, H] recomputed from lse on ``path``, in lse's dtype."""
-    if path == "triton":
-        return paths.attention_triton(views.csr("in"), q, k, scale, lse)
-    if compiled.usable(views.num_edges, q):
-        return paths.attention_compiled(views.csr("in"), q, k, scale, lse)
-    src, dst = edges_by_id(views)
-    return paths.attention_native(src, dst, q, k, scale, lse)
-
-
-class DotAttentionFunction(torch.autograd.Function):
-    """The fused dot-product attention on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
-
-    @staticmethod
-    def forward(ctx, views, path: str, scale: float, want_attention: bool, q, k, val):
-        ctx.set_materialize_grads(False)
-        attention = None
-        if path == "triton":
-            out, lse = paths.forward_triton(views.csr("in"), q, k, val, scale)
-            if want_attention:
-                attention = paths.attention_triton(views.csr("in"), q, k, scale, lse)
-        elif compiled.usable(views.num_edges, q):  # numba over the in-CSR, nothing of E x H x D
-            out, lse, attention = paths.forward_compiled(views.csr("in"), q, k, val, scale, want_attention)
-        else:
-            src, dst = edges_by_id(views)
-            out, lse, attention = paths.forward_native(src, dst, views.num_dst, q, k, val, scale)
-        ctx.views, ctx.path, ctx.scale = views, path, scale
-        ctx.save_for_backward(q, k, val, out, lse)
-        return (out, attention.to(val.dtype)) if want_attention else out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_out, *grad_attention):
-        q, k, val, out, lse = ctx.saved_tensors
-        views, path, scale = ctx.views, ctx.path, ctx.scale
-        grad_attn = grad_attention[0] if grad_attention else None
-        if grad_out is None:  # only the attention was used
-            grad_out = torch.zeros_like(out)
-        backend.record("dot_attention_backward", path, out.device)
-        acc = lse.dtype
-        c = (grad_out.to(acc) * out.to(acc)).sum(-1)  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], val[u]>
-        if grad_attn is not None:  # the softmax backward's row term: sum over v's in-edges of p_e grad_attn_e
-            grad_attn = grad_attn.to(acc)
-            c = c.index_add(0, edges_by_id(views)[1], _attention(path, views, q, k, scale, lse) * grad_attn)
-        if path == "triton":
-            grads = paths.backward_triton(views.csr("in"), views.csr("out"), q, k, val, scale, lse, c, grad_out,
-                                          grad_attn)
-        elif compiled.usable(views.num_edges, q):
-            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), q, k, val, scale, lse, c, grad_out,
-                                            grad_attn)
-        else:
-            src, dst = edges_by_id(views)
-            grads = paths.backward_native(src, dst, q, k, val, scale, lse, c, grad_out, grad_attn)
-        return (None, None, None, None) + tuple(grads)
+DOT = Variant("dot_attention", paths, scored=2)
 
 
 def dot_attention(views, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, scale: float | None = None, *,
@@ -143,7 +88,5 @@ def dot_attention(views, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, sc
     ([0.0, 0.0, 2.0], [0.5, 0.5])
     """
     check_dot(views, q, k, val, scale)
-    path = backend.choose_path(q, k, val)
-    backend.record("dot_attention", path, q.device)
     scale = 1.0 / math.sqrt(q.shape[2]) if scale is None else float(scale)
-    return DotAttentionFunction.apply(views, path, scale, bool(return_attention), q, k, val)
+    return variant_attention(DOT, views, scale, return_attention, q, k, val)

@@ -9,23 +9,21 @@ output and lse[v, h]; backward recomputes the scores and p_e = exp(s_e - lse[v, 
 E x H x D is kept (GATv2's score needs fs[u] + fd[v] per edge and feature: DGL stores it), and nothing of
 size E x H unless the caller asks for the attention (``return_attention=True``, then differentiable).
 
-Paths (:mod:`.gatv2_paths`): Triton kernels (``kernels/attention_gatv2.py``); on CPU below
-``runtime.MIN_WORK`` edges or without numba vectorised torch, else the compiled loops of
-``core/jit/attention_gatv2.py`` (a pass over the in-CSR, one over the out-CSR, no atomics).
+The autograd skeleton is :mod:`.variant`'s (shared with the other variant).  Paths (:mod:`.gatv2_paths`):
+Triton kernels (``kernels/attention_gatv2.py``); on CPU below ``runtime.MIN_WORK`` edges or without
+numba vectorised torch, else the compiled loops of ``core/jit/attention_gatv2.py`` (a pass over the
+in-CSR, one over the out-CSR, no atomics).
 """
 from __future__ import annotations
 
 import numbers
 
 import torch
-from torch.autograd.function import once_differentiable
 
-from .. import backend
-from . import compiled
 from . import gatv2_paths as paths
 from .checks import check_float
-from .gat import edges_by_id
 from .reference import entry_rows, ref_edge_softmax
+from .variant import Variant, variant_attention
 
 
 def check_gatv2(views, fs, fd, attn, negative_slope) -> None:
@@ -65,60 +63,7 @@ def ref_gatv2_attention(in_csr, fs, fd, attn, negative_slope: float = 0.2):
     return out.index_add(0, dst, a[:, :, None] * fs[src]), a
 
 
-def _attention(path: str, views, fs, fd, attn, slope: float, lse):
-    """The attention [E, H] recomputed from lse on ``path``, in lse's dtype."""
-    if path == "triton":
-        return paths.attention_triton(views.csr("in"), fs, fd, attn, slope, lse)
-    if compiled.usable(views.num_edges, fs):
-        return paths.attention_compiled(views.csr("in"), fs, fd, attn, slope, lse)
-    src, dst = edges_by_id(views)
-    return paths.attention_native(src, dst, fs, fd, attn, slope, lse)
-
-
-class GATv2AttentionFunction(torch.autograd.Function):
-    """The fused GATv2 attention on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
-
-    @staticmethod
-    def forward(ctx, views, path: str, slope: float, want_attention: bool, fs, fd, attn):
-        ctx.set_materialize_grads(False)
-        attention = None
-        if path == "triton":
-            out, lse = paths.forward_triton(views.csr("in"), fs, fd, attn, slope)
-            if want_attention:
-                attention = paths.attention_triton(views.csr("in"), fs, fd, attn, slope, lse)
-        elif compiled.usable(views.num_edges, fs):  # numba over the in-CSR, nothing of E x H x D
-            out, lse, attention = paths.forward_compiled(views.csr("in"), fs, fd, attn, slope, want_attention)
-        else:
-            src, dst = edges_by_id(views)
-            out, lse, attention = paths.forward_native(src, dst, views.num_dst, fs, fd, attn, slope)
-        ctx.views, ctx.path, ctx.slope = views, path, slope
-        ctx.save_for_backward(fs, fd, attn, out, lse)
-        return (out, attention.to(fs.dtype)) if want_attention else out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_out, *grad_attention):
-        fs, fd, attn, out, lse = ctx.saved_tensors
-        views, path, slope = ctx.views, ctx.path, ctx.slope
-        grad_attn = grad_attention[0] if grad_attention else None
-        if grad_out is None:  # only the attention was used
-            grad_out = torch.zeros_like(out)
-        backend.record("gatv2_attention_backward", path, out.device)
-        acc = lse.dtype
-        c = (grad_out.to(acc) * out.to(acc)).sum(-1)  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], fs[u]>
-        if grad_attn is not None:  # the softmax backward's row term: sum over v's in-edges of p_e grad_attn_e
-            grad_attn = grad_attn.to(acc)
-            c = c.index_add(0, edges_by_id(views)[1], _attention(path, views, fs, fd, attn, slope, lse) * grad_attn)
-        if path == "triton":
-            grads = paths.backward_triton(views.csr("in"), views.csr("out"), fs, fd, attn, slope, lse, c, grad_out,
-                                          grad_attn)
-        elif compiled.usable(views.num_edges, fs):
-            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), fs, fd, attn, slope, lse, c, grad_out,
-                                            grad_attn)
-        else:
-            src, dst = edges_by_id(views)
-            grads = paths.backward_native(src, dst, fs, fd, attn, slope, lse, c, grad_out, grad_attn)
-        return (None, None, None, None) + tuple(grads)
+GATV2 = Variant("gatv2_attention", paths, scored=3)
 
 
 def gatv2_attention(views, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tensor, negative_slope: float = 0.2, *,
@@ -140,7 +85,4 @@ def gatv2_attention(views, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tenso
     ([0.0, 0.0, 2.0], [0.5, 0.5])
     """
     check_gatv2(views, fs, fd, attn, negative_slope)
-    path = backend.choose_path(fs, fd, attn)
-    backend.record("gatv2_attention", path, fs.device)
-    return GATv2AttentionFunction.apply(views, path, float(negative_slope), bool(return_attention), fs, fd,
-                                        attn.reshape(fs.shape[1:]))
+    return variant_attention(GATV2, views, negative_slope, return_attention, fs, fd, attn.reshape(fs.shape[1:]))

@@ -1,0 +1,106 @@
+"""The autograd skeleton shared by the fused attention variants over CSR rows (:mod:`.dot`, :mod:`.gatv2`):
+per destination v and head h, out[v, h] = sum over v's in-edges e = (u -> v) of softmax_e(s) x[u, h], with
+the score s and the aggregated rows x the variant's own.
+
+A variant is a module of paths (``dot_paths.py``, ``gatv2_paths.py``) with one contract, its inputs
+in one order (the first ``scored`` of them are all the score reads) and one float parameter (the dot
+product's scale, GATv2's negative slope):
+
+* ``forward_triton(in_csr, *inputs, param)`` -> (out, lse); ``forward_compiled(in_csr, *inputs, param,
+  want_attention)`` and ``forward_native(src, dst, num_dst, *inputs, param)`` -> (out, lse, attention);
+* ``attention_{triton,compiled}(in_csr, *scored, param, lse)`` and ``attention_native(src, dst, *scored,
+  param, lse)`` -> the attention [E, H] in lse's dtype;
+* ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, c, grad_out, grad_attn)`` and
+  ``backward_native(src, dst, ...)`` -> the inputs' gradients.
+
+Saved for backward: the inputs, the output and lse[v, h]; backward recomputes p_e = exp(s_e - lse), so
+nothing of size E x H x D is kept, and nothing of size E x H unless the attention was asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .. import backend
+from . import compiled
+from .gat import edges_by_id
+
+__all__ = ["Variant", "attention_on", "VariantAttentionFunction", "variant_attention"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """``name``: the op as :func:`backend.record` counts it (backward: ``name + "_backward"``);
+    ``paths``: its module of paths; ``scored``: how many of the leading inputs the score reads."""
+    name: str
+    paths: ModuleType
+    scored: int
+
+
+def attention_on(variant: Variant, path: str, views, inputs, param: float, lse):
+    """The attention [E, H] recomputed from lse on ``path``, in lse's dtype."""
+    scored, paths = inputs[:variant.scored], variant.paths
+    if path == "triton":
+        return paths.attention_triton(views.csr("in"), *scored, param, lse)
+    if compiled.usable(views.num_edges, inputs[0]):
+        return paths.attention_compiled(views.csr("in"), *scored, param, lse)
+    src, dst = edges_by_id(views)
+    return paths.attention_native(src, dst, *scored, param, lse)
+
+
+class VariantAttentionFunction(torch.autograd.Function):
+    """A fused attention variant on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
+
+    @staticmethod
+    def forward(ctx, variant: Variant, views, path: str, param: float, want_attention: bool, *inputs):
+        ctx.set_materialize_grads(False)
+        paths, attention = variant.paths, None
+        if path == "triton":
+            out, lse = paths.forward_triton(views.csr("in"), *inputs, param)
+            if want_attention:
+                attention = paths.attention_triton(views.csr("in"), *inputs[:variant.scored], param, lse)
+        elif compiled.usable(views.num_edges, inputs[0]):  # numba over the in-CSR, nothing of E x H x D
+            out, lse, attention = paths.forward_compiled(views.csr("in"), *inputs, param, want_attention)
+        else:
+            src, dst = edges_by_id(views)
+            out, lse, attention = paths.forward_native(src, dst, views.num_dst, *inputs, param)
+        ctx.variant, ctx.views, ctx.path, ctx.param = variant, views, path, param
+        ctx.save_for_backward(*inputs, out, lse)
+        return (out, attention.to(inputs[0].dtype)) if want_attention else out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out, *grad_attention):
+        *inputs, out, lse = ctx.saved_tensors
+        variant, views, path, param = ctx.variant, ctx.views, ctx.path, ctx.param
+        grad_attn = grad_attention[0] if grad_attention else None
+        if grad_out is None:  # only the attention was used
+            grad_out = torch.zeros_like(out)
+        backend.record(f"{variant.name}_backward", path, out.device)
+        acc = lse.dtype
+        c = (grad_out.to(acc) * out.to(acc)).sum(-1)  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], x[u]>
+        if grad_attn is not None:  # the softmax backward's row term: sum over v's in-edges of p_e grad_attn_e
+            grad_attn = grad_attn.to(acc)
+            a = attention_on(variant, path, views, inputs, param, lse)
+            c = c.index_add(0, edges_by_id(views)[1], a * grad_attn)
+        paths = variant.paths
+        if path == "triton":
+            grads = paths.backward_triton(views.csr("in"), views.csr("out"), *inputs, param, lse, c, grad_out,
+                                          grad_attn)
+        elif compiled.usable(views.num_edges, inputs[0]):
+            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), *inputs, param, lse, c, grad_out,
+                                            grad_attn)
+        else:
+            src, dst = edges_by_id(views)
+            grads = paths.backward_native(src, dst, *inputs, param, lse, c, grad_out, grad_attn)
+        return (None, None, None, None, None) + tuple(grads)
+
+
+def variant_attention(variant: Variant, views, param: float, return_attention: bool, *inputs):
+    """Pick the path for ``inputs`` (checked by the caller), count the call, apply the Function."""
+    path = backend.choose_path(*inputs)
+    backend.record(variant.name, path, inputs[0].device)
+    return VariantAttentionFunction.apply(variant, views, path, float(param), bool(return_attention), *inputs)
