@@ -22,24 +22,14 @@ import torch
 
 from ..aggregation.checks import describe
 from . import dot_paths as paths
-from .checks import check_float
 from .reference import entry_rows, ref_edge_softmax
-from .variant import Variant, variant_attention
+from .variant import Variant, check_dtypes, check_node_features, variant_attention
 
 
 def check_dot(views, q, k, val, scale) -> None:
     """``q`` [num_dst, H, DK], ``k`` [num_src, H, DK], ``val`` [num_src, H, DV], one float dtype."""
-    device = views.device
-    shapes = (("q", q, views.num_dst, "num_dst"), ("k", k, views.num_src, "num_src"),
-              ("val", val, views.num_src, "num_src"))
-    for name, x, rows, what in shapes:
-        check_float(name, x, device)
-        if x.dim() != 3 or x.shape[0] != rows or x.shape[1] < 1 or x.shape[2] < 1:
-            raise ValueError(f"expected {name} of shape [{what}, H, D] with {what} = {rows} and H, D >= 1 "
-                             f"(got {list(x.shape)}). Fix: {name}.view({what}, num_heads, head_dim).")
-    for name, x in (("k", k), ("val", val)):
-        if x.dtype != q.dtype:
-            raise ValueError(f"expected {name} of q's dtype {q.dtype} (got {x.dtype}). Fix: {name}.to(q.dtype).")
+    check_node_features(views, ("q", q, "num_dst"), ("k", k, "num_src"), ("val", val, "num_src"))
+    check_dtypes("q", q, ("k", k), ("val", val))
     if k.shape[1:] != q.shape[1:]:
         raise ValueError(f"expected k with q's heads and key dim {list(q.shape[1:])} (got {list(k.shape[1:])}). "
                          f"Fix: project q and k to the same [H, D].")

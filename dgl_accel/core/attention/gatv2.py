@@ -23,28 +23,21 @@ import torch
 from . import gatv2_paths as paths
 from .checks import check_float
 from .reference import entry_rows, ref_edge_softmax
-from .variant import Variant, variant_attention
+from .variant import Variant, check_dtypes, check_node_features, variant_attention
 
 
 def check_gatv2(views, fs, fd, attn, negative_slope) -> None:
     """``fs`` [num_src, H, D], ``fd`` [num_dst, H, D], ``attn`` [H, D] or [1, H, D], one float dtype."""
-    device = views.device
-    for name, x, rows, what in (("fs", fs, views.num_src, "num_src"), ("fd", fd, views.num_dst, "num_dst")):
-        check_float(name, x, device)
-        if x.dim() != 3 or x.shape[0] != rows or x.shape[1] < 1 or x.shape[2] < 1:
-            raise ValueError(f"expected {name} of shape [{what}, H, D] with {what} = {rows} and H, D >= 1 "
-                             f"(got {list(x.shape)}). Fix: {name}.view({what}, num_heads, head_dim).")
+    check_node_features(views, ("fs", fs, "num_src"), ("fd", fd, "num_dst"))
     if fd.shape[1:] != fs.shape[1:]:
         raise ValueError(f"expected fd with fs's [H, D] = {list(fs.shape[1:])} (got {list(fd.shape[1:])}). "
                          f"Fix: project source and destination features to the same heads and size.")
-    check_float("attn", attn, device)
+    check_float("attn", attn, views.device)
     heads, dim = fs.shape[1], fs.shape[2]
     if tuple(attn.shape) not in ((heads, dim), (1, heads, dim)):
         raise ValueError(f"expected attn of shape [{heads}, {dim}] or [1, {heads}, {dim}], one vector per head "
                          f"(got {list(attn.shape)}). Fix: pass dgl.nn.GATv2Conv's attn parameter.")
-    for name, x in (("fd", fd), ("attn", attn)):
-        if x.dtype != fs.dtype:
-            raise ValueError(f"expected {name} of fs's dtype {fs.dtype} (got {x.dtype}). Fix: {name}.to(fs.dtype).")
+    check_dtypes("fs", fs, ("fd", fd), ("attn", attn))
     if not isinstance(negative_slope, numbers.Real) or isinstance(negative_slope, bool) or negative_slope < 0:
         raise ValueError(f"expected negative_slope to be a real number >= 0 (got {negative_slope!r}). "
                          f"Fix: negative_slope=0.2, as dgl.nn.GATv2Conv.")

@@ -26,9 +26,30 @@ from torch.autograd.function import once_differentiable
 
 from .. import backend
 from . import compiled
+from .checks import check_float
 from .gat import edges_by_id
 
-__all__ = ["Variant", "attention_on", "VariantAttentionFunction", "variant_attention"]
+__all__ = ["Variant", "attention_on", "VariantAttentionFunction", "variant_attention", "check_node_features",
+           "check_dtypes"]
+
+
+def check_node_features(views, *named) -> None:
+    """Each (name, x, "num_src" or "num_dst") a float tensor [rows, H, D] on the graph's device, with
+    rows the graph's sources or destinations and H, D >= 1."""
+    for name, x, what in named:
+        rows = views.num_src if what == "num_src" else views.num_dst
+        check_float(name, x, views.device)
+        if x.dim() != 3 or x.shape[0] != rows or x.shape[1] < 1 or x.shape[2] < 1:
+            raise ValueError(f"expected {name} of shape [{what}, H, D] with {what} = {rows} and H, D >= 1 "
+                             f"(got {list(x.shape)}). Fix: {name}.view({what}, num_heads, head_dim).")
+
+
+def check_dtypes(first: str, x0, *named) -> None:
+    """Each (name, x) of the dtype of ``x0`` (named ``first``)."""
+    for name, x in named:
+        if x.dtype != x0.dtype:
+            raise ValueError(f"expected {name} of {first}'s dtype {x0.dtype} (got {x.dtype}). "
+                             f"Fix: {name}.to({first}.dtype).")
 
 
 @dataclass(frozen=True)
