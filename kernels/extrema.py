@@ -32,23 +32,40 @@ def feature_tile(num_feat: int) -> tuple[int, int]:
 
 
 @triton.jit
-def _extrema_fwd_kernel(indptr_ptr, cols_ptr, eids_ptr, x_ptr, w_ptr, out_ptr, arg_ptr, num_feat, w_width,
-                        negate, fill, OP: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
-    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+def row_tile(indptr_ptr, num_feat, BLOCK_F: tl.constexpr):
+    """(row r, its BLOCK_F features f and their mask, r's entries [start, end)) of this program: grid
+    (rows, feature tiles).  Shared with ``headwise.py``."""
     r = tl.program_id(0).to(tl.int64)
     f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
     f_mask = f < num_feat
-    f_w = tl.where(w_width == 1, 0, f)  # one weight per edge, or one per feature
     start = tl.load(indptr_ptr + r)
     end = tl.load(indptr_ptr + r + 1)
+    return r, f, f_mask, start, end
+
+
+@triton.jit
+def gather_rows(cols_ptr, x_ptr, k0, end, f, f_mask, num_feat, BLOCK_E: tl.constexpr):
+    """(positions k of the chunk of BLOCK_E entries from k0, their mask, the tile's mask,
+    x[cols[k], f] in the accumulation dtype: fp32, fp64 for fp64 x).  Shared with ``headwise.py``."""
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    k = k0 + tl.arange(0, BLOCK_E)
+    e_mask = k < end
+    m2 = e_mask[:, None] & f_mask[None, :]
+    col = tl.load(cols_ptr + k, mask=e_mask, other=0).to(tl.int64)
+    x = tl.load(x_ptr + col[:, None] * num_feat + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+    return k, e_mask, m2, x
+
+
+@triton.jit
+def _extrema_fwd_kernel(indptr_ptr, cols_ptr, eids_ptr, x_ptr, w_ptr, out_ptr, arg_ptr, num_feat, w_width,
+                        negate, fill, OP: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    r, f, f_mask, start, end = row_tile(indptr_ptr, num_feat, BLOCK_F)
+    f_w = tl.where(w_width == 1, 0, f)  # one weight per edge, or one per feature
     best = tl.full((BLOCK_F,), float("-inf"), acc_dtype)
     arg = tl.full((BLOCK_F,), -1, tl.int64)
     for k0 in range(start, end, BLOCK_E):
-        k = k0 + tl.arange(0, BLOCK_E)
-        e_mask = k < end
-        m2 = e_mask[:, None] & f_mask[None, :]
-        col = tl.load(cols_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        x = tl.load(x_ptr + col[:, None] * num_feat + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+        k, e_mask, m2, x = gather_rows(cols_ptr, x_ptr, k0, end, f, f_mask, num_feat, BLOCK_E)
         if OP != 0:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
             w = tl.load(w_ptr + eid[:, None] * w_width + f_w[None, :], mask=m2, other=0.0).to(acc_dtype)

@@ -15,7 +15,8 @@ features.  Rows without entries store 0.  Row pointers and all address arithmeti
 import triton
 import triton.language as tl
 
-from .extrema import NUM_WARPS, TILES, feature_tile  # the same row x feature tiles as the max/min kernel
+# the same row x feature tiles as the max/min kernel, and its pieces of one
+from .extrema import NUM_WARPS, TILES, feature_tile, gather_rows, row_tile
 from .registry import Specialisation
 
 __all__ = ["OPS", "NUM_WARPS", "TILES", "feature_tile", "SPECIALISATIONS"]
@@ -27,19 +28,11 @@ OPS = {"copy": 0, "mul": 1}
 def _headwise_fwd_kernel(indptr_ptr, cols_ptr, eids_ptr, x_ptr, w_ptr, out_ptr, num_feat, num_heads, head_len,
                          OP: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    r = tl.program_id(0).to(tl.int64)
-    f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
-    f_mask = f < num_feat
+    r, f, f_mask, start, end = row_tile(indptr_ptr, num_feat, BLOCK_F)
     head = (f // head_len) % num_heads  # the weight column of each feature
-    start = tl.load(indptr_ptr + r)
-    end = tl.load(indptr_ptr + r + 1)
     acc = tl.zeros((BLOCK_F,), acc_dtype)
     for k0 in range(start, end, BLOCK_E):
-        k = k0 + tl.arange(0, BLOCK_E)
-        e_mask = k < end
-        m2 = e_mask[:, None] & f_mask[None, :]
-        col = tl.load(cols_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        x = tl.load(x_ptr + col[:, None] * num_feat + f[None, :], mask=m2, other=0.0).to(acc_dtype)
+        k, e_mask, m2, x = gather_rows(cols_ptr, x_ptr, k0, end, f, f_mask, num_feat, BLOCK_E)
         if OP == 1:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
             w = tl.load(w_ptr + eid[:, None] * num_heads + head[None, :], mask=m2, other=0.0).to(acc_dtype)

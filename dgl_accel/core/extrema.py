@@ -28,7 +28,7 @@ import numbers
 import torch
 
 from . import backend
-from .aggregation.checks import FLOAT_DTYPES, describe
+from .aggregation.checks import check_float_rows, describe
 from .aggregation.scales import acc_dtype
 from .aggregation.views import GraphViews
 from .csr import Structure
@@ -47,19 +47,6 @@ _LOOP_OP = {"copy": 0, "mul": 1, "add": 2}  # the compiled loop's op codes
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def _check_float(name: str, x, rows: int, device) -> None:
-    if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor of shape [{rows}, ...] "
-                         f"(got {describe(x)}). Fix: {name}.float().")
-    if x.shape[0] != rows:
-        what = "source node" if name == "ufeat" else "edge, in edge-id order"
-        raise ValueError(f"expected {name} with {rows} rows, one per {what} (got {x.shape[0]}). "
-                         f"Fix: for a block pass its srcdata features; edge features follow the edge ids.")
-    if x.device != device:
-        raise ValueError(f"expected {name} on the graph's device {device} (got {x.device}). "
-                         f"Fix: {name}.to({str(device)!r}).")
-
-
 def check_extrema(views, op: str, reduce: str, ufeat, efeat, fill) -> None:
     """Every argument of :func:`aggregate_extrema`, before any kernel runs."""
     if not isinstance(views, GraphViews):
@@ -80,15 +67,15 @@ def check_extrema(views, op: str, reduce: str, ufeat, efeat, fill) -> None:
         if ufeat is not None:
             raise ValueError(f"expected ufeat=None for op='copy_e' (got {describe(ufeat)}). "
                              f"Fix: pass the edge features as efeat.")
-        _check_float("efeat", efeat, views.num_edges, device)
+        check_float_rows("efeat", efeat, views.num_edges, "edge, in edge-id order", device)
         return
-    _check_float("ufeat", ufeat, views.num_src, device)
+    check_float_rows("ufeat", ufeat, views.num_src, "source node", device)
     if op == "copy_u":
         if efeat is not None:
             raise ValueError(f"expected efeat=None for op='copy_u' (got {describe(efeat)}). "
                              f"Fix: op='u_mul_e' or 'u_add_e' with edge features.")
         return
-    _check_float("efeat", efeat, views.num_edges, device)
+    check_float_rows("efeat", efeat, views.num_edges, "edge, in edge-id order", device)
     if efeat.dtype != ufeat.dtype:
         raise ValueError(f"expected efeat of ufeat's dtype {ufeat.dtype} (got {efeat.dtype}). "
                          f"Fix: efeat.to(ufeat.dtype).")

@@ -15,6 +15,20 @@ def describe(x) -> str:
     return f"a tensor of dtype {x.dtype}, shape {list(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
+def check_float_rows(name: str, x, rows: int, what: str, device) -> None:
+    """``x`` a float tensor of ``rows`` rows (one per ``what``: "source node", "edge, in edge-id order")
+    on ``device``; the messages of the extrema and head-wise ops."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor of shape [{rows}, ...] "
+                         f"(got {describe(x)}). Fix: {name}.float().")
+    if x.shape[0] != rows:
+        raise ValueError(f"expected {name} with {rows} rows, one per {what} (got {x.shape[0]}). "
+                         f"Fix: for a block pass its srcdata features; edge features follow the edge ids.")
+    if x.device != device:
+        raise ValueError(f"expected {name} on the graph's device {device} (got {x.device}). "
+                         f"Fix: {name}.to({str(device)!r}).")
+
+
 def check_choice(name: str, value, allowed) -> str:
     if value not in allowed:
         raise ValueError(f"expected {name} to be one of {', '.join(allowed)} (got {value!r}).")

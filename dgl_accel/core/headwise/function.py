@@ -16,7 +16,7 @@ import math
 import torch
 
 from .. import backend
-from ..aggregation.checks import FLOAT_DTYPES, describe
+from ..aggregation.checks import check_float_rows, describe
 from ..aggregation.scales import acc_dtype
 from ..aggregation.views import GraphViews
 from ..sddmm.function import GSDDMMFunction
@@ -28,18 +28,7 @@ __all__ = ["HEADWISE_OPS", "HEADWISE_REDUCES", "HeadwiseFunction", "check_headwi
 HEADWISE_OPS = ("u_mul_e", "copy_e")
 HEADWISE_REDUCES = ("sum", "mean")
 _REVERSE = {"in": "out", "out": "in"}
-
-
-def _check_float(name: str, x, rows: int, what: str, device) -> None:
-    if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"expected {name} to be a float32, float16, bfloat16 or float64 tensor of shape [{rows}, ...] "
-                         f"(got {describe(x)}). Fix: {name}.float().")
-    if x.shape[0] != rows:
-        raise ValueError(f"expected {name} with {rows} rows, one per {what} (got {x.shape[0]}). "
-                         f"Fix: for a block pass its srcdata features; edge features follow the edge ids.")
-    if x.device != device:
-        raise ValueError(f"expected {name} on the graph's device {device} (got {x.device}). "
-                         f"Fix: {name}.to({str(device)!r}).")
+_SOURCE, _EDGE = "source node", "edge, in edge-id order"  # what a feature row is, in errors
 
 
 def check_headwise(views, op: str, reduce: str, ufeat, efeat):
@@ -55,13 +44,13 @@ def check_headwise(views, op: str, reduce: str, ufeat, efeat):
     if reduce not in HEADWISE_REDUCES:
         raise ValueError(f"expected reduce 'sum' or 'mean' (got {reduce!r}). "
                          f"Fix: max and min run on dgl_accel.core.extrema.")
-    _check_float("efeat", efeat, views.num_edges, "edge, in edge-id order", views.device)
+    check_float_rows("efeat", efeat, views.num_edges, _EDGE, views.device)
     if op == "copy_e":
         if ufeat is not None:
             raise ValueError(f"expected ufeat=None for op='copy_e' (got {describe(ufeat)}). "
                              f"Fix: pass the edge features as efeat.")
         return None
-    _check_float("ufeat", ufeat, views.num_src, "source node", views.device)
+    check_float_rows("ufeat", ufeat, views.num_src, _SOURCE, views.device)
     if efeat.dtype != ufeat.dtype:
         raise ValueError(f"expected efeat of ufeat's dtype {ufeat.dtype} (got {efeat.dtype}). "
                          f"Fix: efeat.to(ufeat.dtype).")

@@ -1,5 +1,5 @@
 """Pieces shared by the compiled CPU loops of the fused attention variants over CSR rows
-(:mod:`.attention_dot`, :mod:`.attention_gatv2`): the row ranges one parallel task owns, the
+(:mod:`.attention_dot`, :mod:`.attention_gatv2`; their row ranges: :mod:`.row_ranges`): the
 per-task buffers of a forward, and a destination's softmax in three passes over its scores (reset,
 exp and sum, the weighted sum of source rows, the store of ``out[v]`` and ``lse[v] = m + log(l)``).
 
@@ -14,18 +14,8 @@ import numpy as np
 
 from .runtime import njit
 
-__all__ = ["bounds_of", "row_dot", "grad_term", "softmax_buffers", "softmax_reset", "softmax_exp", "softmax_accumulate",
+__all__ = ["row_dot", "grad_term", "softmax_buffers", "softmax_reset", "softmax_exp", "softmax_accumulate",
            "softmax_store"]
-
-
-@njit(cache=True)
-def bounds_of(indptr, nch):
-    """Row range boundaries [nch + 1] cutting the CSR into ``nch`` ranges of about equal entries."""
-    n = indptr.shape[0] - 1
-    bounds = np.minimum(np.searchsorted(indptr, np.arange(nch + 1) * (indptr[n] // nch + 1)), n)
-    bounds[0] = 0
-    bounds[nch] = n
-    return bounds
 
 
 @njit(cache=True, inline="always")

@@ -25,7 +25,6 @@ import numpy as np
 
 from .attention import CHUNKS, REASSOC, max_degree
 from .attention_common import (
-    bounds_of,
     grad_term,
     row_dot,
     softmax_accumulate,
@@ -34,6 +33,7 @@ from .attention_common import (
     softmax_reset,
     softmax_store,
 )
+from .row_ranges import bounds_of
 from .runtime import pick, prange, twins
 
 __all__ = ["dot_forward", "dot_attention", "dot_backward"]

@@ -21,7 +21,6 @@ import numpy as np
 
 from .attention import CHUNKS, REASSOC, max_degree
 from .attention_common import (
-    bounds_of,
     grad_term,
     softmax_accumulate,
     softmax_buffers,
@@ -29,6 +28,7 @@ from .attention_common import (
     softmax_reset,
     softmax_store,
 )
+from .row_ranges import bounds_of
 from .runtime import njit, pick, prange, twins
 
 __all__ = ["gatv2_forward", "gatv2_attention", "gatv2_backward"]

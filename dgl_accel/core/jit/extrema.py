@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .row_ranges import bounds_of
 from .runtime import njit, pick, prange, twins
 
 __all__ = ["extrema_rows", "extrema_scatter"]
@@ -40,14 +41,10 @@ def _merge(best, pos, src, row, k, first, negate):
 def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg):
     """out[r, f], arg[r, f] for every row r (op 0: x[cols[k]], 1: times w[eids[k]], 2: plus it).
     Rows are cut into 64 ranges of about equal edge counts, one parallel task each."""
-    num_rows = out.shape[0]
     num_feat = out.shape[1]
     wide = w.shape[1] != 1
     nch = 64
-    bounds = np.searchsorted(indptr, np.arange(nch + 1) * (indptr[num_rows] // nch + 1))
-    bounds = np.minimum(bounds, num_rows)  # searchsorted may answer num_rows + 1 past the last pointer
-    bounds[0] = 0
-    bounds[nch] = num_rows
+    bounds = bounds_of(indptr, nch)
     for ch in prange(nch):
         best = np.empty(num_feat, dtype=out.dtype)  # one per range: no allocation per row
         pos = np.empty(num_feat, dtype=np.int64)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .row_ranges import bounds_of
 from .runtime import pick, prange, twins
 
 __all__ = ["headwise_rows"]
@@ -16,15 +17,11 @@ __all__ = ["headwise_rows"]
 def _headwise_impl(indptr, cols, eids, x, w, op, head_len, out):
     """out[r, :] for every row r, rows cut into 64 ranges of about equal edge counts, one parallel
     task each; features walked as (group, head, position in head) so a weight is read once per head."""
-    num_rows = out.shape[0]
     num_feat = out.shape[1]
     num_heads = w.shape[1]
     groups = num_feat // (num_heads * head_len) if num_heads * head_len > 0 else 0
     nch = 64
-    bounds = np.searchsorted(indptr, np.arange(nch + 1) * (indptr[num_rows] // nch + 1))
-    bounds = np.minimum(bounds, num_rows)  # searchsorted may answer num_rows + 1 past the last pointer
-    bounds[0] = 0
-    bounds[nch] = num_rows
+    bounds = bounds_of(indptr, nch)
     for ch in prange(nch):
         acc = np.empty(num_feat, dtype=out.dtype)  # one per range: no allocation per row
         for r in range(bounds[ch], bounds[ch + 1]):
