@@ -16,47 +16,20 @@ import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.dot import dot_attention, ref_dot_attention
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.attention_variants import (
+    DTYPES,
+    LABEL,
+    PATHS,
+    SMALL,
+    backward_on_paths,
+    half_precision_matches_reference,
+    on_path,
+    path_fixture,
+    star,
+)
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-PATHS = ("native", "compiled", "triton")
-LABEL = {"native": "native-cpu", "compiled": "native-cpu", "triton": "triton-interpreter"}
-SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
-
-
-class on_path:
-    """Run inside one of PATHS: the backend, and the compiled loops forced on (``compiled``) or off."""
-
-    def __init__(self, name: str):
-        self.backend = dgl_accel.use_backend("triton" if name == "triton" else "native")
-        self.jit = forced_jit(name == "compiled")
-
-    def __enter__(self):
-        self.backend.__enter__()
-        self.jit.__enter__()
-
-    def __exit__(self, *exc):
-        self.jit.__exit__(*exc)
-        self.backend.__exit__(*exc)
-
-
-@pytest.fixture(params=PATHS)
-def path(request):
-    """Overrides tests/conftest.py's: the compiled loops are a third path here."""
-    with on_path(request.param):
-        dgl_accel.reset_stats()
-        yield request.param
-
-
-def star(degree: int, idtype=torch.int64, extra: int = 3) -> TensorGraph:
-    """Node 0 receives ``degree - extra`` edges (rows longer than any kernel chunk); nodes 1..extra one
-    each; node ``degree + 1`` none."""
-    gen = torch.Generator().manual_seed(degree)
-    src = torch.randint(0, degree, (degree,), generator=gen)
-    dst = torch.cat([torch.zeros(degree - extra, dtype=torch.int64), torch.arange(1, extra + 1)])
-    perm = torch.randperm(degree, generator=gen)
-    return TensorGraph(src[perm].to(idtype), dst[perm].to(idtype), num_nodes=degree + 2)
+path = path_fixture()
 
 
 def dot_inputs(num_src, num_dst, heads, dk, dv, dtype, seed, spread=1.0, requires_grad=False):
@@ -112,21 +85,8 @@ def test_dot_backward_matches_reference(e, heads, dk, dv, dtype, seed, with_atte
     inputs = dot_inputs(e.num_src, e.num_dst, heads, dk, dv, dtype, seed)
     grad_out = tst.randn((e.num_dst, heads, dv), dtype, seed + 3)
     grad_attn = tst.randn((e.src.numel(), heads), dtype, seed + 4)
-    leaves = [t.double().requires_grad_() for t in inputs]
-    n = 2 if with_attention else 1
-    expected = torch.autograd.grad(ref_dot_attention(in_csr, *leaves)[:n], leaves,
-                                   [grad_out.double(), grad_attn.double()][:n], allow_unused=True)
-    for name in PATHS:
-        leaves = [t.clone().requires_grad_() for t in inputs]
-        dgl_accel.reset_stats()
-        with on_path(name):
-            outs = dot_attention(g, *leaves, return_attention=with_attention)
-            got = torch.autograd.grad(outs, leaves, (grad_out, grad_attn) if with_attention else grad_out)
-        assert dgl_accel.stats()["dot_attention_backward"] == {LABEL[name]: 1}
-        for i, (a, b) in enumerate(zip(got, expected)):
-            b = torch.zeros_like(a) if b is None else b  # no edges: the reference never touches the input
-            assert a.shape == b.shape and a.dtype == dtype
-            assert_close(a, b, dtype=dtype, msg=f"{name} grad[{i}] {dtype}")
+    backward_on_paths(lambda *t, **kw: dot_attention(g, *t, **kw), lambda *t: ref_dot_attention(in_csr, *t), inputs,
+                      grad_out, grad_attn, with_attention, "dot_attention_backward")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -135,17 +95,8 @@ def test_dot_half_precision_forward_and_gradients(path, dtype):
     in_csr = g.csr("in")
     q, k, val = dot_inputs(g.num_src, g.num_dst, 2, 70, 66, dtype, 11, spread=0.2)  # > 64: two feature blocks
     grad_out = tst.randn((g.num_dst, 2, 66), dtype, 12)
-
-    def run(fn, *t):
-        *inputs, go = t
-        leaves = [x.clone().requires_grad_() for x in inputs]
-        out = fn(*leaves)
-        return (out.detach(),) + torch.autograd.grad(out, leaves, go)
-
-    got = run(lambda *t: dot_attention(g, *t), q, k, val, grad_out)
-    assert all(t.dtype == dtype for t in got)
-    assert_matches_reference(got, lambda *t: run(lambda *u: ref_dot_attention(in_csr, *u)[0], *t), q, k, val,
-                             grad_out, msg=f"{path} {dtype}")
+    half_precision_matches_reference(lambda *t: dot_attention(g, *t), lambda *t: ref_dot_attention(in_csr, *t),
+                                     (q, k, val), grad_out, f"{path} {dtype}")
 
 
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])

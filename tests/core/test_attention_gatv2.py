@@ -13,19 +13,11 @@ from hypothesis import strategies as st
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
+from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
-# the three paths, their labels in stats(), how to run on one, and the graphs of the dot-product tests
-from .test_attention_dot import DTYPES, LABEL, PATHS, SMALL, on_path, star
-
-
-@pytest.fixture(params=PATHS)
-def path(request):
-    """Overrides tests/conftest.py's: the compiled loops are a third path here."""
-    with on_path(request.param):
-        dgl_accel.reset_stats()
-        yield request.param
+path = av.path_fixture()
 
 
 def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires_grad=False):
@@ -36,7 +28,7 @@ def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires
 
 
 # ------------------------------------------------------------------------------------------ forward
-@given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(DTYPES), seed=tst.SEEDS,
+@given(e=av.SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(av.DTYPES), seed=tst.SEEDS,
        slope=st.sampled_from([0.2, 0.0, 1.5]), flat_attn=st.booleans())
 def test_gatv2_matches_unfused_reference(e, heads, dim, dtype, seed, slope, flat_attn):
     g = tst.tensor_graph(e)
@@ -44,11 +36,11 @@ def test_gatv2_matches_unfused_reference(e, heads, dim, dtype, seed, slope, flat
     if flat_attn:  # [H, D] as well as GATv2Conv's [1, H, D]
         attn = attn[0]
     in_csr = g.csr("in")
-    for name in PATHS:
+    for name in av.PATHS:
         dgl_accel.reset_stats()
-        with on_path(name):
+        with av.on_path(name):
             out, a = gatv2_attention(g, fs, fd, attn, slope, return_attention=True)
-        assert dgl_accel.stats()["gatv2_attention"] == {LABEL[name]: 1}
+        assert dgl_accel.stats()["gatv2_attention"] == {av.LABEL[name]: 1}
         assert out.shape == (e.num_dst, heads, dim) and out.dtype == dtype
         assert a.shape == (e.src.numel(), heads) and a.dtype == dtype
         assert not out.isnan().any() and not a.isnan().any()
@@ -58,7 +50,7 @@ def test_gatv2_matches_unfused_reference(e, heads, dim, dtype, seed, slope, flat
 
 def test_gatv2_long_rows_online_max(path):
     # Row 0 has 197 entries (seven chunks of 32) and spread scores: the running max moves and rescales.
-    g = star(200)
+    g = av.star(200)
     fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, 2, 6, torch.float64, 4, spread=8.0)
     out, a = gatv2_attention(g, fs, fd, attn, return_attention=True)
     ref, ref_a = ref_gatv2_attention(g.csr("in"), fs, fd, attn)
@@ -68,7 +60,7 @@ def test_gatv2_long_rows_online_max(path):
 
 # ------------------------------------------------------------------------------------------ backward
 @settings(max_examples=12)
-@given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
+@given(e=av.SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
        seed=tst.SEEDS, with_attention=st.booleans(), slope=st.sampled_from([0.2, 1.5]))
 def test_gatv2_backward_matches_reference(e, heads, dim, dtype, seed, with_attention, slope):
     g = tst.tensor_graph(e)
@@ -76,40 +68,19 @@ def test_gatv2_backward_matches_reference(e, heads, dim, dtype, seed, with_atten
     inputs = gatv2_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
     grad_out = tst.randn((e.num_dst, heads, dim), dtype, seed + 3)
     grad_attn = tst.randn((e.src.numel(), heads), dtype, seed + 4)
-    leaves = [t.double().requires_grad_() for t in inputs]
-    n = 2 if with_attention else 1
-    expected = torch.autograd.grad(ref_gatv2_attention(in_csr, *leaves, slope)[:n], leaves,
-                                   [grad_out.double(), grad_attn.double()][:n], allow_unused=True)
-    for name in PATHS:
-        leaves = [t.clone().requires_grad_() for t in inputs]
-        dgl_accel.reset_stats()
-        with on_path(name):
-            outs = gatv2_attention(g, *leaves, slope, return_attention=with_attention)
-            got = torch.autograd.grad(outs, leaves, (grad_out, grad_attn) if with_attention else grad_out)
-        assert dgl_accel.stats()["gatv2_attention_backward"] == {LABEL[name]: 1}
-        for i, (a, b) in enumerate(zip(got, expected)):
-            b = torch.zeros_like(a) if b is None else b  # no edges: the reference never touches the input
-            assert a.shape == b.shape and a.dtype == dtype
-            assert_close(a, b, dtype=dtype, msg=f"{name} grad[{i}] {dtype}")
+    av.backward_on_paths(lambda *t, **kw: gatv2_attention(g, *t, slope, **kw),
+                      lambda *t: ref_gatv2_attention(in_csr, *t, slope), inputs, grad_out, grad_attn, with_attention,
+                      "gatv2_attention_backward")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gatv2_half_precision_forward_and_gradients(path, dtype):
-    g = star(100, extra=4)
+    g = av.star(100, extra=4)
     in_csr = g.csr("in")
     fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, 2, 70, dtype, 11, spread=0.2)  # 70 > 64: two feature blocks
     grad_out = tst.randn((g.num_dst, 2, 70), dtype, 12)
-
-    def run(fn, *t):
-        *inputs, go = t
-        leaves = [x.clone().requires_grad_() for x in inputs]
-        out = fn(*leaves)
-        return (out.detach(),) + torch.autograd.grad(out, leaves, go)
-
-    got = run(lambda *t: gatv2_attention(g, *t), fs, fd, attn, grad_out)
-    assert all(t.dtype == dtype for t in got)
-    assert_matches_reference(got, lambda *t: run(lambda *u: ref_gatv2_attention(in_csr, *u)[0], *t), fs, fd, attn,
-                             grad_out, msg=f"{path} {dtype}")
+    av.half_precision_matches_reference(lambda *t: gatv2_attention(g, *t), lambda *t: ref_gatv2_attention(in_csr, *t),
+                                     (fs, fd, attn), grad_out, f"{path} {dtype}")
 
 
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
@@ -125,7 +96,7 @@ def test_gatv2_gradcheck_fp64(path, idtype):
                                     fast_mode=fast)
     assert torch.autograd.gradcheck(lambda *t: gatv2_attention(g, *t, 0.3, return_attention=True)[1], inputs,
                                     fast_mode=fast)
-    assert set(dgl_accel.stats()["gatv2_attention"]) == {LABEL[path]}
+    assert set(dgl_accel.stats()["gatv2_attention"]) == {av.LABEL[path]}
 
 
 def test_gatv2_empty_rows_and_graphs(path):
@@ -144,7 +115,7 @@ def test_gatv2_empty_rows_and_graphs(path):
 
 
 def test_gatv2_saves_per_node_normalisers_not_per_edge_tensors(path):
-    g = star(40, extra=2)
+    g = av.star(40, extra=2)
     fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, 2, 3, torch.float32, 9, requires_grad=True)
     out = gatv2_attention(g, fs, fd, attn)
     saved = out.grad_fn.saved_tensors

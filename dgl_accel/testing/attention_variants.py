@@ -1,0 +1,96 @@
+"""Test helpers of the fused attention variants of the core (``core/attention/dot.py``, ``gatv2.py``;
+DGL-free, so tests/core uses them): the three paths and how to run on one, their labels in
+``dgl_accel.stats()``, a graph with rows longer than a kernel chunk, and the comparisons of a variant's
+gradients and of its half-precision forward and gradients with its pure-torch reference."""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import strategies as st
+
+import dgl_accel
+
+from ..core.aggregation.views import TensorGraph
+from . import tensors as tst
+from .cpu_loops import forced_jit
+from .tolerances import assert_close, assert_matches_reference
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+PATHS = ("native", "compiled", "triton")
+LABEL = {"native": "native-cpu", "compiled": "native-cpu", "triton": "triton-interpreter"}
+SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
+
+
+class on_path:
+    """Run inside one of PATHS: the backend, and the compiled loops forced on (``compiled``) or off."""
+
+    def __init__(self, name: str):
+        self.backend = dgl_accel.use_backend("triton" if name == "triton" else "native")
+        self.jit = forced_jit(name == "compiled")
+
+    def __enter__(self):
+        self.backend.__enter__()
+        self.jit.__enter__()
+
+    def __exit__(self, *exc):
+        self.jit.__exit__(*exc)
+        self.backend.__exit__(*exc)
+
+
+def star(degree: int, idtype=torch.int64, extra: int = 3) -> TensorGraph:
+    """Node 0 receives ``degree - extra`` edges (rows longer than any kernel chunk); nodes 1..extra one
+    each; node ``degree + 1`` none."""
+    gen = torch.Generator().manual_seed(degree)
+    src = torch.randint(0, degree, (degree,), generator=gen)
+    dst = torch.cat([torch.zeros(degree - extra, dtype=torch.int64), torch.arange(1, extra + 1)])
+    perm = torch.randperm(degree, generator=gen)
+    return TensorGraph(src[perm].to(idtype), dst[perm].to(idtype), num_nodes=degree + 2)
+
+
+def backward_on_paths(op, ref, inputs, grad_out, grad_attn, with_attention: bool, stat: str) -> None:
+    """The gradients of ``op(*inputs, return_attention=with_attention)`` on every path equal those of
+    ``ref(*inputs)`` (out, attention) in fp64, and each path counts one ``stat``."""
+    dtype = inputs[0].dtype
+    leaves = [t.double().requires_grad_() for t in inputs]
+    n = 2 if with_attention else 1
+    expected = torch.autograd.grad(ref(*leaves)[:n], leaves, [grad_out.double(), grad_attn.double()][:n],
+                                   allow_unused=True)
+    for name in PATHS:
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        dgl_accel.reset_stats()
+        with on_path(name):
+            outs = op(*leaves, return_attention=with_attention)
+            got = torch.autograd.grad(outs, leaves, (grad_out, grad_attn) if with_attention else grad_out)
+        assert dgl_accel.stats()[stat] == {LABEL[name]: 1}
+        for i, (a, b) in enumerate(zip(got, expected)):
+            b = torch.zeros_like(a) if b is None else b  # no edges: the reference never touches the input
+            assert a.shape == b.shape and a.dtype == dtype
+            assert_close(a, b, dtype=dtype, msg=f"{name} grad[{i}] {dtype}")
+
+
+def half_precision_matches_reference(op, ref, inputs, grad_out, msg: str) -> None:
+    """``op(*inputs)``'s output and gradients (under ``grad_out``) keep the half dtype and follow the
+    flash-attention rule against ``ref(*inputs)[0]``'s."""
+
+    def run(fn, *t):
+        *xs, go = t
+        leaves = [x.clone().requires_grad_() for x in xs]
+        out = fn(*leaves)
+        return (out.detach(),) + torch.autograd.grad(out, leaves, go)
+
+    got = run(op, *inputs, grad_out)
+    assert all(t.dtype == grad_out.dtype for t in got)
+    assert_matches_reference(got, lambda *t: run(lambda *u: ref(*u)[0], *t), *inputs, grad_out, msg=msg)
+
+
+def path_fixture():
+    """A ``path`` fixture over PATHS (it overrides tests/conftest.py's: the compiled loops are a third
+    path here), for a test module to bind as ``path = path_fixture()``."""
+
+    @pytest.fixture(params=PATHS)
+    def path(request):
+        with on_path(request.param):
+            dgl_accel.reset_stats()
+            yield request.param
+
+    return path
