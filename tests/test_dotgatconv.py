@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
-from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error, assert_same, module_pair, run_module
+from dgl_accel.testing.attention_modules import (
+    assert_dgls_zero_in_degree_error,
+    assert_same_on_backends,
+    assert_same_steps,
+    larger_graph,
+    module_pair,
+    run_module,
+)
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 
@@ -29,12 +36,7 @@ def test_equals_dgls_dotgatconv_outputs_attention_and_gradients(g, heads, out_fe
     assume(g.num_dst_nodes() > 0)
     theirs, ours = _pair(5, out_feats, heads)
     x = torch.randn(g.num_src_nodes(), 5)
-    want = run_module(theirs, g, x, get_attention)
-    for name in ("native", "triton"):  # the Triton kernels under the interpreter
-        with dgl_accel.use_backend(name):
-            dgl_accel.reset_stats()
-            assert_same(want, run_module(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
-            assert "dot_attention" in dgl_accel.stats()
+    assert_same_on_backends(theirs, ours, g, x, get_attention, "dot_attention")
 
 
 def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
@@ -42,18 +44,16 @@ def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
                         num_nodes_dict={"a": 3, "b": 5}, idtype=torch.int32)  # "b" 4: no in-edges
     theirs, ours = _pair((6, 3), 4, 2)
     x = (torch.randn(3, 6), torch.randn(5, 3))
-    assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True), path)
+    assert_same_steps(theirs, ours, g, x, path)
     assert "dot_attention" in dgl_accel.stats()
 
 
 def test_compiled_loops_on_a_larger_graph_equal_dgl():
-    # 3000 edges: past runtime.MIN_WORK, so the native path runs the numba loops
-    torch.manual_seed(2)
-    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 300, (3000,)), torch.randint(0, 300, (3000,))), num_nodes=300))
+    g = larger_graph()  # past runtime.MIN_WORK: the native path runs the numba loops
     theirs, ours = _pair(8, 6, 4)
     x = torch.randn(300, 8)
     with dgl_accel.use_backend("native"):
-        assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True))
+        assert_same_steps(theirs, ours, g, x)
 
 
 def test_bf16_follows_the_reference_rule():
@@ -96,4 +96,4 @@ def test_blocks_from_our_sampler_train_as_dgl():
     _, _, (block,) = dgl_accel.sampling.NeighborSampler([4], seed=0).sample_blocks(g, torch.arange(10))
     theirs, ours = _pair(5, 4, 2)
     x = torch.randn(block.num_src_nodes(), 5)
-    assert_same(run_module(theirs, block, x, True), run_module(ours, block, x, True))
+    assert_same_steps(theirs, ours, block, x)

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 import dgl_accel
 import dgl_accel.nn
+from dgl_accel.testing import attention_modules as am
 from dgl_accel.testing import strategies as gst
-from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error, assert_same, module_pair, run_module
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 
 def _pair(in_feats, out_feats, heads, **kw):
-    return module_pair(dgl.nn.GATv2Conv, dgl_accel.nn.GATv2Conv, in_feats, out_feats, heads, **kw)
+    return am.module_pair(dgl.nn.GATv2Conv, dgl_accel.nn.GATv2Conv, in_feats, out_feats, heads, **kw)
 
 
 @settings(max_examples=10, deadline=None)
@@ -31,12 +31,7 @@ def test_equals_dgls_gatv2conv_outputs_attention_and_gradients(g, heads, residua
     assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows
     theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, share_weights=share, activation=torch.tanh)
     x = torch.randn(g.num_src_nodes(), 5)
-    want = run_module(theirs, g, x, get_attention)
-    for name in ("native", "triton"):  # the Triton kernels under the interpreter
-        with dgl_accel.use_backend(name):
-            dgl_accel.reset_stats()
-            assert_same(want, run_module(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
-            assert "gatv2_attention" in dgl_accel.stats()
+    am.assert_same_on_backends(theirs, ours, g, x, get_attention, "gatv2_attention")
 
 
 def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
@@ -44,18 +39,16 @@ def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
                         num_nodes_dict={"a": 3, "b": 5}, idtype=torch.int32)  # "b" 4: no in-edges
     theirs, ours = _pair((6, 3), 4, 2, residual=True)
     x = (torch.randn(3, 6), torch.randn(5, 3))
-    assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True), path)
+    am.assert_same_steps(theirs, ours, g, x, path)
     assert "gatv2_attention" in dgl_accel.stats()
 
 
 def test_compiled_loops_on_a_larger_graph_equal_dgl():
-    # 3000 edges: past runtime.MIN_WORK, so the native path runs the numba loops
-    torch.manual_seed(2)
-    g = dgl.add_self_loop(dgl.graph((torch.randint(0, 300, (3000,)), torch.randint(0, 300, (3000,))), num_nodes=300))
+    g = am.larger_graph()  # past runtime.MIN_WORK: the native path runs the numba loops
     theirs, ours = _pair(8, 6, 4, residual=True)
     x = torch.randn(300, 8)
     with dgl_accel.use_backend("native"):
-        assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True))
+        am.assert_same_steps(theirs, ours, g, x)
 
 
 def test_bf16_follows_the_reference_rule():
@@ -66,7 +59,7 @@ def test_bf16_follows_the_reference_rule():
 
     def run(conv, xx):
         conv = copy.deepcopy(conv).to(xx.dtype)
-        rst, _, gx, grads = run_module(conv, g, xx)
+        rst, _, gx, grads = am.run_module(conv, g, xx)
         return (rst, gx[0], grads["attn"], grads["fc_src.weight"])
 
     # bf16: DGL's CPU kernels refuse fp16 (the core tests take fp16 against the pure-torch reference)
@@ -76,7 +69,7 @@ def test_bf16_follows_the_reference_rule():
 
 
 def test_zero_in_degree_is_dgls_error_before_any_work():
-    assert_dgls_zero_in_degree_error(dgl.nn.GATv2Conv)
+    am.assert_dgls_zero_in_degree_error(dgl.nn.GATv2Conv)
 
 
 def test_state_dict_keys_and_load_both_ways():
@@ -118,4 +111,4 @@ def test_blocks_from_our_sampler_train_as_dgl():
     for share in (False, True):
         theirs, ours = _pair(5, 4, 2, residual=True, share_weights=share)
         x = torch.randn(block.num_src_nodes(), 5)
-        assert_same(run_module(theirs, block, x, True), run_module(ours, block, x, True))
+        am.assert_same_steps(theirs, ours, block, x)

@@ -72,3 +72,27 @@ def assert_dgls_zero_in_degree_error(theirs_cls) -> None:
     with pytest.raises(DGLError) as got:
         ours(g, x)
     assert str(got.value) == str(want.value) and dgl_accel.stats() == {}
+
+
+def assert_same_on_backends(theirs, ours, g, x, get_attention: bool, stat: str) -> None:
+    """One step of ``ours`` equals one of ``theirs`` on the native and the Triton backend (the kernels
+    under the interpreter), each counting ``stat``."""
+    want = run_module(theirs, g, x, get_attention)
+    for name in ("native", "triton"):
+        with dgl_accel.use_backend(name):
+            dgl_accel.reset_stats()
+            assert_same(want, run_module(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
+            assert stat in dgl_accel.stats()
+
+
+def assert_same_steps(theirs, ours, g, x, where: str = "") -> None:
+    """One step of each, with the attention, agrees (:func:`assert_same`)."""
+    assert_same(run_module(theirs, g, x, True), run_module(ours, g, x, True), where)
+
+
+def larger_graph():
+    """300 nodes, 3000 random edges and self-loops: past ``runtime.MIN_WORK``, so the native path runs
+    the compiled loops."""
+    torch.manual_seed(2)
+    return dgl.add_self_loop(dgl.graph((torch.randint(0, 300, (3000,)), torch.randint(0, 300, (3000,))),
+                                       num_nodes=300))

@@ -94,3 +94,24 @@ def path_fixture():
             yield request.param
 
     return path
+
+
+def assert_saves(out, shapes) -> None:
+    """``out``'s backward saved tensors of exactly ``shapes`` (the inputs, the output and lse [N, H], fp32
+    for fp32 inputs): per-node normalisers, nothing per edge."""
+    saved = out.grad_fn.saved_tensors
+    assert [tuple(t.shape) for t in saved] == shapes
+    assert saved[-1].dtype == torch.float32
+
+
+def bad_input_graph() -> TensorGraph:
+    """Three nodes, three edges: the graph of the bad-input tests."""
+    return TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
+
+
+def assert_rejected_before_any_kernel(call, message: str) -> None:
+    """``call()`` raises a ValueError matching ``message`` that says how to fix it, and counts no op."""
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "Fix:" in str(info.value)
+    assert dgl_accel.stats() == {}
