@@ -109,9 +109,10 @@ class Model(nn.Module):
     (shaDow), else one output per node (full batch)."""
 
     def __init__(self, in_dim, hidden, classes, layers, kind="sage", readout=None, dropout=0.5, residual=False,
-                 in_dropout=0.0):
+                 in_dropout=0.0, norm=False):
         super().__init__()
         self.kind, self.hidden, self.residual, self.in_dropout = kind, hidden, residual, in_dropout
+        self.norms = nn.ModuleList([nn.LayerNorm(hidden) for _ in range(layers - 1)]) if norm else None
         self.inp = nn.Linear(in_dim, (2 if kind == "sage" else 1) * hidden)  # sage: [self | neighbour] maps
         conv = (lambda: SAGEConv(hidden, hidden, "mean")) if kind == "sage" else (
             lambda: GraphConv(hidden, hidden, norm="both", allow_zero_in_degree=True))
@@ -146,9 +147,11 @@ class Model(nn.Module):
                 g.ndata["p"] = (p - self.inp.bias) * deg
                 g.update_all(fn.copy_u("p", "m"), fn.sum("m", "a"))
                 h = g.ndata["a"] * deg + self.inp.bias
-        for conv in self.convs:
-            h = conv(g, self.dropout(F.relu(h))) + (h if self.residual else 0)
-        h = self.last(g, self.dropout(F.relu(h))) + (h if self.residual and self.readout is not None else 0)
+        for i, conv in enumerate(self.convs):
+            a = F.relu(h if self.norms is None else self.norms[i](h))
+            h = conv(g, self.dropout(a)) + (h if self.residual else 0)
+        a = F.relu(h if self.norms is None else self.norms[-1](h))
+        h = self.last(g, self.dropout(a)) + (h if self.residual and self.readout is not None else 0)
         if self.readout is None:
             return h
         return self.out(self.dropout(F.relu(self.readout(h, *index))))
@@ -223,7 +226,7 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
     kind = "gcn" if args.model == "shadow-gcn" else "sage"
     model = Model(x.shape[1], args.hidden, classes, args.layers if shadow else 2, kind,
                   args.readout if shadow else None, args.dropout, args.residual and shadow,
-                  args.in_dropout)
+                  args.in_dropout, args.norm == "layer" and shadow)
     runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, split_seed)
     opt = (torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam)(
         model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
@@ -267,6 +270,8 @@ def parse_args(argv=None):
     ap.add_argument("--readout", choices=MODES, default="center+mean")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--dropout", type=float, default=None, help="hidden layers (default: shaDow 0.2, full batch 0.5)")
+    ap.add_argument("--norm", choices=("none", "layer"), default="none",
+                    help="shaDow models: LayerNorm before each hidden layer's activation")
     ap.add_argument("--in-dropout", type=float, default=0.0, help="dropout on the input features (both models)")
     ap.add_argument("--residual", action=argparse.BooleanOptionalAction, default=True,
                     help="shaDow models: h + conv(h) from the second layer on")

@@ -22,7 +22,7 @@ def _run(*args, env=None):
 @pytest.mark.parametrize("args", [
     ("--dataset", "synthetic"),
     ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
-     "--readout", "center+max", "--no-residual"),
+     "--readout", "center+max", "--no-residual", "--norm", "layer"),
     ("--dataset", "synthetic", "--model", "sage-fullbatch"),
 ], ids=["shadow-sage-khop", "shadow-gcn-ppr", "sage-fullbatch"])
 def test_example_trains_and_prints_the_summary(args):
