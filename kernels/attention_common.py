@@ -108,6 +108,33 @@ def edge_grad(s, lse, c, t, ga_ptr, ga_on, eid, num_heads, h, e_mask):
 
 
 @triton.jit
+def row_term_start(lse_v, BLOCK_E: tl.constexpr):
+    """Zeros [BLOCK_E] of lse's dtype: per-lane partial sums of c[v, h] = sum over v's in-edges of p_e t_e
+    or of sum p_e (summed by :func:`store_row_term`)."""
+    return tl.zeros((BLOCK_E,), lse_v.dtype)
+
+
+@triton.jit
+def row_term_chunk(s, lse, t, ga_ptr, ga_on, eid, num_heads, h, e_mask):
+    """(p_e, p_e (t_e + grad_attn_e)) of the chunk's edges (0 where masked): their shares of sum_e p_e and
+    of c[v, h], summed in the accumulation dtype from the recomputed p_e (the output rounded to a half
+    type is too coarse)."""
+    return edge_grad(s, lse, 0.0, t, ga_ptr, ga_on, eid, num_heads, h, e_mask)
+
+
+@triton.jit
+def store_row_term(c_ptr, vh, c_parts, p_parts):
+    """c[vh] = sum p_e t_e / sum p_e from the per-lane partial sums (sum p_e is 1 up to lse's rounding:
+    dividing keeps sum_e ds_e = 0), returned; stored from the first feature block (every block of the
+    row computes the same sum): the source pass, launched after, reads it."""
+    den = tl.sum(p_parts, axis=0)
+    c_v = tl.sum(c_parts, axis=0) / tl.where(den > 0, den, 1.0)
+    if tl.program_id(2) == 0:
+        tl.store(c_ptr + vh, c_v)
+    return c_v
+
+
+@triton.jit
 def dst_terms(lse_ptr, c_ptr, vh, e_mask):
     """(lse[vh], c[vh]) for the chunk's destinations vh (0 where masked), fp32 or fp64 as stored."""
     lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0)

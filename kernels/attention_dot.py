@@ -8,10 +8,11 @@ it walks v's in-edges once with FlashAttention's online softmax (the score's dot
 BLOCK_D over the key dimension) and stores out and, from the first block, lse[v, h] = m + log(l).
 ``_dot_attn_kernel`` writes the attention exp(s_e - lse[v, h]) per edge (edge-id order), only when the
 caller asks for it.  Backward recomputes p_e = exp(s_e - lse) in two passes without atomics and without
-per-edge scratch: with c[v, h] = <grad_out[v], out[v]> (+ the attention gradient's row term, computed
-by the caller) and ds_e = p_e (<grad_out[v], val[u]> + grad_attn_e - c[v]),
-``_dot_bwd_dst_kernel`` (in-CSR) sums grad_q[v] = scale * sum_e ds_e k[u] and
-``_dot_bwd_src_kernel`` (out-CSR) grad_k[u] = scale * sum_e ds_e q[v], grad_val[u] = sum_e p_e grad_out[v].
+per-edge scratch: with t_e = <grad_out[v], val[u]> + grad_attn_e, c[v, h] = sum over v's in-edges of
+p_e t_e and ds_e = p_e (t_e - c[v]), ``_dot_bwd_dst_kernel`` (in-CSR) sweeps v's edges twice, first
+summing c[v] (fp32 from the recomputed p_e, stored to c_ptr), then grad_q[v] = scale * sum_e ds_e k[u];
+``_dot_bwd_src_kernel`` (out-CSR, launched after) reads c and sums grad_k[u] = scale * sum_e ds_e q[v],
+grad_val[u] = sum_e p_e grad_out[v].
 
 The attention gradient is read at (eid * H + h) * ga_on: with ga_on = 0 a one-element zero tensor
 stands in (no second specialisation).  Accumulation is fp32 (fp64 for fp64 inputs); all address
@@ -26,11 +27,14 @@ from .attention_common import (
     edge_grad,
     edge_ids,
     row_program,
+    row_term_chunk,
+    row_term_start,
     rows_dot,
     softmax_start,
     softmax_step,
     softmax_store,
     store_attention,
+    store_row_term,
     weighted_rows,
 )
 from .registry import Specialisation
@@ -71,13 +75,24 @@ def _dot_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, scale_ptr,
 def _dot_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, q_ptr, k_ptr, val_ptr, scale_ptr, lse_ptr, c_ptr,
                         grad_out_ptr, ga_ptr, ga_on, grad_q_ptr, num_heads, key_dim, val_dim,
                         BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Per destination v, head h, key-feature block: grad_q[v, h] = scale * sum_e ds_e k[u, h]."""
+    """Per destination v, head h, key-feature block: c[v, h] (stored), then
+    grad_q[v, h] = scale * sum_e ds_e k[u, h]."""
     v, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < key_dim
     vh = v * num_heads + h
     lse_v = tl.load(lse_ptr + vh)
-    c_v = tl.load(c_ptr + vh)
     scale = tl.load(scale_ptr).to(lse_v.dtype)
+    c_parts = row_term_start(lse_v, BLOCK_E)
+    p_parts = row_term_start(lse_v, BLOCK_E)
+    for k0 in range(start, end, BLOCK_E):
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
+        uh = u * num_heads + h
+        s = rows_dot(q_ptr, vh * key_dim, k_ptr, uh * key_dim, e_mask, key_dim, BLOCK_E, BLOCK_D) * scale
+        t = rows_dot(grad_out_ptr, vh * val_dim, val_ptr, uh * val_dim, e_mask, val_dim, BLOCK_E, BLOCK_D)
+        p, pt = row_term_chunk(s, lse_v, t, ga_ptr, ga_on, edge_ids(eids_ptr, kk, e_mask), num_heads, h, e_mask)
+        c_parts += pt
+        p_parts += p
+    c_v = store_row_term(c_ptr, vh, c_parts, p_parts)
     acc = tl.zeros((BLOCK_D,), lse_v.dtype)
     for k0 in range(start, end, BLOCK_E):
         kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)

@@ -7,9 +7,10 @@ block of BLOCK_D features; it walks v's in-edges once with an online softmax (ea
 the whole feature dimension in chunks of BLOCK_D) and stores out and, from the first block,
 lse[v, h] = m + log(l).  ``_gatv2_attn_kernel`` writes exp(s_e - lse) per edge id when asked for.
 
-Backward recomputes p_e = exp(s_e - lse[v, h]); with c[v, h] given (<grad_out[v], out[v]> plus the
-attention gradient's row term) and ds_e = p_e (<grad_out[v], fs[u]> + grad_attn_e - c[v]):
-``_gatv2_bwd_dst_kernel`` (in-CSR) writes grad_fd[v] = sum_e ds_e attn leaky'(z_e) and the destination's
+Backward recomputes p_e = exp(s_e - lse[v, h]); with t_e = <grad_out[v], fs[u]> + grad_attn_e,
+c[v, h] = sum over v's in-edges of p_e t_e and ds_e = p_e (t_e - c[v]): ``_gatv2_bwd_dst_kernel``
+(in-CSR) sweeps v's edges twice, first summing c[v] (fp32 from the recomputed p_e, stored to c_ptr for
+the source kernel, launched after), then writes grad_fd[v] = sum_e ds_e attn leaky'(z_e) and the destination's
 share of the attention vector's gradient, sum_e ds_e leaky(z_e) (summed over destinations by the
 caller: no atomics); ``_gatv2_bwd_src_kernel`` (out-CSR) grad_fs[u] = sum_e p_e grad_out[v] +
 ds_e attn leaky'(z_e), with z_e = fs[u] + fd[v].  Nothing per edge is stored.  The attention gradient
@@ -25,11 +26,14 @@ from .attention_common import (
     edge_grad,
     edge_ids,
     row_program,
+    row_term_chunk,
+    row_term_start,
     rows_dot,
     softmax_start,
     softmax_step,
     softmax_store,
     store_attention,
+    store_row_term,
     weighted_rows,
 )
 from .registry import Specialisation
@@ -51,6 +55,29 @@ def _scores(one_ptr, one_base, many_ptr, many_rows, attn_ptr, attn_base, slope, 
         w = tl.load(attn_ptr + attn_base + d, mask=d_mask, other=0.0).to(acc_dtype)
         s += tl.sum(w[None, :] * tl.where(z > 0, z, z * slope), axis=1)
     return s
+
+
+@triton.jit
+def _scores_and_terms(fd_ptr, v_base, fs_ptr, u_rows, attn_ptr, attn_base, grad_out_ptr, slope, e_mask, dim,
+                      BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(s_i as :func:`_scores` over v's in-edges, t_i = <grad_out[v], fs[u_i]>) for BLOCK_E rows i, each
+    source row loaded once (the c pass of the dst kernel: with _scores and rows_dot apart, the fp64
+    BLOCK_D = 16 specialisation spilled 32 bytes on sm_90)."""
+    acc_dtype = tl.float64 if fs_ptr.dtype.element_ty == tl.float64 else tl.float32
+    s = tl.zeros((BLOCK_E,), acc_dtype)
+    t = tl.zeros((BLOCK_E,), acc_dtype)
+    for d0 in range(0, dim, BLOCK_D):
+        d = d0 + tl.arange(0, BLOCK_D)
+        d_mask = d < dim
+        y = tl.load(fs_ptr + u_rows[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :],
+                    other=0.0).to(acc_dtype)
+        x = tl.load(fd_ptr + v_base + d, mask=d_mask, other=0.0).to(acc_dtype)
+        w = tl.load(attn_ptr + attn_base + d, mask=d_mask, other=0.0).to(acc_dtype)
+        g = tl.load(grad_out_ptr + v_base + d, mask=d_mask, other=0.0).to(acc_dtype)
+        z = y + x[None, :]
+        s += tl.sum(w[None, :] * tl.where(z > 0, z, z * slope), axis=1)
+        t += tl.sum(y * g[None, :], axis=1)
+    return s, t
 
 
 @triton.jit
@@ -97,14 +124,24 @@ def _gatv2_attn_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_p
 def _gatv2_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_ptr, attn_ptr, slope_ptr, lse_ptr, c_ptr,
                           grad_out_ptr, ga_ptr, ga_on, grad_fd_ptr, grad_attn_ptr, num_heads, head_dim,
                           BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Per destination v, head h, feature block: grad_fd[v, h] and grad_attn[v, h] (v's share)."""
+    """Per destination v, head h, feature block: c[v, h] (stored), then grad_fd[v, h] and grad_attn[v, h]
+    (v's share)."""
     v, h, d, start, end = row_program(indptr_ptr, BLOCK_D)
     d_mask = d < head_dim
     vh = v * num_heads + h
     lse_v = tl.load(lse_ptr + vh)
-    c_v = tl.load(c_ptr + vh)
     acc_dtype = lse_v.dtype
     slope = tl.load(slope_ptr).to(acc_dtype)
+    c_parts = row_term_start(lse_v, BLOCK_E)
+    p_parts = row_term_start(lse_v, BLOCK_E)
+    for k0 in range(start, end, BLOCK_E):
+        kk, e_mask, u = edge_chunk(indices_ptr, k0, end, BLOCK_E)
+        s, t = _scores_and_terms(fd_ptr, vh * head_dim, fs_ptr, (u * num_heads + h) * head_dim, attn_ptr,
+                                 h * head_dim, grad_out_ptr, slope, e_mask, head_dim, BLOCK_E, BLOCK_D)
+        p, pt = row_term_chunk(s, lse_v, t, ga_ptr, ga_on, edge_ids(eids_ptr, kk, e_mask), num_heads, h, e_mask)
+        c_parts += pt
+        p_parts += p
+    c_v = store_row_term(c_ptr, vh, c_parts, p_parts)
     w = tl.load(attn_ptr + h * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     fd_v = tl.load(fd_ptr + vh * head_dim + d, mask=d_mask, other=0.0).to(acc_dtype)
     acc_fd = tl.zeros((BLOCK_D,), acc_dtype)

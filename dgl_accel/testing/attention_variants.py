@@ -83,6 +83,27 @@ def half_precision_matches_reference(op, ref, inputs, grad_out, msg: str) -> Non
     assert_matches_reference(got, lambda *t: run(lambda *u: ref(*u)[0], *t), *inputs, grad_out, msg=msg)
 
 
+def unit_normal(seed: int, dtype, *shapes) -> tuple:
+    """One N(0, 1) tensor of ``dtype`` per shape, drawn in order from one generator seeded ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(shape, generator=gen).to(dtype) for shape in shapes)
+
+
+def half_gradients_match_reference(op, ref, inputs, gouts, msg: str) -> None:
+    """``op(*inputs)`` -> (out, attention) and the inputs' gradients under ``gouts`` (of out and the
+    attention) keep the half dtype and follow the flash-attention rule against ``ref(*inputs)``'s."""
+
+    def run(fn, *t):
+        xs, gs = t[:len(inputs)], t[len(inputs):]
+        leaves = [x.clone().requires_grad_() for x in xs]
+        outs = fn(*leaves)
+        return tuple(o.detach() for o in outs) + torch.autograd.grad(outs, leaves, gs)
+
+    got = run(op, *inputs, *gouts)
+    assert all(t.dtype == inputs[0].dtype for t in got)
+    assert_matches_reference(got, lambda *t: run(ref, *t), *inputs, *gouts, msg=msg)
+
+
 def path_fixture():
     """A ``path`` fixture over PATHS (it overrides tests/conftest.py's: the compiled loops are a third
     path here), for a test module to bind as ``path = path_fixture()``."""
@@ -97,8 +118,8 @@ def path_fixture():
 
 
 def assert_saves(out, shapes) -> None:
-    """``out``'s backward saved tensors of exactly ``shapes`` (the inputs, the output and lse [N, H], fp32
-    for fp32 inputs): per-node normalisers, nothing per edge."""
+    """``out``'s backward saved tensors of exactly ``shapes`` (the inputs and lse [N, H], fp32 for fp32
+    inputs; not the output): per-node normalisers, nothing per edge."""
     saved = out.grad_fn.saved_tensors
     assert [tuple(t.shape) for t in saved] == shapes
     assert saved[-1].dtype == torch.float32

@@ -7,8 +7,10 @@
 * triton: the kernels of ``kernels/attention_dot.py`` (compiled on CUDA, interpreted on CPU).
 
 Forward: (out [num_dst, H, DV] in val's dtype, lse [num_dst, H] in the accumulation dtype).  Backward
-takes c [num_dst, H] = <grad_out[v], out[v]> (+ sum_e p_e grad_attn_e when the attention was returned
-and used) and returns (grad_q, grad_k, grad_val) in the inputs' dtypes.
+sums the row term c [num_dst, H] = sum over v's in-edges of p_e t_e, t_e = <grad_out[v], val[u]>
+(+ grad_attn_e when the attention was returned and used), in the accumulation dtype from the
+recomputed p_e (not from the output rounded to the input dtype), and returns (grad_q, grad_k, grad_val)
+in the inputs' dtypes.
 """
 from __future__ import annotations
 
@@ -47,14 +49,23 @@ def attention_native(src, dst, q, k, scale: float, lse) -> torch.Tensor:
     return torch.exp(dot_scores(src, dst, q.to(lse.dtype), k.to(lse.dtype), scale) - lse.index_select(0, dst))
 
 
-def backward_native(src, dst, q, k, val, scale: float, lse, c, grad_out, grad_attn):
+def row_terms(dst, lse, p, t):
+    """ds_e = p_e (t_e - c[v]) [E, H] in p's dtype, c [num_dst, H] = sum over v's in-edges of p_e t_e over
+    the sum of their p_e."""
+    c = torch.zeros_like(lse).index_add_(0, dst, p * t)
+    den = torch.zeros_like(lse).index_add_(0, dst, p)  # 1 up to lse's rounding: c is taken over the same p
+    c = c / torch.where(den > 0, den, 1.0)
+    return p * (t - c.index_select(0, dst))
+
+
+def backward_native(src, dst, q, k, val, scale: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     qa, ka, va, go = (t.to(acc) for t in (q, k, val, grad_out))
     p = attention_native(src, dst, qa, ka, scale, lse)
     t = (go.index_select(0, dst) * va.index_select(0, src)).sum(-1)
     if grad_attn is not None:
         t = t + grad_attn.to(acc)
-    ds = (p * (t - c.index_select(0, dst)) * scale)[:, :, None]
+    ds = (row_terms(dst, lse, p, t) * scale)[:, :, None]
     grad_q = torch.zeros_like(qa).index_add_(0, dst, ds * ka.index_select(0, src))
     grad_k = torch.zeros_like(ka).index_add_(0, src, ds * qa.index_select(0, dst))
     grad_val = torch.zeros_like(va).index_add_(0, src, p[:, :, None] * go.index_select(0, dst))
@@ -77,10 +88,10 @@ def attention_compiled(in_csr: Structure, q, k, scale: float, lse) -> torch.Tens
                                                 scale, lse.contiguous().numpy()))
 
 
-def backward_compiled(in_csr: Structure, out_csr: Structure, q, k, val, scale: float, lse, c, grad_out, grad_attn):
+def backward_compiled(in_csr: Structure, out_csr: Structure, q, k, val, scale: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     grads = loops.dot_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(q, acc), as_array(k, acc),
-                               as_array(val, acc), scale, as_array(lse, acc), as_array(c, acc), as_array(grad_out, acc),
+                               as_array(val, acc), scale, as_array(lse, acc), as_array(grad_out, acc),
                                None if grad_attn is None else as_array(grad_attn, acc))
     return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (q, k, val)))
 
@@ -121,11 +132,12 @@ def attention_triton(in_csr: Structure, q, k, scale: float, lse) -> torch.Tensor
     return a
 
 
-def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: float, lse, c, grad_out, grad_attn):
+def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     q, k, val = q.contiguous(), k.contiguous(), val.contiguous()
-    grad_out, c = grad_out.to(val.dtype).contiguous(), c.to(acc).contiguous()
+    grad_out = grad_out.to(val.dtype).contiguous()
     (num_dst, heads, key_dim), num_src, val_dim = q.shape, k.shape[0], val.shape[2]
+    c = torch.zeros((num_dst, heads), dtype=acc, device=q.device)  # the row terms: the dst kernel writes them
     if grad_attn is None:
         ga, ga_on = torch.zeros(1, dtype=acc, device=q.device), 0
     else:

@@ -6,8 +6,9 @@
 * triton: the kernels of ``kernels/attention_gatv2.py`` (compiled on CUDA, interpreted on CPU).
 
 Forward: (out [num_dst, H, D] in fs's dtype, lse [num_dst, H] in the accumulation dtype).  Backward
-takes c [num_dst, H] = <grad_out[v], out[v]> (+ sum_e p_e grad_attn_e when the attention was returned
-and used) and returns (grad_fs, grad_fd, grad_attn [H, D]) in the inputs' dtypes.
+sums the row term c [num_dst, H] = sum over v's in-edges of p_e t_e, t_e = <grad_out[v], fs[u]>
+(+ grad_attn_e when the attention was returned and used), in the accumulation dtype from the
+recomputed p_e, and returns (grad_fs, grad_fd, grad_attn [H, D]) in the inputs' dtypes.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..csr import Structure
 from ..jit import attention_gatv2 as loops
 from ..launch import kernel_module, triton_kernel
 from .compiled import as_array, csr_arrays
-from .dot_paths import scalar
+from .dot_paths import row_terms, scalar
 from .native import leaky, segment_softmax
 
 
@@ -44,7 +45,7 @@ def attention_native(src, dst, fs, fd, attn, slope: float, lse) -> torch.Tensor:
     return torch.exp(gatv2_scores(src, dst, fs.to(acc), fd.to(acc), attn.to(acc), slope)[1] - lse.index_select(0, dst))
 
 
-def backward_native(src, dst, fs, fd, attn, slope: float, lse, c, grad_out, grad_attn):
+def backward_native(src, dst, fs, fd, attn, slope: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     fsa, fda, wa, go = (t.to(acc) for t in (fs, fd, attn, grad_out))
     z, s = gatv2_scores(src, dst, fsa, fda, wa, slope)
@@ -53,7 +54,7 @@ def backward_native(src, dst, fs, fd, attn, slope: float, lse, c, grad_out, grad
     t = (go_e * fsa.index_select(0, src)).sum(-1)
     if grad_attn is not None:
         t = t + grad_attn.to(acc)
-    ds = (p * (t - c.index_select(0, dst)))[:, :, None]
+    ds = row_terms(dst, lse, p, t)[:, :, None]
     gz = ds * wa
     gz = torch.where(z > 0, gz, gz * slope)
     grad_fd = torch.zeros_like(fda).index_add_(0, dst, gz)
@@ -80,11 +81,11 @@ def attention_compiled(in_csr: Structure, fs, fd, attn, slope: float, lse) -> to
                                                   as_array(attn, acc), slope, lse.contiguous().numpy()))
 
 
-def backward_compiled(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: float, lse, c, grad_out, grad_attn):
+def backward_compiled(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     grads = loops.gatv2_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(fs, acc), as_array(fd, acc),
-                                 as_array(attn, acc), slope, as_array(lse, acc), as_array(c, acc),
-                                 as_array(grad_out, acc), None if grad_attn is None else as_array(grad_attn, acc))
+                                 as_array(attn, acc), slope, as_array(lse, acc), as_array(grad_out, acc),
+                                 None if grad_attn is None else as_array(grad_attn, acc))
     return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (fs, fd, attn)))
 
 
@@ -127,12 +128,13 @@ def attention_triton(in_csr: Structure, fs, fd, attn, slope: float, lse) -> torc
     return a
 
 
-def backward_triton(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: float, lse, c, grad_out, grad_attn):
+def backward_triton(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     attn_dtype = attn.dtype
     fs, fd, attn = _inputs(fs, fd, attn)
-    grad_out, c = grad_out.to(fs.dtype).contiguous(), c.to(acc).contiguous()
+    grad_out = grad_out.to(fs.dtype).contiguous()
     (num_src, heads, dim), num_dst = fs.shape, fd.shape[0]
+    c = torch.zeros((num_dst, heads), dtype=acc, device=fs.device)  # the row terms: the dst kernel writes them
     if grad_attn is None:
         ga, ga_on = torch.zeros(1, dtype=acc, device=fs.device), 0
     else:

@@ -10,11 +10,15 @@ product's scale, GATv2's negative slope):
   want_attention)`` and ``forward_native(src, dst, num_dst, *inputs, param)`` -> (out, lse, attention);
 * ``attention_{triton,compiled}(in_csr, *scored, param, lse)`` and ``attention_native(src, dst, *scored,
   param, lse)`` -> the attention [E, H] in lse's dtype;
-* ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, c, grad_out, grad_attn)`` and
-  ``backward_native(src, dst, ...)`` -> the inputs' gradients.
+* ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, grad_out, grad_attn)`` and
+  ``backward_native(src, dst, ...)`` -> the inputs' gradients.  Each path sums the softmax backward's
+  row term c[v, h] = sum over v's in-edges of p_e (<grad_out[v], x[u]> + grad_attn_e) itself, in the
+  accumulation dtype from the recomputed p_e (as the fused GAT's delta): taken from the output, rounded
+  to fp16/bf16, it broke the flash-attention rule for peaked softmaxes.
 
-Saved for backward: the inputs, the output and lse[v, h]; backward recomputes p_e = exp(s_e - lse), so
-nothing of size E x H x D is kept, and nothing of size E x H unless the attention was asked for.
+Saved for backward: the inputs and lse[v, h] (not the output); backward recomputes
+p_e = exp(s_e - lse), so nothing of size E x H x D is kept, and nothing of size E x H unless the
+attention was asked for.
 """
 from __future__ import annotations
 
@@ -89,34 +93,31 @@ class VariantAttentionFunction(torch.autograd.Function):
             src, dst = edges_by_id(views)
             out, lse, attention = paths.forward_native(src, dst, views.num_dst, *inputs, param)
         ctx.variant, ctx.views, ctx.path, ctx.param = variant, views, path, param
-        ctx.save_for_backward(*inputs, out, lse)
+        ctx.out_like = (out.shape, out.dtype)  # a zero grad_out when only the attention was used
+        ctx.save_for_backward(*inputs, lse)
         return (out, attention.to(inputs[0].dtype)) if want_attention else out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
-        *inputs, out, lse = ctx.saved_tensors
+        *inputs, lse = ctx.saved_tensors
         variant, views, path, param = ctx.variant, ctx.views, ctx.path, ctx.param
         grad_attn = grad_attention[0] if grad_attention else None
         if grad_out is None:  # only the attention was used
-            grad_out = torch.zeros_like(out)
-        backend.record(f"{variant.name}_backward", path, out.device)
-        acc = lse.dtype
-        c = (grad_out.to(acc) * out.to(acc)).sum(-1)  # <grad_out[v], out[v]> = sum_e p_e <grad_out[v], x[u]>
-        if grad_attn is not None:  # the softmax backward's row term: sum over v's in-edges of p_e grad_attn_e
-            grad_attn = grad_attn.to(acc)
-            a = attention_on(variant, path, views, inputs, param, lse)
-            c = c.index_add(0, edges_by_id(views)[1], a * grad_attn)
+            grad_out = torch.zeros(ctx.out_like[0], dtype=ctx.out_like[1], device=lse.device)
+        backend.record(f"{variant.name}_backward", path, lse.device)
+        if grad_attn is not None:
+            grad_attn = grad_attn.to(lse.dtype)
         paths = variant.paths
         if path == "triton":
-            grads = paths.backward_triton(views.csr("in"), views.csr("out"), *inputs, param, lse, c, grad_out,
+            grads = paths.backward_triton(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
                                           grad_attn)
         elif compiled.usable(views.num_edges, inputs[0]):
-            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), *inputs, param, lse, c, grad_out,
+            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
                                             grad_attn)
         else:
             src, dst = edges_by_id(views)
-            grads = paths.backward_native(src, dst, *inputs, param, lse, c, grad_out, grad_attn)
+            grads = paths.backward_native(src, dst, *inputs, param, lse, grad_out, grad_attn)
         return (None, None, None, None, None) + tuple(grads)
 
 

@@ -7,9 +7,11 @@ v's in-edges, out[v, h] = sum_e p_e val[u, h].
 * forward, ``prange`` over destinations (in-CSR rows): the row's scores and their max per head in a
   buffer of max-degree x H, then exp and the weighted sum of value rows into ``out[v]``,
   ``lse[v] = m + log(l)``;
-* backward, with c[v, h] = <grad_out[v], out[v]> (+ the attention gradient's row term) given and
-  ds_e = p_e (<grad_out[v], val[u]> + grad_attn_e - c[v]): a pass over destinations writes
-  grad_q[v] = scale sum_e ds_e k[u]; a pass over sources (out-CSR rows) writes
+* backward, with t_e = <grad_out[v], val[u]> (+ grad_attn_e), c[v, h] = sum over v's in-edges of
+  p_e t_e and ds_e = p_e (t_e - c[v]): a pass over destinations sweeps v's edges twice, first summing
+  c[v] (in the arrays' dtype, from the recomputed p_e: the output rounded to a half type is too coarse)
+  into the c array, then writing grad_q[v] = scale sum_e ds_e k[u]; a pass over sources (out-CSR rows)
+  reads c and writes
   grad_k[u] = scale sum_e ds_e q[v] and grad_val[u] = sum_e p_e grad_out[v].  Each pass recomputes
   s_e and p_e from lse: no per-edge scratch, and each output row is written by the one task owning it
   (no atomics).
@@ -80,14 +82,27 @@ _dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fast
 
 
 def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q):
-    """grad_q[v] = scale * sum over v's in-edges of ds_e k[u]."""
+    """c[v] = sum over v's in-edges of p_e t_e, then grad_q[v] = scale * sum over them of ds_e k[u]."""
     H = q.shape[1]
     DK = q.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
     sc = scale[0]
     for ch in prange(CHUNKS):
+        den = np.empty(H, dtype=c.dtype)
         for v in range(bounds[ch], bounds[ch + 1]):
             grad_q[v] = 0
+            c[v] = 0
+            den[:] = 0
+            for j in range(indptr[v], indptr[v + 1]):
+                u = indices[j]
+                for h in range(H):
+                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
+                    pe = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
+                    c[v, h] += pe * t
+                    den[h] += pe
+            for h in range(H):
+                if den[h] > 0:  # 1 up to lse's rounding: dividing keeps sum_e ds_e = 0
+                    c[v, h] /= den[h]
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
                 for h in range(H):
@@ -149,10 +164,11 @@ def dot_attention(indptr, indices, eids, q, k, scale: float, lse):
     return a
 
 
-def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, c, grad_out, grad_attn=None):
+def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, grad_out, grad_attn=None):
     """(grad_q, grad_k, grad_val); ``in_csr`` / ``out_csr`` (indptr, indices, eids) int64 triples,
-    ``c`` [num_dst, H] as in the module docstring, ``grad_attn`` [E, H] (edge-id order) or None."""
+    ``grad_attn`` [E, H] (edge-id order) or None."""
     dt = q.dtype
+    c = np.empty(lse.shape, dtype=dt)  # the row terms: written by the destination pass
     has_ga = grad_attn is not None
     ga = grad_attn if has_ga else np.empty((0, q.shape[1]), dtype=dt)
     sc = _scale(scale, dt)

@@ -6,8 +6,9 @@ s_e = sum_d attn[h, d] leaky(z_e[d]), p_e its softmax over v's in-edges, out[v, 
 
 * forward, ``prange`` over destinations (in-CSR rows): the row's scores and their max per head in a
   buffer of max-degree x H, then exp and the weighted sum of source rows, ``lse[v] = m + log(l)``;
-* backward, with c[v, h] given (<grad_out[v], out[v]> plus the attention gradient's row term) and
-  ds_e = p_e (<grad_out[v], fs[u]> + grad_attn_e - c[v]): a pass over destinations writes
+* backward, with t_e = <grad_out[v], fs[u]> (+ grad_attn_e), c[v, h] = sum over v's in-edges of
+  p_e t_e and ds_e = p_e (t_e - c[v]): a pass over destinations sweeps v's edges twice, first summing
+  c[v] into the c array (in the arrays' dtype, from the recomputed p_e), then writing
   grad_fd[v] = sum_e ds_e attn leaky'(z_e) and each task's share of grad_attn = sum_e ds_e leaky(z_e)
   (one H x D partial per task, summed after); a pass over sources (out-CSR rows) writes
   grad_fs[u] = sum_e p_e grad_out[v] + ds_e attn leaky'(z_e).  Both recompute s_e and p_e from lse: no
@@ -91,11 +92,24 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
     sl = slope[0]
     for ch in prange(CHUNKS):
         gw = grad_attn_parts[ch]
+        den = np.empty(H, dtype=c.dtype)
         for h in range(H):
             for d in range(D):
                 gw[h, d] = 0
         for v in range(bounds[ch], bounds[ch + 1]):
             grad_fd[v] = 0
+            c[v] = 0
+            den[:] = 0
+            for j in range(indptr[v], indptr[v + 1]):
+                u = indices[j]
+                for h in range(H):
+                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
+                    pe = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
+                    c[v, h] += pe * t
+                    den[h] += pe
+            for h in range(H):
+                if den[h] > 0:  # 1 up to lse's rounding: dividing keeps sum_e ds_e = 0
+                    c[v, h] /= den[h]
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
                 for h in range(H):
@@ -161,10 +175,11 @@ def gatv2_attention(indptr, indices, eids, fs, fd, attn, slope: float, lse):
     return a
 
 
-def gatv2_backward(in_csr, out_csr, fs, fd, attn, slope: float, lse, c, grad_out, grad_attn=None):
+def gatv2_backward(in_csr, out_csr, fs, fd, attn, slope: float, lse, grad_out, grad_attn=None):
     """(grad_fs, grad_fd, grad_attn_vector [H, D]); ``in_csr`` / ``out_csr`` (indptr, indices, eids)
-    int64 triples, ``c`` [num_dst, H], ``grad_attn`` [E, H] (edge-id order) or None."""
+    int64 triples, ``grad_attn`` [E, H] (edge-id order) or None."""
     dt = fs.dtype
+    c = np.empty(lse.shape, dtype=dt)  # the row terms: written by the destination pass
     has_ga = grad_attn is not None
     ga = grad_attn if has_ga else np.empty((0, fs.shape[1]), dtype=dt)
     sl = _slope(slope, dt)
