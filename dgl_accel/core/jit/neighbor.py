@@ -17,10 +17,8 @@ from .runtime import M32, S32, njit, philox, pick, prange, twins
 __all__ = ["uniform_choice_flat", "relabel", "relabel_typed", "gather_pairs"]
 
 
-def _uniform_choice_impl(indptr, v, offs, fanout, seed, step, num_nodes, replace, out, pairs, src, eid):
-    """Fill ``out[offs[i]:offs[i+1]]`` with transit i's chosen CSR positions in slot order; with
-    int64-packed ``pairs`` (non-empty), also its (source id, edge id) into ``src``/``eid`` while the
-    row is in cache, as :func:`_gather_pairs_impl` would in a second pass."""
+def _uniform_choice_impl(indptr, v, offs, fanout, seed, step, num_nodes, replace, out):
+    """Fill ``out[offs[i]:offs[i+1]]`` with transit i's chosen CSR positions in slot order."""
     k0 = np.uint64(seed) & M32
     k1 = (np.uint64(seed) >> S32) & M32
     W = (fanout + 3) // 4
@@ -32,32 +30,29 @@ def _uniform_choice_impl(indptr, v, offs, fanout, seed, step, num_nodes, replace
         if fanout == -1 or (not replace and d <= fanout):
             for j in range(offs[i + 1] - o):
                 out[o + j] = start + j
-        elif d > 0:
-            base = (step * num_nodes + vi) * W
-            if replace:
-                for w in range(W):
-                    r = philox(k0, k1, base + w)
-                    for q in range(min(4, fanout - 4 * w)):
-                        out[o + 4 * w + q] = start + np.int64(r[q] % np.uint64(d))
-            else:
-                # Floyd: slot j draws t in [0, m_j], m_j = d - fanout + j; a repeat of an earlier
-                # slot's value takes m_j instead (m_j exceeds every earlier value).
-                for w in range(W):
-                    r = philox(k0, k1, base + w)
-                    for q in range(min(4, fanout - 4 * w)):
-                        j = 4 * w + q
-                        m = d - fanout + j
-                        t = np.int64(r[q] % np.uint64(m + 1))
-                        for p in range(j):
-                            if out[o + p] == start + t:
-                                t = m
-                                break
-                        out[o + j] = start + t
-        if pairs.shape[0] > 0:
-            for j in range(o, offs[i + 1]):
-                pv = pairs[out[j]]
-                src[j] = pv & 0xFFFFFFFF
-                eid[j] = pv >> 32
+            continue
+        if d == 0:
+            continue
+        base = (step * num_nodes + vi) * W
+        if replace:
+            for w in range(W):
+                r = philox(k0, k1, base + w)
+                for q in range(min(4, fanout - 4 * w)):
+                    out[o + 4 * w + q] = start + np.int64(r[q] % np.uint64(d))
+        else:
+            # Floyd: slot j draws t in [0, m_j], m_j = d - fanout + j; a repeat of an earlier
+            # slot's value takes m_j instead (m_j exceeds every earlier value).
+            for w in range(W):
+                r = philox(k0, k1, base + w)
+                for q in range(min(4, fanout - 4 * w)):
+                    j = 4 * w + q
+                    m = d - fanout + j
+                    t = np.int64(r[q] % np.uint64(m + 1))
+                    for p in range(j):
+                        if out[o + p] == start + t:
+                            t = m
+                            break
+                    out[o + j] = start + t
 
 
 def _gather_pairs_impl(pairs, flat, src, eid):
@@ -68,8 +63,6 @@ def _gather_pairs_impl(pairs, flat, src, eid):
         src[i] = v & 0xFFFFFFFF
         eid[i] = v >> 32
 
-
-_NONE = np.empty(0, dtype=np.int64)  # "no pairs to gather" (numba wants one array type per argument)
 
 # Parallel over transits / entries (each writes its own slots, so the twins are bit-identical), as
 # DGL's C++ sampler runs on every core; the serial twins in DataLoader worker processes.  (The
@@ -125,19 +118,13 @@ def _relabel_typed(src, dst, dst_bounds, type_bounds, mark, mapping):
 
 
 def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
-                        num_nodes: int, replace: bool, counts: np.ndarray, offs: np.ndarray,
-                        pairs: np.ndarray | None = None):
+                        num_nodes: int, replace: bool, counts: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """Compiled twin of :func:`dgl_accel.core.sampling.choice.uniform_choice_flat` (counts and their
-    exclusive scan ``offs`` computed by the caller): the positions, int64 [offs[-1]]; with
-    int64-packed ``pairs``, (positions, source ids, edge ids) gathered in the same pass."""
-    E = int(offs[-1])
-    out = np.empty(E, dtype=np.int64)
-    gather = pairs is not None
-    src, eid = (np.empty(E, dtype=np.int64), np.empty(E, dtype=np.int64)) if gather else (_NONE, _NONE)
+    exclusive scan ``offs`` computed by the caller): the positions, int64 [offs[-1]]."""
+    out = np.empty(int(offs[-1]), dtype=np.int64)
     choose = pick(_uniform_choice_parallel, _uniform_choice_serial)
-    choose(indptr, v, offs, np.int64(fanout), np.uint64(seed), np.int64(step), np.int64(num_nodes), bool(replace), out,
-           pairs if gather else _NONE, src, eid)
-    return (out, src, eid) if gather else out
+    choose(indptr, v, offs, np.int64(fanout), np.uint64(seed), np.int64(step), np.int64(num_nodes), bool(replace), out)
+    return out
 
 
 def relabel(src: np.ndarray, dst: np.ndarray, n: int):

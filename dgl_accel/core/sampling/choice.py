@@ -52,8 +52,7 @@ from .checks import check_fanout, check_indptr, check_int, check_nodes, check_pr
 from .rng import philox4x32_np, philox_uniform_np
 
 __all__ = [
-    "neighbor_choice", "weighted_neighbor_choice", "uniform_choice_np", "uniform_choice_flat", "uniform_choice_pairs",
-    "weighted_choice_np",
+    "neighbor_choice", "weighted_neighbor_choice", "uniform_choice_np", "uniform_choice_flat", "weighted_choice_np",
     "WeightTables", "weight_tables", "clear_cache",
 ]
 
@@ -157,9 +156,11 @@ def uniform_choice_np(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int,
     return out
 
 
-def _flat_counts(indptr: np.ndarray, v: np.ndarray, fanout: int, replace: bool):
-    """(first position, degree, count per transit, exclusive scan of the counts, the fixed fanout or
-    None when every row takes all its in-edges or none)."""
+def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
+                        num_nodes: int, replace: bool):
+    """The same choice as :func:`uniform_choice_np` without the -1 padding: (positions int64 [E],
+    counts int64 [T]), row i's positions at ``offs[i]:offs[i+1]`` (offs = exclusive scan of counts)
+    in slot order."""
     start = indptr[v]
     d = indptr[v + 1] - start
     if fanout == -1 or fanout == 0 or v.shape[0] == 0:
@@ -168,28 +169,7 @@ def _flat_counts(indptr: np.ndarray, v: np.ndarray, fanout: int, replace: bool):
     else:
         counts = np.where(d > 0, fanout, 0) if replace else np.minimum(d, fanout)
         fixed = fanout
-    return start, d, counts, offsets(counts), fixed
-
-
-def uniform_choice_pairs(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int, num_nodes: int,
-                         replace: bool, pairs: np.ndarray):
-    """:func:`uniform_choice_flat`'s choice with the int64-packed (source id, edge id) ``pairs`` of
-    the chosen positions gathered in the same compiled pass: (source ids, edge ids, counts), or
-    None where the compiled loop would not run (below ``runtime.MIN_WORK`` edges, no numba)."""
-    _, _, counts, offs, _ = _flat_counts(indptr, v, fanout, replace)
-    if not runtime.worth(int(offs[-1])):
-        return None
-    _, src, eid = jit_neighbor.uniform_choice_flat(indptr, v, fanout, seed, step, num_nodes, replace, counts, offs,
-                                                   pairs)
-    return src, eid, counts
-
-
-def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
-                        num_nodes: int, replace: bool):
-    """The same choice as :func:`uniform_choice_np` without the -1 padding: (positions int64 [E],
-    counts int64 [T]), row i's positions at ``offs[i]:offs[i+1]`` (offs = exclusive scan of counts)
-    in slot order."""
-    start, d, counts, offs, fixed = _flat_counts(indptr, v, fanout, replace)
+    offs = offsets(counts)
     E = int(offs[-1])
     if runtime.worth(E):  # same positions, one compiled pass per transit
         return jit_neighbor.uniform_choice_flat(indptr, v, fanout, seed, step, num_nodes, replace, counts, offs), counts

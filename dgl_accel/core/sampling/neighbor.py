@@ -28,11 +28,10 @@ from ..jit import neighbor as jit_neighbor
 from ..jit import runtime
 from .arrays import np64, offsets
 from .checks import check_fanout, check_int, check_nodes, check_prob, check_seed
-from .choice import neighbor_choice, uniform_choice_flat, uniform_choice_pairs, weight_tables, weighted_choice_np
+from .choice import neighbor_choice, uniform_choice_flat, weight_tables, weighted_choice_np
 from .neighbor_triton import neighbor_choice_triton
 
-__all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "choose_pairs", "relabel_block",
-           "drop_excluded",
+__all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "relabel_block", "drop_excluded",
            "relabel_sources", "pack_pairs", "gather_pairs", "unpack_pairs"]
 
 
@@ -103,22 +102,6 @@ def choose_positions(csr: Structure, cur: np.ndarray, fanout: int, *, seed: int,
         return _valid(neighbor_choice_triton(csr.indptr, transits, fanout, seed=seed, step=step, num_nodes=num_nodes,
                                              replace=replace).cpu().numpy())
     return uniform_choice_flat(indptr, cur, fanout, seed, step, num_nodes, replace)
-
-
-def choose_pairs(csr: Structure, cur: np.ndarray, fanout: int, pairs: np.ndarray, *, seed: int, step: int,
-                 num_nodes: int, replace: bool, tables=None, host_indptr: np.ndarray | None = None):
-    """(source ids, edge ids, counts per transit) of :func:`choose_positions`' choice, ``pairs``
-    (:func:`pack_pairs` of the CSR) gathered at the chosen positions: in the choice's own compiled
-    pass where the uniform CPU choice runs compiled, else :func:`gather_pairs` after it.  Same ids."""
-    if tables is None and fanout >= 0 and pairs.dtype == np.int64 and choose_path(csr.indptr) != "triton":
-        indptr = np64(csr.indptr) if host_indptr is None else host_indptr
-        fused = uniform_choice_pairs(indptr, cur, fanout, seed, step, num_nodes, replace, pairs)
-        if fused is not None:
-            record("neighbor_choice", "native", csr.indptr.device)
-            return fused
-    flat, counts = choose_positions(csr, cur, fanout, seed=seed, step=step, num_nodes=num_nodes, replace=replace,
-                                    tables=tables, host_indptr=host_indptr)
-    return (*gather_pairs(pairs, flat), counts)
 
 
 def _valid(pos: np.ndarray):

@@ -31,7 +31,7 @@ from ..csr import Structure
 from ..jit import neighbor as jit_neighbor
 from ..jit import runtime
 from .arrays import np64, offsets
-from .neighbor import choose_pairs, pack_pairs, relabel_sources
+from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources
 
 __all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations", "relabel_types"]
 
@@ -94,9 +94,9 @@ def choose_relations(stack: StackedRelations, transits: Sequence[np.ndarray | No
             by_fanout.setdefault(int(fanouts[r]), []).append(r)
     for fanout, rels in by_fanout.items():
         v = np.concatenate([transits[r] + stack.row_offsets[r] for r in rels])
-        src, eid, counts = choose_pairs(stack.csr, v, fanout, stack.pairs, seed=seed, step=step,
-                                        num_nodes=stack.csr.num_rows, replace=replace, tables=tables,
-                                        host_indptr=stack.host_indptr)
+        flat, counts = choose_positions(stack.csr, v, fanout, seed=seed, step=step, num_nodes=stack.csr.num_rows,
+                                        replace=replace, tables=tables, host_indptr=stack.host_indptr)
+        src, eid = gather_pairs(stack.pairs, flat)
         t0 = e0 = 0
         for r in rels:
             t1 = t0 + transits[r].shape[0]
