@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .row_ranges import bounds_of
 from .runtime import njit, pick, prange, twins
 
 __all__ = ["rows_spmm", "scatter_rows", "count_nonzero_rows"]
@@ -16,12 +17,8 @@ def _rows_spmm_impl(indptr, indices, x, col_scale, row_scale, out):
     64 ranges of about equal edge counts (one parallel task each): frontier rows are few and
     heavy next to many empty ones."""
     F = out.shape[1]
-    N = out.shape[0]
     nch = 64
-    bounds = np.searchsorted(indptr, np.arange(nch + 1) * (indptr[N] // nch + 1))
-    bounds = np.minimum(bounds, N)  # searchsorted may answer N + 1 past the last row pointer
-    bounds[0] = 0
-    bounds[nch] = N
+    bounds = bounds_of(indptr, nch)
     for ch in prange(nch):
         acc = np.empty(F, dtype=out.dtype)  # one per range: no allocation per row
         for r in range(bounds[ch], bounds[ch + 1]):

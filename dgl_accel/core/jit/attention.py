@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from .row_ranges import bounds_of
 from .runtime import M32, S32, njit, pick, prange, twins
 
 __all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "drop_weight", "partitions", "max_degree",
@@ -41,17 +42,6 @@ REASSOC = {"reassoc", "contract"}
 # The GAT backward passes without "contract": with it LLVM fused the per-edge multiply-adds
 # differently in the parallel and the serial twin (results 1 ulp apart, no longer bit-identical).
 REASSOC_ONLY = {"reassoc"}
-
-
-@njit(cache=True)
-def _bounds(indptr, nch):
-    """Row range boundaries [nch + 1] cutting the CSR into ``nch`` ranges of about equal entries."""
-    n = indptr.shape[0] - 1
-    bounds = np.searchsorted(indptr, np.arange(nch + 1) * (indptr[n] // nch + 1))
-    bounds = np.minimum(bounds, n)  # searchsorted may answer n + 1 past the last row pointer
-    bounds[0] = 0
-    bounds[nch] = n
-    return bounds
 
 
 _C1, _C2 = np.uint64(0x85EBCA6B), np.uint64(0xC2B2AE35)  # murmur3's fmix32 multipliers
@@ -83,7 +73,7 @@ def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, thr, drop, 
     measured 20-30% slower)."""
     H = feat.shape[1]
     D = feat.shape[2]
-    bounds = _bounds(indptr, CHUNKS)
+    bounds = bounds_of(indptr, CHUNKS)
     for ch in prange(CHUNKS):
         m = np.empty(H, dtype=out.dtype)  # max, sum, accumulator and the row's scores: one set per task
         lsum = np.empty(H, dtype=out.dtype)
@@ -137,7 +127,7 @@ _gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl, fastmath=REASSOC)
 def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, thr, drop, lse, a):
     """a[e, h] = w_e exp(leaky(el[u, h] + er[v, h]) - lse[v, h]) for every in-edge e = (u -> v)."""
     H = el.shape[1]
-    bounds = _bounds(indptr, CHUNKS)
+    bounds = bounds_of(indptr, CHUNKS)
     sl = params[0]
     for ch in prange(CHUNKS):
         for v in range(bounds[ch], bounds[ch + 1]):
@@ -178,7 +168,7 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
     (:func:`_edge_terms`) and grad_er[v, h] = sum_e p_e (g_e - delta) leaky'_e, summed as
     sum_e p_e g_e leaky'_e - delta sum_e p_e leaky'_e (no second pass, no per-edge buffer)."""
     H = feat.shape[1]
-    bounds = _bounds(indptr, CHUNKS)
+    bounds = bounds_of(indptr, CHUNKS)
     sl = params[0]
     for ch in prange(CHUNKS):
         dl = np.empty(H, dtype=grad_er.dtype)
@@ -220,7 +210,7 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
     Row u reads feat only at u, each entry before writing it: grad_feat may be feat (``gat_layer``)."""
     H = feat.shape[1]
     D = feat.shape[2]
-    bounds = _bounds(indptr, CHUNKS)
+    bounds = bounds_of(indptr, CHUNKS)
     sl = params[0]
     for ch in prange(CHUNKS):
         acc = np.empty((H, D), dtype=grad_feat.dtype)
