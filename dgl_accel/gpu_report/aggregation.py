@@ -132,12 +132,20 @@ def bench_case(results, g: Graph, op: str, width: int, dtype, device, copy_bw: f
         torch.cuda.empty_cache()
 
 
-def run(results, graphs, plan, device, copy_bw: float, timing: dict, progress) -> None:
-    """``plan``: [(graph name, ops, widths, dtypes)]; graphs by name."""
+def run(results, graphs, plan, device, copy_bw: float, timing: dict, progress, deadline=None) -> None:
+    """``plan``: [(graph name, ops, widths, dtypes)]; graphs by name.  Cases that would start after
+    ``deadline`` (a :class:`~.timing.Deadline`) are counted, not run."""
+    skipped = 0
     for name, ops, widths, dtypes in plan:
         g = graphs[name]
         progress(f"  aggregation on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
         for op in ops:
             for width in widths:
                 for dtype in dtypes:
+                    if deadline is not None and deadline.passed():
+                        skipped += 1
+                        continue
                     bench_case(results, g, op, width, dtype, device, copy_bw, timing, progress)
+    if skipped:
+        progress(f"  aggregation: {skipped} cases skipped (budget spent)")
+        results.add("skipped", part="aggregation", cases=skipped, reason="budget spent")

@@ -116,10 +116,14 @@ def bench_case(results, g: Graph, in_feats: int, heads: int, dim: int, dtype, de
             torch.cuda.empty_cache()
 
 
-def run(results, graphs, device, timing: dict, tiny: bool, progress) -> None:
-    """One GAT layer per graph: in 128 -> 4 heads x 32 (in 16 -> 2 x 8 when tiny), fp32 and bf16."""
+def run(results, graphs, device, timing: dict, tiny: bool, progress, deadline=None) -> None:
+    """One GAT layer per graph: in 128 -> 4 heads x 32 (in 16 -> 2 x 8 when tiny), fp32 and bf16;
+    graphs that would start after ``deadline`` are skipped."""
     in_feats, heads, dim = (16, 2, 8) if tiny else (128, 4, 32)
     for g in graphs:
+        if deadline is not None and deadline.passed():
+            progress(f"  attention on {g.name}: skipped (budget spent)")
+            continue
         progress(f"  attention on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
         for dtype in (torch.float32, torch.bfloat16):
             bench_case(results, g, in_feats, heads, dim, dtype, device, timing)

@@ -50,6 +50,10 @@ def parse(argv):
     p.add_argument("--data", type=Path, default=None, help="folder of shared npz graphs (default: data/gpu)")
     p.add_argument("--skip", default="",
                    help="comma-separated sections to skip: aggregation,sampling,attention,exec_paths")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="wall-clock budget in seconds: later sections and cases are skipped, what ran is written")
+    p.add_argument("--warm-jobs", type=int, default=0,
+                   help="compile the correctness kernels first in this many worker processes (CUDA only)")
     return p.parse_args(argv)
 
 
@@ -80,4 +84,5 @@ def main(argv=None) -> int:
 
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     command = "python -m dgl_accel.gpu_report " + " ".join(argv if argv is not None else sys.argv[1:])
-    return runner.run(device, size, out, args.data, SIZES[size], skip, command, progress, started)
+    return runner.run(device, size, out, args.data, SIZES[size], skip, command, progress, started,
+                      budget=args.budget_s, warm_jobs=args.warm_jobs)

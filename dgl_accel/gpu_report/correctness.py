@@ -69,13 +69,17 @@ def ours_aggregate(g: TensorGraph, x, w, gout, deterministic: bool):
 
 
 class Checks:
-    """Runs checks, one row each: ``{family, case, ok, error, seconds}``."""
+    """Runs checks, one row each: ``{family, case, ok, error, seconds}``.  With ``shard=(k, n)`` only
+    every n-th check from the k-th runs (:mod:`.warm`'s workers split the compiles this way)."""
 
-    def __init__(self, results, progress):
-        self.results, self.progress = results, progress
-        self.failures = 0
+    def __init__(self, results, progress, shard: tuple[int, int] | None = None):
+        self.results, self.progress, self.shard = results, progress, shard
+        self.failures = self.seen = 0
 
     def run(self, family: str, case: str, fn) -> bool:
+        self.seen += 1
+        if self.shard and (self.seen - 1) % self.shard[1] != self.shard[0]:
+            return True
         t0 = time.perf_counter()
         try:
             fn()
@@ -167,10 +171,12 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
         check_aggregation_case(checks, hub, torch.int64, dtype, mode, 32, det, device, seed)
 
 
-def run(results, device, *, small: Graph, hub_degree: int, sampling_graph: Graph, tiny: bool, progress) -> dict:
-    """All checks with launch recording on; returns the coverage report (also added as a row)."""
+def run(results, device, *, small: Graph, hub_degree: int, sampling_graph: Graph, tiny: bool, progress,
+        shard: tuple[int, int] | None = None) -> dict:
+    """All checks (or one shard of them) with launch recording on; returns the coverage report (also
+    added as a row)."""
     log = LaunchLog(specialisations())
-    checks = Checks(results, progress)
+    checks = Checks(results, progress, shard)
     t0 = time.perf_counter()
     with log.active():
         check_scale(checks, device)

@@ -44,6 +44,7 @@ class Results:
     def __init__(self, env: dict):
         self.env = env
         self.rows: dict[str, list[dict]] = {}
+        self.written: dict[str, int] = {}  # rows per section already appended to its file
 
     def add(self, section: str, **fields) -> dict:
         row = {"section": section, **fields, **self.env,
@@ -55,13 +56,17 @@ class Results:
         return self.rows.get(name, [])
 
     def write(self, out: Path) -> list[Path]:
+        """Append the rows not yet written; called after every section, so a run cut short by its
+        lease still leaves what it measured."""
         folder = out / "bench" / "results"
         folder.mkdir(parents=True, exist_ok=True)
         paths = []
         for section, rows in self.rows.items():
             path = folder / f"gpu_{section}.jsonl"
+            done = self.written.get(section, 0)
             with open(path, "a") as f:
-                for row in rows:
+                for row in rows[done:]:
                     f.write(json.dumps(row, default=str) + "\n")
+            self.written[section] = len(rows)
             paths.append(path)
         return paths

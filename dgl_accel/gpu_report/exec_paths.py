@@ -47,8 +47,11 @@ def _backward(out, x, gout):
     return lambda: torch.autograd.grad(out, x, gout, retain_graph=True)
 
 
-def run(results, graphs: list[Graph], device, timing: dict, width: int, progress) -> None:
+def run(results, graphs: list[Graph], device, timing: dict, width: int, progress, deadline=None) -> None:
     for g in graphs:
+        if deadline is not None and deadline.passed():
+            progress(f"  execution paths on {g.name}: skipped (budget spent)")
+            continue
         views = TensorGraph(g.src.to(torch.int32), g.dst.to(torch.int32), num_nodes=g.num_nodes)
         gen = torch.Generator().manual_seed(5)
         x = torch.randn(g.num_nodes, width, generator=gen).to(device).requires_grad_(True)

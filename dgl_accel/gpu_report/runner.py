@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
 
 import torch
 
-from . import aggregation, attention, correctness, exec_paths, graphs, roofline, sampling, table
+from . import aggregation, attention, correctness, exec_paths, graphs, roofline, sampling, table, warm
 from .env import Results, environment
-from .timing import copy_bandwidth, matmul_rate
+from .timing import Deadline, copy_bandwidth, matmul_rate
 
 # Per mode: R-MAT scales with the full op x width x dtype grid, scales with one case (copy_u, F=128),
 # how many shared graphs, widths, dtypes; the sampling and execution-path graphs.
@@ -50,8 +51,13 @@ def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progres
     return gs
 
 
-def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started) -> int:
+def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started,
+        budget: float | None = None, warm_jobs: int = 0) -> int:
+    """The report; ``budget`` seconds (from ``started``) bound it: a section or case that would start
+    later is skipped and listed, and the files are written after every section, so a lease that
+    ends early still returns what was measured."""
     plan = PLANS[size]
+    deadline = Deadline(None if budget is None else budget - (time.perf_counter() - started))
     mode = "interpret" if device.type != "cuda" else "gpu"
     results = Results({**environment(device, mode), "size": size})
     progress(f"gpu_report on {results.env['device']} (torch {results.env['torch']}, triton {results.env['triton']}, "
@@ -64,6 +70,8 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
                 command=command)
     gs = _graphs(plan, size, device, data, out, progress)
 
+    if warm_jobs > 1 and device.type == "cuda":
+        warm.warm(warm_jobs, plan["small"], plan["hub"], max(30.0, min(240.0, deadline.left() / 3)), progress)
     progress("correctness: every registered kernel specialisation against the references")
     cov = correctness.run(results, device, small=graphs.rmat(plan["small"], device), hub_degree=plan["hub"],
                           sampling_graph=graphs.rmat(plan["small"] + 2, "cpu"), tiny=size == "tiny",
@@ -71,23 +79,38 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
     progress(f"correctness: {cov['checks']} checks, {cov['mismatches']} mismatches; launched "
              f"{cov['launched']}/{cov['registered']} registered specialisations")
 
-    if "aggregation" not in skip:
-        progress("aggregation")
+    results.write(out)
+
+    def agg():
         agg_plan = [(f"rmat{s}", aggregation.OPS, plan["widths"], DTYPES) for s in plan["grid_scales"]]
         agg_plan += [(f"rmat{s}", ("copy_u",), (128,), DTYPES) for s in plan["line_scales"]]
         shared = [k for k, g in gs.items() if g.kind == "shared" and k != "largest"]
         agg_plan += [(k, plan["shared_ops"], plan["widths"], DTYPES) for k in shared]
-        aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress)
-    if "sampling" not in skip:
-        progress("sampling")
-        sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny", progress)
-    if "attention" not in skip:
-        progress("attention")
-        attention.run(results, _unique(gs, plan["attention"]), device, timing, size == "tiny", progress)
-    if "exec_paths" not in skip:
-        progress("execution paths")
-        exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing, 128 if size != "tiny" else 16,
-                       progress)
+        aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress, deadline)
+
+    sections = [
+        ("aggregation", agg),
+        ("attention", lambda: attention.run(results, _unique(gs, plan["attention"]), device, timing,
+                                            size == "tiny", progress, deadline)),
+        ("exec_paths", lambda: exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing,
+                                              128 if size != "tiny" else 16, progress, deadline)),
+        ("sampling", lambda: sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny",
+                                          progress, deadline)),
+    ]
+    for name, section in sections:
+        if name in skip:
+            continue
+        if deadline.passed():
+            progress(f"{name}: skipped (the --budget-s budget is spent)")
+            results.add("skipped", part=name, reason="budget spent")
+            continue
+        progress(name.replace("_", " "))
+        try:
+            section()
+        except Exception as exc:  # one section's crash is a finding; the others still run and write
+            progress(f"{name}: FAILED {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
+            results.add("failed", part=name, error=f"{type(exc).__name__}: {exc}"[:2000])
+        results.write(out)
 
     seconds = time.perf_counter() - started
     written = results.write(out)
@@ -98,7 +121,7 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
     md.write_text(table.render(results, cov, ceilings, command, png.name, seconds))
     progress("wrote " + ", ".join(str(p) for p in written + [md, png]))
     _summary(results, cov, progress)
-    return 0 if cov["mismatches"] == 0 and not cov["missing"] else 1
+    return 0 if cov["mismatches"] == 0 and not cov["missing"] and not results.section("failed") else 1
 
 
 def _unique(gs: dict, names) -> list:

@@ -115,9 +115,12 @@ def _sizes(tiny: bool) -> dict:
                 else 50_000)
 
 
-def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress) -> None:
+def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress, deadline=None) -> None:
     sz = _sizes(tiny)
     for g in graphs:
+        if deadline is not None and deadline.passed():
+            progress(f"  sampling on {g.name}: skipped (budget spent)")
+            continue
         progress(f"  sampling on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
         gen = torch.Generator().manual_seed(0)
         seeds = torch.randint(g.num_nodes, (sz["batch"],), generator=gen)

@@ -177,5 +177,10 @@ def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds
     lines += sampling(results.section("sampling"))
     lines += attention(results.section("attention"))
     lines += exec_paths(results.section("exec_paths"))
+    cut = results.section("failed") + results.section("skipped")
+    if cut:  # say plainly what this run did not measure, and why
+        lines += ["## Not measured in this run", ""] + [
+            f"- {r['part']}: {r.get('error') or r['reason']}" + (f" ({r['cases']} cases)" if r.get("cases") else "")
+            for r in cut] + [""]
     lines += ["## Roofline", "", f"![roofline]({png_name})", ""]
     return "\n".join(lines)

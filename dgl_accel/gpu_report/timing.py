@@ -5,11 +5,29 @@ bandwidth measured in the same run (bytes read + bytes written per second).
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
+
+
+class Deadline:
+    """A run's wall-clock budget (``None``: none); sections and cases check it before they start.
+
+    >>> Deadline(None).passed(), Deadline(-1).passed(), Deadline(60).left() > 59
+    (False, True, True)
+    """
+
+    def __init__(self, seconds: float | None):
+        self.end = None if seconds is None else time.perf_counter() + seconds
+
+    def left(self) -> float:
+        return math.inf if self.end is None else self.end - time.perf_counter()
+
+    def passed(self) -> bool:
+        return self.left() <= 0
 
 
 def synchronize(device: torch.device) -> None:

@@ -14,7 +14,9 @@ import torch
 import dgl_accel
 from dgl_accel.core import launch
 from dgl_accel.core.vector_scale import scale
-from dgl_accel.gpu_report import aggregation, coverage, rmat, table, timing
+from dgl_accel.gpu_report import aggregation, coverage, graphs, rmat, table, timing
+from dgl_accel.gpu_report.correctness import Checks
+from dgl_accel.gpu_report.env import Results
 from dgl_accel.kernels.registry import specialisations
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +144,45 @@ def test_launch_recording_is_off_by_default_and_keys_like_the_registry():
     spec = next(s for s in specialisations() if s.kernel == "_scale_kernel" and s.tag.startswith("bf16"))
     assert set(log.counts) == {coverage.spec_key(spec)}
     assert log.report(compiled=False)["per_kernel"]["_scale_kernel"] == "1/4"
+
+
+def test_shards_run_every_check_exactly_once():
+    # the warm-up workers split the correctness checks by shard: together they must cover each once
+    ran = []
+    for k in range(3):
+        checks = Checks(Results({}), lambda msg: None, shard=(k, 3))
+        for i in range(10):
+            checks.run("family", str(i), lambda i=i: ran.append(i))
+        assert len(checks.results.section("correctness")) == len(range(k, 10, 3))
+    assert sorted(ran) == list(range(10))
+
+
+def test_results_are_appended_once_per_row(tmp_path):
+    results = Results({"device": "cpu"})
+    results.add("aggregation", case=1)
+    results.write(tmp_path)
+    results.add("aggregation", case=2)
+    results.write(tmp_path)  # a second write (after the next section) appends only the new row
+    path = tmp_path / "bench" / "results" / "gpu_aggregation.jsonl"
+    assert [json.loads(line)["case"] for line in path.read_text().splitlines()] == [1, 2]
+
+
+def test_a_spent_budget_skips_cases_and_says_so():
+    results, said = Results({}), []
+    g = graphs.rmat(4, "cpu")
+    plan = [(g.name, ("copy_u", "gcn"), (16,), (torch.float32,))]
+    aggregation.run(results, {g.name: g}, plan, torch.device("cpu"), 1e9, dict(warmup=0, repeats=1), said.append,
+                    timing.Deadline(-1))
+    assert not results.section("aggregation")
+    assert results.section("skipped")[0]["cases"] == 2 and "skipped" in said[-1]
+    assert not timing.Deadline(None).passed() and timing.Deadline(-1).passed()
+
+
+def test_warm_up_worker_runs_its_shard():
+    # one shard of 80 (a handful of checks) through the worker's own command line, as warm() starts it
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DGL_ACCEL_BACKEND")}
+    proc = subprocess.run([sys.executable, "-m", "dgl_accel.gpu_report.warm", "0", "80", "4", "1030"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ran = int(proc.stdout.split("ran ")[1].split()[0])
+    assert 3 <= ran <= 8  # 427 checks in the tiny run: every 80th from the first

@@ -1,0 +1,64 @@
+"""Compile ahead, in parallel: the correctness section launches every registered kernel
+specialisation (hundreds), and Triton compiles each at its first launch, one after another, in the
+report's process.  :func:`warm` first runs the same checks split over worker processes (the shard
+of :class:`~.correctness.Checks`); they fill Triton's on-disk cache, and the report's own run then
+loads compiled kernels instead of compiling them.  The workers' results are thrown away: only the
+report's own run counts, so a worker that fails costs time, never a finding.
+
+``python -m dgl_accel.gpu_report.warm K N SMALL HUB`` is worker K of N (R-MAT scale SMALL, hub degree HUB).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def warm(jobs: int, small: int, hub: int, timeout: float, progress) -> int:
+    """Run ``jobs`` workers (at most ``timeout`` seconds); returns how many failed or timed out."""
+    t0, procs = time.perf_counter(), []
+    for k in range(jobs):
+        log = tempfile.TemporaryFile()
+        cmd = [sys.executable, "-m", "dgl_accel.gpu_report.warm", str(k), str(jobs), str(small), str(hub)]
+        procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+    failed = 0
+    for proc, log in procs:
+        try:
+            proc.wait(max(1.0, t0 + timeout - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.returncode != 0:
+            failed += 1
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-800:]
+            progress(f"  warm-up worker exited with {proc.returncode}: {tail}")
+        log.close()
+    progress(f"warm-up: {jobs} workers compiled the correctness kernels in {time.perf_counter() - t0:.1f} s "
+             f"({failed} failed)")
+    return failed
+
+
+def _worker(k: int, n: int, small: int, hub: int) -> int:
+    """Shard k of n of the correctness checks; off CUDA under the interpreter (what CI can run).
+    Returns the number of checks the shard ran."""
+    import torch  # lazy, as cli.py: the Triton mode is fixed at triton's first import, after the environment
+
+    cuda = torch.cuda.is_available()
+    os.environ.setdefault("DGL_ACCEL_BACKEND", "auto" if cuda else "triton")
+    if not cuda:
+        os.environ["TRITON_INTERPRET"] = "1"
+    from . import correctness, graphs
+    from .env import Results
+
+    device, results = torch.device("cuda" if cuda else "cpu"), Results({})
+    correctness.run(results, device, small=graphs.rmat(small, device), hub_degree=hub,
+                    sampling_graph=graphs.rmat(small + 2, "cpu"), tiny=not cuda, progress=lambda msg: None,
+                    shard=(k, n))
+    return len(results.section("correctness"))
+
+
+if __name__ == "__main__":
+    print(f"warm-up shard ran {_worker(*map(int, sys.argv[1:5]))} checks")
