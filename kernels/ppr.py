@@ -24,8 +24,11 @@ from .registry import Specialisation
 
 
 @triton.jit
-def _ppr_push_kernel(indptr_ptr, indices_ptr, thr_ptr, targets_ptr, p_ptr, r_ptr, act_ptr, amt_ptr, n, alpha, keep,
-                     BLOCK: tl.constexpr, BLOCK_E: tl.constexpr):
+def _ppr_push_kernel(indptr_ptr, indices_ptr, thr_ptr, targets_ptr, p_ptr, r_ptr, act_ptr, amt_ptr, n,
+                     alpha: tl.float64, keep: tl.float64, BLOCK: tl.constexpr, BLOCK_E: tl.constexpr):
+    # alpha and keep are annotated: a compiled kernel types a bare Python float as fp32, so the
+    # estimates would differ from the CPU's from the first push (found on the first GPU run; the
+    # interpreter keeps the float64 and cannot show it).
     t = tl.program_id(0).to(tl.int64)
     s = tl.load(targets_ptr + t).to(tl.int64)
     base = t * n

@@ -50,6 +50,8 @@ def parse(argv):
     p.add_argument("--data", type=Path, default=None, help="folder of shared npz graphs (default: data/gpu)")
     p.add_argument("--skip", default="",
                    help="comma-separated sections to skip: aggregation,sampling,attention,exec_paths")
+    p.add_argument("--aggregation-graphs", choices=("all", "rmat", "shared"), default="all",
+                   help="which graphs the aggregation section times (e.g. shared: the small graphs alone)")
     p.add_argument("--budget-s", type=float, default=None,
                    help="wall-clock budget in seconds: later sections and cases are skipped, what ran is written")
     p.add_argument("--warm-jobs", type=int, default=0,
@@ -85,4 +87,5 @@ def main(argv=None) -> int:
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     command = "python -m dgl_accel.gpu_report " + " ".join(argv if argv is not None else sys.argv[1:])
     return runner.run(device, size, out, args.data, SIZES[size], skip, command, progress, started,
-                      budget=args.budget_s, warm_jobs=args.warm_jobs)
+                      budget=args.budget_s, warm_jobs=args.warm_jobs,
+                      aggregation_graphs=args.aggregation_graphs)

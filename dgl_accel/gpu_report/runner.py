@@ -52,7 +52,7 @@ def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progres
 
 
 def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started,
-        budget: float | None = None, warm_jobs: int = 0) -> int:
+        budget: float | None = None, warm_jobs: int = 0, aggregation_graphs: str = "all") -> int:
     """The report; ``budget`` seconds (from ``started``) bound it: a section or case that would start
     later is skipped and listed, and the files are written after every section, so a lease that
     ends early still returns what was measured."""
@@ -86,16 +86,18 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
         agg_plan += [(f"rmat{s}", ("copy_u",), (128,), DTYPES) for s in plan["line_scales"]]
         shared = [k for k, g in gs.items() if g.kind == "shared" and k != "largest"]
         agg_plan += [(k, plan["shared_ops"], plan["widths"], DTYPES) for k in shared]
+        agg_plan = [p for p in agg_plan if aggregation_graphs in ("all", gs[p[0]].kind)]
         aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress, deadline)
 
+    # aggregation last: it is the one section cut case by case, so it takes whatever budget is left
     sections = [
-        ("aggregation", agg),
         ("attention", lambda: attention.run(results, _unique(gs, plan["attention"]), device, timing,
                                             size == "tiny", progress, deadline)),
-        ("exec_paths", lambda: exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing,
-                                              128 if size != "tiny" else 16, progress, deadline)),
         ("sampling", lambda: sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny",
                                           progress, deadline)),
+        ("exec_paths", lambda: exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing,
+                                              128 if size != "tiny" else 16, progress, deadline)),
+        ("aggregation", agg),
     ]
     for name, section in sections:
         if name in skip:

@@ -49,3 +49,24 @@ def test_scale_backward(path):
 def test_scale_bad_input(bad, match, path):
     with pytest.raises(ValueError, match=match):
         bad()
+
+
+def test_float_scalar_arguments_carry_their_registered_type():
+    # A compiled kernel types a bare Python float argument as fp32; the interpreter keeps it float64,
+    # so only the GPU shows the difference (the first GPU run: fp64 scale 2e-7 off, every PPR estimate
+    # off its CPU twin).  A scalar registered as anything but fp32 must say so in the signature.
+    import importlib
+    import inspect
+
+    from dgl_accel.kernels.registry import specialisations
+
+    checked = 0
+    for spec in specialisations():
+        kernel = getattr(importlib.import_module(f"dgl_accel.kernels.{spec.module}"), spec.kernel)
+        params = inspect.signature(getattr(kernel, "fn", kernel)).parameters
+        for name, ty in spec.signature.items():
+            if ty[:2] in ("fp", "bf"):  # a float scalar (pointers start with '*')
+                ann = params[name].annotation
+                assert (str(ann) if ann is not inspect.Parameter.empty else "fp32") == ty, (spec.kernel, name)
+                checked += 1
+    assert checked >= 3 * 2  # scale's alpha, extrema's fill, the PPR push's alpha and keep (per variant)
