@@ -166,11 +166,15 @@ def exec_paths(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds: float) -> str:
+def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds: float | None,
+           sources: list[str] | None = None) -> str:
     env = results.env
+    took = f" in {seconds:.0f} s" if seconds is not None else ""
     lines = [f"# GPU report: {env['device']}", "",
-             f"Written by `python -m dgl_accel.gpu_report` at {results.section('correctness')[0]['timestamp']} "
-             f"in {seconds:.0f} s; the rows are in `bench/results/gpu_*.jsonl`.", ""]
+             f"Written by `python -m dgl_accel.gpu_report` at {results.section('correctness')[0]['timestamp']}"
+             f"{took}; the rows are in `bench/results/gpu_*.jsonl`.", ""]
+    if sources:  # rebuilt from the files (render.py): say which run each section comes from
+        lines += ["Sections from the newest run that measured them:", ""] + [f"- {s}" for s in sources] + [""]
     lines += environment(env, ceilings, args)
     lines += correctness(results.section("correctness"), cov)
     lines += aggregation(results.section("aggregation"))
