@@ -34,7 +34,8 @@ def environment(device: torch.device, mode: str) -> dict:
     else:
         name, cc = f"cpu ({platform.processor() or platform.machine()}, Triton interpreter)", ""
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return {"run": f"{started} {platform.node()}", "device": name, "compute_capability": cc, "driver": driver_version() if device.type == "cuda" else "n/a",
+    return {"run": f"{started} {platform.node()}", "device": name, "compute_capability": cc,
+            "driver": driver_version() if device.type == "cuda" else "n/a",
             "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda or "n/a",
             "python": platform.python_version(), "host": platform.node(), "mode": mode}
 
