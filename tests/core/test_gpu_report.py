@@ -186,3 +186,17 @@ def test_warm_up_worker_runs_its_shard():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     ran = int(proc.stdout.split("ran ")[1].split()[0])
     assert 3 <= ran <= 8  # 427 checks in the tiny run: every 80th from the first
+
+
+def test_render_rebuilds_the_report_from_the_committed_gpu_rows(tmp_path):
+    # the committed rows hold two H200 runs: the first found 3 mismatches, the second none; the rebuilt
+    # document takes correctness from the newest run and says where every section came from
+    from dgl_accel.gpu_report import render
+
+    md = render.rebuild(ROOT / "bench" / "results", tmp_path)
+    text = md.read_text()
+    assert text.startswith("# GPU report: NVIDIA") and "0 mismatches **pass**" in text
+    assert "- correctness: " in text and "- sampling: " in text and "## Attention" in text
+    assert (tmp_path / "gpu_report_roofline.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit, match="expected GPU rows"):
+        render.rebuild(tmp_path, tmp_path)  # no rows there
