@@ -99,7 +99,8 @@ def group_sizes(views, width: int, dtype, device) -> list[tuple[str, int]]:
     return [(f"{auto_label} gs={choice.gs}", choice.gs), (f"linear gs={choice.linear_gs}", choice.linear_gs)]
 
 
-def bench_case(results, g: Graph, op: str, width: int, dtype, device, copy_bw: float, timing: dict, progress):
+def bench_case(results, g: Graph, op: str, width: int, dtype, device, copy_bw: float, timing: dict, progress,
+               with_linear: bool = True):
     views = g.cache.get("views")
     if views is None:
         id32 = g.num_nodes < 2**31 and g.num_edges < 2**31
@@ -112,7 +113,10 @@ def bench_case(results, g: Graph, op: str, width: int, dtype, device, copy_bw: f
     elem, id_bytes = x.element_size(), views.csr("in").indices.element_size()
     nbytes = compulsory_bytes(g.num_nodes, g.num_edges, width, elem, id_bytes)
     fl = flop(op, g.num_edges, width)
-    for name, gs, make in _providers(g, views, op, x, gout, values, group_sizes(views, width, dtype, device)):
+    picks = group_sizes(views, width, dtype, device)
+    if not with_linear:
+        picks = picks[:1]
+    for name, gs, make in _providers(g, views, op, x, gout, values, picks):
         row = dict(graph=g.name, graph_kind=g.kind, nodes=g.num_nodes, edges=g.num_edges, op=op, width=width,
                    dtype=str(dtype).replace("torch.", ""), provider=name, gs=gs, flop=fl, bytes=nbytes)
         try:
@@ -132,9 +136,12 @@ def bench_case(results, g: Graph, op: str, width: int, dtype, device, copy_bw: f
         torch.cuda.empty_cache()
 
 
-def run(results, graphs, plan, device, copy_bw: float, timing: dict, progress, deadline=None) -> None:
+def run(results, graphs, plan, device, copy_bw: float, timing: dict, progress, deadline=None,
+        linear_widths=None) -> None:
     """``plan``: [(graph name, ops, widths, dtypes)]; graphs by name.  Cases that would start after
-    ``deadline`` (a :class:`~.timing.Deadline`) are counted, not run."""
+    ``deadline`` (a :class:`~.timing.Deadline`) are counted, not run.  The linear model's group size
+    is timed at ``linear_widths`` only (None: every width): on the H200 it picked gs=1 on R-MAT 19-23,
+    8-13x slower than the autotuned pick, and those timings were most of the first run's minutes."""
     skipped = 0
     for name, ops, widths, dtypes in plan:
         g = graphs[name]
@@ -145,7 +152,8 @@ def run(results, graphs, plan, device, copy_bw: float, timing: dict, progress, d
                     if deadline is not None and deadline.passed():
                         skipped += 1
                         continue
-                    bench_case(results, g, op, width, dtype, device, copy_bw, timing, progress)
+                    bench_case(results, g, op, width, dtype, device, copy_bw, timing, progress,
+                               with_linear=linear_widths is None or width in linear_widths)
     if skipped:
         progress(f"  aggregation: {skipped} cases skipped (budget spent)")
         results.add("skipped", part="aggregation", cases=skipped, reason="budget spent")

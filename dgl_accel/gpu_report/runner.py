@@ -16,7 +16,7 @@ from .timing import Deadline, copy_bandwidth, matmul_rate
 PLANS = {
     "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, shared_ops=aggregation.OPS,
                  widths=(32, 64, 128, 256), sampling=("rmat22", "largest"), exec_paths=("rmat22", "largest"),
-                 attention=("rmat22", "largest"), small=5, hub=1100),
+                 attention=("rmat22", "largest"), small=5, hub=1100, linear_widths=(128,)),
     "quick": dict(grid_scales=(20,), line_scales=(), shared=1, shared_ops=aggregation.OPS, widths=(64, 128),
                   sampling=("rmat20", "largest"), exec_paths=("rmat20",), attention=("rmat20",), small=5, hub=1100),
     "tiny": dict(grid_scales=(5,), line_scales=(6,), shared=1, shared_ops=("copy_u",), widths=(32,),
@@ -87,7 +87,8 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
         shared = [k for k, g in gs.items() if g.kind == "shared" and k != "largest"]
         agg_plan += [(k, plan["shared_ops"], plan["widths"], DTYPES) for k in shared]
         agg_plan = [p for p in agg_plan if aggregation_graphs in ("all", gs[p[0]].kind)]
-        aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress, deadline)
+        aggregation.run(results, gs, agg_plan, device, ceilings["copy_bytes_per_s"], timing, progress, deadline,
+                        plan.get("linear_widths"))
 
     # aggregation last: it is the one section cut case by case, so it takes whatever budget is left
     sections = [
