@@ -10,7 +10,10 @@ peak memory), execution paths.  Exit status 1 when any
 check mismatched or a registered specialisation was never launched.
 
 Modes:
-* default (a CUDA GPU; about 8 minutes on one H100): R-MAT scales 18-23 and the shared graphs.
+* default (a CUDA GPU): R-MAT scales 18-23 and the shared graphs.  On one H200 (2026-11-26): about
+  100 s to compile the correctness kernels with ``--warm-jobs 16``, 10 s of checks, 180 s for the
+  aggregation grid on R-MAT 22 (with the linear model's gs at every width, now F=128 only), 35 s
+  for attention; the rest was not reached in a 15-minute lease (see docs/gpu_notes.md).
 * ``--quick`` (about 2 minutes): R-MAT 20 and the largest shared graph, fewer widths and repeats.
 * ``--interpret --tiny`` (CI, no GPU; under 2 minutes on 2 cores): the Triton interpreter on tiny
   graphs, every code path of the report, the same files.
@@ -19,7 +22,11 @@ On a lent GPU (the ``device`` tool; its machine has Python 3.12, torch 2.11, tri
 DGL): stage the shared graphs here once (``python -m dgl_accel.gpu_report.graphs stage`` -> the
 ignored ``data/gpu/``, about 11 MB), then call ``run`` with ``carry=["data/gpu"]`` and::
 
-    bash dgl_accel/gpu_report/device.sh && cp -r bench/results/gpu_*.jsonl docs/gpu_report* $OUT/
+    set -o pipefail; timeout 390 bash dgl_accel/gpu_report/device.sh --budget-s 300 --warm-jobs 16 \
+        2>&1 | tee $OUT/log.txt; tar czf $OUT/report.tgz bench/results/gpu_*.jsonl docs/gpu_report*
+
+(``$OUT`` takes at most 8 files: one archive; the rows are written after every section, so an
+archive made after a stopped run still holds what was measured).
 
 ``device.sh`` makes ``dgl_accel.kernels`` importable from the carried tree (pyproject maps it to
 ``kernels/``; a symlink stands in for an install) and runs the report with ``PYTHONUNBUFFERED=1``.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the GPU report on a lent GPU machine from the carried working tree (see cli.py's docstring):
-#   run(command="bash dgl_accel/gpu_report/device.sh && cp bench/results/gpu_*.jsonl docs/gpu_report* $OUT/",
-#       carry=["data/gpu"])
+#   run(command="set -o pipefail; timeout 390 bash dgl_accel/gpu_report/device.sh --budget-s 300 --warm-jobs 16
+#       2>&1 | tee $OUT/log.txt; tar czf $OUT/report.tgz bench/results/gpu_*.jsonl docs/gpu_report*",
+#       carry=["data/gpu"], timeout_s=420)
 # Extra arguments go to the report (e.g. --quick).  pyproject maps dgl_accel.kernels to kernels/; the
 # image has no install of this package, so a symlink stands in for one (the tree there is a copy).
 set -euo pipefail
