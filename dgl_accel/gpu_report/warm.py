@@ -50,8 +50,9 @@ def _worker(k: int, n: int, small: int, hub: int) -> int:
     os.environ.setdefault("DGL_ACCEL_BACKEND", "auto" if cuda else "triton")
     if not cuda:
         os.environ["TRITON_INTERPRET"] = "1"
+    # lazy: these import triton (through the kernels), which must come after the mode is set above
     from . import correctness, graphs
-    from .env import Results
+    from .env import Results  # lazy: with the line above
 
     device, results = torch.device("cuda" if cuda else "cpu"), Results({})
     correctness.run(results, device, small=graphs.rmat(small, device), hub_degree=hub,
