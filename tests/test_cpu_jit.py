@@ -89,3 +89,31 @@ def test_node2vec_matches_numpy(g, pq, length, seed, trials):
         walks_node2vec.MAX_TRIALS = saved
     assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
     assert got[0].is_contiguous() and got[0].dtype == g.idtype
+
+
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
+def test_node2vec_parallel_walks_equal_the_serial_twin(monkeypatch):
+    """The walks of a step run in parallel; the serial twin (DataLoader workers) must give the same
+    walks: every walk draws from its own counters and writes its own slots, whatever the order.
+    Enough walks, a hub and second-order steps that the two threads interleave."""
+    from dgl_accel.sampling import node2vec_random_walk
+
+    src = torch.randint(3000, (60000,), generator=torch.Generator().manual_seed(1))
+    dst = torch.randint(3000, (60000,), generator=torch.Generator().manual_seed(2))
+    g = dgl.to_simple(dgl.graph((torch.cat([src, torch.zeros(500, dtype=torch.int64)]),
+                                 torch.cat([dst, torch.arange(1, 501)])), num_nodes=3000))
+    from dgl_accel.core.jit import walks as jit_walks
+
+    calls = []
+    for name in ("_node2vec_parallel", "_node2vec_serial"):  # which twin ran (pick reads the names per call)
+        twin = getattr(jit_walks, name)
+        monkeypatch.setattr(jit_walks, name, lambda *a, twin=twin, name=name: (calls.append(name), twin(*a))[1])
+    nodes = torch.arange(3000).repeat(4)
+    with forced_jit(True):
+        par = node2vec_random_walk(g, nodes, 0.5, 2.0, 20, seed=3, return_eids=True)
+        monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
+        assert not runtime.parallel_allowed()
+        ser = node2vec_random_walk(g, nodes, 0.5, 2.0, 20, seed=3, return_eids=True)
+    assert calls[0] == "_node2vec_parallel" and calls[-1] == "_node2vec_serial", calls
+    assert torch.equal(par[0], ser[0]) and torch.equal(par[1], ser[1])
+    assert (par[0][:, 1:] >= 0).float().mean() > 0.9  # the walks go on (second-order steps happen)
