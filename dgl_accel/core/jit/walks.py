@@ -126,8 +126,9 @@ def node2vec(start, deg, indices, scale, alt, nodes, first_id: int, length: int,
     pos = np.full((length, W), -1, dtype=np.int64)
     f1 = np.zeros(1, dtype=np.float64)
     i1 = np.zeros(1, dtype=np.int64)
-    pick(_node2vec_parallel, _node2vec_serial)(start, deg, indices, f1 if scale is None else scale, i1 if alt is None else alt, nodes,
-              np.int64(first_id), np.int64(length), np.uint64(seed), float(env.inv_c), np.int64(env.thr_t),
-              np.int64(env.thr_lo), np.int64(env.thr_hi), bool(env.nb_accepts), bool(env.thr_hi > env.thr_lo),
-              1.0 / env.p, 1.0 / env.q, np.int64(max_trials), traces, pos)
+    walk = pick(_node2vec_parallel, _node2vec_serial)
+    walk(start, deg, indices, f1 if scale is None else scale, i1 if alt is None else alt, nodes,
+         np.int64(first_id), np.int64(length), np.uint64(seed), float(env.inv_c), np.int64(env.thr_t),
+         np.int64(env.thr_lo), np.int64(env.thr_hi), bool(env.nb_accepts), bool(env.thr_hi > env.thr_lo),
+         1.0 / env.p, 1.0 / env.q, np.int64(max_trials), traces, pos)
     return np.ascontiguousarray(traces.T), np.ascontiguousarray(pos.T)
