@@ -23,21 +23,22 @@ def warm(jobs: int, small: int, hub: int, timeout: float, progress) -> int:
         log = tempfile.TemporaryFile()
         cmd = [sys.executable, "-m", "dgl_accel.gpu_report.warm", str(k), str(jobs), str(small), str(hub)]
         procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
-    failed = 0
+    failed, last = 0, (0.0, "")
     for proc, log in procs:
         try:
             proc.wait(max(1.0, t0 + timeout - time.perf_counter()))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.seek(0)
+        text = log.read().decode(errors="replace")
         if proc.returncode != 0:
             failed += 1
-            log.seek(0)
-            tail = log.read().decode(errors="replace")[-800:]
-            progress(f"  warm-up worker exited with {proc.returncode}: {tail}")
+            progress(f"  warm-up worker exited with {proc.returncode}: {text[-800:]}")
+        last = max(last, (time.perf_counter() - t0, text.strip().splitlines()[-1] if text.strip() else ""))
         log.close()
     progress(f"warm-up: {jobs} workers compiled the correctness kernels in {time.perf_counter() - t0:.1f} s "
-             f"({failed} failed)")
+             f"({failed} failed); the last to finish: {last[1]}")
     return failed
 
 
@@ -54,12 +55,18 @@ def _worker(k: int, n: int, small: int, hub: int) -> int:
     from . import correctness, graphs
     from .env import Results  # lazy: with the line above
 
+    started = time.perf_counter()
     device, results = torch.device("cuda" if cuda else "cpu"), Results({})
     correctness.run(results, device, small=graphs.rmat(small, device), hub_degree=hub,
                     sampling_graph=graphs.rmat(small + 2, "cpu"), tiny=not cuda, progress=lambda msg: None,
                     shard=(k, n))
-    return len(results.section("correctness"))
+    rows = results.section("correctness")
+    # where a shard's time went (compiles happen inside the checks), for the next lease's planning
+    slow = sorted(rows, key=lambda r: -r["seconds"])[:3]
+    print(f"shard {k}/{n}: {len(rows)} checks, {time.perf_counter() - started:.1f} s after imports, slowest "
+          + ", ".join(f"{r['family']} {r['case'][:40]} {r['seconds']:.1f} s" for r in slow))
+    return len(rows)
 
 
 if __name__ == "__main__":
-    print(f"warm-up shard ran {_worker(*map(int, sys.argv[1:5]))} checks")
+    _worker(*map(int, sys.argv[1:5]))
