@@ -5,7 +5,9 @@ Floating ops (``scale``, aggregation forward and backward) follow the FlashAtten
 (:func:`~dgl_accel.testing.tolerances.assert_matches_reference`: at most twice as far from the fp64
 reference as plain torch in the same dtype, plus the dtype's atol) in fp32, fp16, bf16 and fp64,
 with atomic and deterministic combine, int32 and int64 ids, every feature tile, and a hub of more
-than 1,024 neighbours in both directions.  The samplers (:mod:`.correctness_sampling`) must equal
+than 1,024 neighbours in both directions; GCN's normalisation on every variant, and plain sum and
+mean (the paths of ``update_all(copy_u, sum)`` and SAGEConv, whose kernel variants the registry does
+not list yet) on every dtype, id type and combine at F=64.  The samplers (:mod:`.correctness_sampling`) must equal
 their CPU twins exactly (integer outputs: the tolerance table's exact rule).  Launches are counted
 by :class:`~.coverage.LaunchLog`; a registered specialisation that no check launched fails the report.
 """
@@ -39,30 +41,39 @@ WIDTHS = (16, 32, 64, 128)  # one per feature tile of kernels/gspmm_grouped.py (
 MODES = ("copy_u", "u_mul_e scalar", "u_mul_e per-feature")
 
 
-def ref_aggregate(src, dst, n, x, w, gout):
-    """(out, grad x[, grad w]) of the GCN-normalised ("both") sum in plain torch, in x's dtype."""
+# (norm, reduce) of each normalisation the checks run: GCN's (the registered variants, both
+# degree scales), plain sum (no scales: what update_all(copy_u, sum) and the autotuner's timer
+# launch) and mean (the destination scale alone: SAGEConv's mean)
+KINDS = {"gcn": ("both", "sum"), "sum": ("none", "sum"), "mean": ("none", "mean")}
+
+
+def ref_aggregate(src, dst, n, x, w, gout, kind: str = "gcn"):
+    """(out, grad x[, grad w]) of the ``kind`` aggregation (:data:`KINDS`) in plain torch, in x's dtype."""
     x = x.detach().requires_grad_(True)
     inputs = [x]
     if w is not None:
         w = w.detach().requires_grad_(True)
         inputs.append(w)
-    out_deg = torch.bincount(src, minlength=n).clamp(min=1).to(x.dtype).pow(-0.5)
-    in_deg = torch.bincount(dst, minlength=n).clamp(min=1).to(x.dtype).pow(-0.5)
+    in_deg = torch.bincount(dst, minlength=n).clamp(min=1).to(x.dtype)
+    src_scale = torch.bincount(src, minlength=n).clamp(min=1).to(x.dtype).pow(-0.5) if kind == "gcn" else None
+    dst_scale = {"gcn": in_deg.pow(-0.5), "mean": 1 / in_deg, "sum": None}[kind]
     with torch.enable_grad():
-        out = ref_gspmm((src, dst, n), "u_mul_e" if w is not None else "copy_u", "sum", x * out_deg[:, None], w)
-        out = out * in_deg[:, None]
+        h = x * src_scale[:, None] if src_scale is not None else x
+        out = ref_gspmm((src, dst, n), "u_mul_e" if w is not None else "copy_u", "sum", h, w)
+        out = out * dst_scale[:, None] if dst_scale is not None else out
         grads = torch.autograd.grad(out, inputs, gout)
     return (out.detach(), *grads)
 
 
-def ours_aggregate(g: TensorGraph, x, w, gout, deterministic: bool):
+def ours_aggregate(g: TensorGraph, x, w, gout, deterministic: bool, kind: str = "gcn"):
     x = x.detach().requires_grad_(True)
     inputs = [x]
     if w is not None:
         w = w.detach().requires_grad_(True)
         inputs.append(w)
+    norm, reduce = KINDS[kind]
     with torch.enable_grad():
-        out = aggregate(g, "copy_u" if w is None else "u_mul_e", "sum", x, w, norm="both",
+        out = aggregate(g, "copy_u" if w is None else "u_mul_e", reduce, x, w, norm=norm,
                         deterministic=deterministic)
         grads = torch.autograd.grad(out, inputs, gout)
     return (out.detach(), *grads)
@@ -115,27 +126,28 @@ def _inputs(g: Graph, width: int, mode: str, dtype, device, seed: int):
 
 
 def check_aggregation_case(checks: Checks, g: Graph, idtype, dtype, mode: str, width: int, det: bool,
-                           device, seed: int, backward: bool = True) -> None:
+                           device, seed: int, backward: bool = True, kind: str = "gcn") -> None:
     src, dst = g.src.to(device), g.dst.to(device)
     views = TensorGraph(src.to(idtype), dst.to(idtype), num_nodes=g.num_nodes)
     x, w, gout = _inputs(g, width, mode, dtype, device, seed)
     case = (f"{g.name} {str(idtype)[6:]} {str(dtype)[6:]} {mode} F={width} "
-            f"{'deterministic' if det else 'atomic'}{'' if backward else ' (forward)'}")
+            f"{'deterministic' if det else 'atomic'}{'' if backward else ' (forward)'}"
+            f"{'' if kind == 'gcn' else f' {kind}'}")
 
     def check():
         if backward:
-            ours = ours_aggregate(views, x, w, gout, det)
+            ours = ours_aggregate(views, x, w, gout, det, kind)
         else:
             with torch.no_grad():
                 efeat = None if w is None else w
-                ours = (aggregate(views, "copy_u" if w is None else "u_mul_e", "sum", x, efeat, norm="both",
-                                  deterministic=det),)
+                ours = (aggregate(views, "copy_u" if w is None else "u_mul_e", KINDS[kind][1], x, efeat,
+                                  norm=KINDS[kind][0], deterministic=det),)
         names = ("forward", "grad x", "grad w")
         refs: dict = {}  # one reference run per precision (fp64 and the case's dtype), shared by the outputs
 
         def ref(*a, k):
             if a[3].dtype not in refs:
-                refs[a[3].dtype] = ref_aggregate(*a)
+                refs[a[3].dtype] = ref_aggregate(*a, kind=kind)
             return refs[a[3].dtype][k]
         for k, actual in enumerate(ours):
             assert_matches_reference(actual, lambda *a, k=k: ref(*a, k=k), src, dst, g.num_nodes, x, w, gout,
@@ -162,6 +174,15 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
         for det in (False, True):
             seed += 1
             check_aggregation_case(checks, small, torch.int64, torch.float64, mode, 24, det, device, seed)
+    # the user paths besides GCN's: plain sum and mean (no scales / the destination scale alone)
+    kinds = [(k, d, i, m, det) for k in ("sum", "mean") for d in DTYPES[:3] for i in (torch.int32, torch.int64)
+             for m in MODES[:2] for det in (False, True)]
+    if tiny:  # the interpreter's time: one case each
+        kinds = [("sum", torch.float32, torch.int32, "copy_u", False), ("mean", torch.bfloat16, torch.int64,
+                                                                      "u_mul_e scalar", True)]
+    for kind, dtype, idtype, mode, det in kinds:
+        seed += 1
+        check_aggregation_case(checks, small, idtype, dtype, mode, 64, det, device, seed, kind=kind)
     hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, device)
     cases = [(d, m, det) for d in DTYPES for m in ("copy_u", "u_mul_e scalar") for det in (False, True)]
     if tiny:  # the interpreter pays per program: both combines, one message kind each
