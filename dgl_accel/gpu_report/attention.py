@@ -83,11 +83,15 @@ def step_peak_bytes(step, device: torch.device):
     return torch.cuda.max_memory_allocated(device) - before
 
 
-def bench_case(results, g: Graph, in_feats: int, heads: int, dim: int, dtype, device, timing: dict) -> None:
+def bench_case(results, g: Graph, in_feats: int, heads: int, dim: int, dtype, device, timing: dict,
+               only=None) -> None:
+    """Every provider (or those named in ``only``) on ``g`` in ``dtype``: one row each."""
     views = g.cache.get("views") or g.cache.setdefault("views", TensorGraph(g.src, g.dst, num_nodes=g.num_nodes))
     gen = torch.Generator(device=device).manual_seed(in_feats + heads)
     x = torch.randn(g.num_nodes, in_feats, generator=gen, device=device).to(dtype)
     for name, make in providers(g, views, in_feats, heads, dim):
+        if only is not None and name not in only:
+            continue
         row = dict(graph=g.name, graph_kind=g.kind, nodes=g.num_nodes, edges=g.num_edges, in_feats=in_feats,
                    heads=heads, dim=dim, dtype=str(dtype).replace("torch.", ""), provider=name)
         try:
@@ -127,3 +131,29 @@ def run(results, graphs, device, timing: dict, tiny: bool, progress, deadline=No
         progress(f"  attention on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
         for dtype in (torch.float32, torch.bfloat16):
             bench_case(results, g, in_feats, heads, dim, dtype, device, timing)
+        if g.kind == "rmat":
+            # the hub-tail test of docs/gpu_notes.md: the same graph without its largest in-degree
+            # rows' edges (R-MAT 22: one row of 162,767, 5,087 sequential chunks for one program);
+            # if the fused forward drops far more than the edges' share, the tail is the cost
+            capped = without_hubs(g, 2 if tiny else HUBS)
+            progress(f"  attention on {capped.name} ({capped.num_edges:,} edges)")
+            for dtype in (torch.float32, torch.bfloat16):
+                bench_case(results, capped, in_feats, heads, dim, dtype, device, timing,
+                           only=("dgl_accel fused", "dgl_accel unfused"))
+
+
+HUBS = 100  # in-degree rows whose edges the hub-tail test drops
+
+
+def without_hubs(g: Graph, hubs: int) -> Graph:
+    """``g`` without the in-edges of its ``hubs`` largest in-degree rows (same nodes).
+
+    >>> from dgl_accel.gpu_report.graphs import Graph
+    >>> g = Graph("t", "rmat", torch.tensor([1, 2, 3, 0]), torch.tensor([0, 0, 0, 1]), 4)
+    >>> h = without_hubs(g, 1)
+    >>> h.name, h.src.tolist(), h.dst.tolist()
+    ('t without top-1 hubs', [0], [1])
+    """
+    top = torch.topk(torch.bincount(g.dst, minlength=g.num_nodes), min(hubs, g.num_nodes)).indices
+    keep = ~torch.isin(g.dst, top)
+    return Graph(f"{g.name} without top-{hubs} hubs", g.kind, g.src[keep], g.dst[keep], g.num_nodes)
