@@ -148,7 +148,7 @@ SPECIALISATIONS = [
                    {"picks_ptr": "*i64", "offs_ptr": "*i64", "pos_out_ptr": "*i64", "n_rows": "i64",
                     "S_PAD": "constexpr", "BLOCK_R": "constexpr"},
                    {"S_PAD": sp, "BLOCK_R": COMPACT_BLOCK_R}, num_warps=4)
-    for sp in (16, 64)
+    for sp in (16, 64, 256)  # every S_PAD of _its_rows_kernel: compact_triton packs its picks (256: s=200)
 ] + [
     Specialisation("bulk_sampling", "_relabel_kernel",
                    {"pos_ptr": "*i64", "src_tab_ptr": "*i64", "dstpos_ptr": "*i64", "newrank_ptr": "*i64",

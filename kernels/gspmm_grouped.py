@@ -132,28 +132,45 @@ def num_warps_for(block_g: int, block_f: int) -> int:
     return max(1, min(8, (block_g * block_f) // 256))
 
 
+def edge_grad_num_warps(per_feat: bool, fp64: bool) -> int:
+    """Warps of ``_sddmm_grad_efeat_kernel`` (32 x 64 tiles).  The fp64 dot (``PER_FEAT=False``) keeps
+    two 32 x 64 fp64 tiles live: at 4 warps ptxas spilled 256 / 128 bytes on sm_80 / sm_90 (255
+    registers); at 8 it fits (162 / 172).  Every other variant fits at 4."""
+    return 8 if fp64 and not per_feat else 4
+
+
 # ------------------------------------------------------------------ AOT specialisations
 _DT = ("fp32", "fp16", "bf16")
 _IDX = ("i32", "i64")
 
 
-def _fwd(t, idx, efeat, per_feat, atomic, block_f):
+def _acc(t: str) -> str:
+    """The accumulation type (scales, atomic buffer and partials): fp64 for fp64, else fp32."""
+    return "fp64" if t == "fp64" else "fp32"
+
+
+def _fwd(t, idx, efeat, per_feat, atomic, block_f, scales=True):
+    """``scales``: both degree scales given (GCN's ``norm="both"``) or neither (plain sum); an absent
+    scale's pointer is the launcher's dummy, the feature tensor, so it takes the feature type."""
+    acc = _acc(t)
     sig = {"group_row_ptr": "*i64", "group_start_ptr": "*i64", "group_len_ptr": "*i32",
            "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}", "efeat_ptr": f"*{t}",
-           "src_scale_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": "*fp32",
+           "src_scale_ptr": f"*{acc if scales else t}", "dst_scale_ptr": f"*{acc if scales else t}",
+           "out_ptr": f"*{acc}",
            "num_groups": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_efeat": "i64",
            "stride_out": "i64"}
     consts = {"BLOCK_G": BLOCK_G, "BLOCK_F": block_f, "HAS_EFEAT": efeat, "EFEAT_PER_FEAT": per_feat,
               # the deterministic path leaves the destination scale to _segment_reduce_kernel
-              "HAS_SRC_SCALE": True, "HAS_DST_SCALE": atomic, "ATOMIC": atomic, "ACC_FP64": False}
+              "HAS_SRC_SCALE": scales, "HAS_DST_SCALE": scales and atomic, "ATOMIC": atomic,
+              "ACC_FP64": t == "fp64"}
     sig.update({k: "constexpr" for k in consts})
     return Specialisation("gspmm_grouped", "_gspmm_grouped_fwd_kernel", sig, consts,
                           num_warps=num_warps_for(BLOCK_G, block_f))
 
 
 def _reduce(t, block_f):
-    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": True, "ACC_FP64": False}
-    sig = {"row_group_ptr": "*i64", "partial_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": f"*{t}",
+    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": True, "ACC_FP64": t == "fp64"}
+    sig = {"row_group_ptr": "*i64", "partial_ptr": f"*{_acc(t)}", "dst_scale_ptr": f"*{_acc(t)}", "out_ptr": f"*{t}",
            "num_feats": "i32", "stride_partial": "i64", "stride_out": "i64"}
     sig.update({k: "constexpr" for k in consts})
     # launched with one row per program: the warps of a 1 x BLOCK_F tile (launchers.gspmm_forward)
@@ -163,20 +180,35 @@ def _reduce(t, block_f):
 
 def _sddmm(t, idx, per_feat):
     consts = {"BLOCK_E": 32, "BLOCK_F": 64, "PER_FEAT": per_feat, "HAS_SRC_SCALE": True,
-              "HAS_DST_SCALE": True, "ACC_FP64": False}
+              "HAS_DST_SCALE": True, "ACC_FP64": t == "fp64"}
     sig = {"src_ptr": f"*{idx}", "dst_ptr": f"*{idx}", "feat_ptr": f"*{t}", "grad_ptr": f"*{t}",
-           "src_scale_ptr": "*fp32", "dst_scale_ptr": "*fp32", "out_ptr": f"*{t}",
+           "src_scale_ptr": f"*{_acc(t)}", "dst_scale_ptr": f"*{_acc(t)}", "out_ptr": f"*{t}",
            "num_edges": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_grad": "i64",
            "stride_out": "i64"}
     sig.update({k: "constexpr" for k in consts})
-    return Specialisation("gspmm_grouped", "_sddmm_grad_efeat_kernel", sig, consts)
+    return Specialisation("gspmm_grouped", "_sddmm_grad_efeat_kernel", sig, consts,
+                          num_warps=edge_grad_num_warps(per_feat, t == "fp64"))
 
+
+_EFEAT = ((False, False), (True, False), (True, True))  # (HAS_EFEAT, EFEAT_PER_FEAT): copy_u, w [E, 1], w [E, F]
+# fp64 (ACC_FP64: fp64 scales, buffer and partials) where the report's fp64 checks launch it: F=24
+# (tile 32) on int64 ids, GCN-normalised; (dtype, id type, feature tile)
+_FP64 = (("fp64", "i64", 32),)
 
 SPECIALISATIONS = (
     [_fwd(t, idx, efeat, per_feat, atomic, bf)
      for t in _DT for idx in _IDX
-     for efeat, per_feat in ((False, False), (True, False), (True, True))
+     for efeat, per_feat in _EFEAT
      for atomic in (True, False) for bf in FEATURE_TILES]
+    + [_fwd(t, idx, efeat, per_feat, atomic, bf)
+       for t, idx, bf in _FP64 for efeat, per_feat in _EFEAT for atomic in (True, False)]
+    # plain copy_u-sum (no scales, no edge weights, atomic into the fp32/fp64 buffer): what
+    # update_all(copy_u, sum) / norm="none" runs, and what the group-size autotuner's timer
+    # (launchers.time_grouped_forward) launches on a GPU for every dtype and width it tunes
+    + [_fwd(t, idx, False, False, True, bf, scales=False) for t in _DT for idx in _IDX for bf in FEATURE_TILES]
+    + [_fwd(t, idx, False, False, True, bf, scales=False) for t, idx, bf in _FP64]
     + [_reduce(t, bf) for t in _DT for bf in FEATURE_TILES]
+    + [_reduce(t, bf) for t, _, bf in _FP64]
     + [_sddmm(t, idx, pf) for t in _DT for idx in _IDX for pf in (False, True)]
+    + [_sddmm(t, idx, pf) for t, idx, _ in _FP64 for pf in (False, True)]  # its BLOCK_F is 64 at any width
 )

@@ -120,6 +120,12 @@ def k_pad(slots: int) -> int:
     return max(2, 1 << max(0, int(slots - 1).bit_length()))
 
 
+# (BLOCK_T, K_PAD, num_warps) of each class the report launches; with counter ids also K_PAD 4: k-hop
+# sampling (core/sampling/khop.py) keys its draws by (sample, transit), and the report's k-hop checks end on a hop of
+# fanout 3
+_CLASSES = ((SUBWARP_BLOCK_T, 16, 4), (SUBWARP_BLOCK_T, 32, 4), (1, 128, 4), (1, 1024, 4))
+_CIDS_CLASSES = _CLASSES + ((SUBWARP_BLOCK_T, 4, 4),)
+
 SPECIALISATIONS = [
     Specialisation("sampling", "_neighbor_choice_kernel",
                    {"indptr_ptr": "*i64", "transits_ptr": "*i64", "cids_ptr": "*i64", "out_ptr": "*i64",
@@ -128,7 +134,7 @@ SPECIALISATIONS = [
                    {"REPLACE": rep, "BLOCK_T": bt, "K_PAD": kp, "HAS_CIDS": cids}, num_warps=nw)
     for rep in (True, False)
     for cids in (False, True)
-    for bt, kp, nw in ((SUBWARP_BLOCK_T, 16, 4), (SUBWARP_BLOCK_T, 32, 4), (1, 128, 4), (1, 1024, 4))
+    for bt, kp, nw in (_CIDS_CLASSES if cids else _CLASSES)
 ]
 SPECIALISATIONS += [
     Specialisation("sampling", "_neighbor_choice_grid_kernel",

@@ -150,7 +150,14 @@ _IDX = ("i32", "i64")
 _ELEMENTWISE = (("add", "u", "v", False, TILES[0]), ("sub", "v", "u", True, TILES[1]),
                 ("mul", "u", "e", True, TILES[2]), ("div", "e", "v", False, TILES[1]),
                 ("copy_lhs", "u", "v", False, TILES[1]), ("copy_rhs", "u", "e", False, TILES[2]))
-_DOT = (("u", "v", False, DOT_TILES[0]), ("e", "u", True, DOT_TILES[1]))
+# the backward of mul and dot (core/sddmm/function.py: the edge-shaped gradient times the other operand, lhs
+# target e, broadcast where the forward's operands broadcast or the dot reduced), for the report's
+# u_mul_e [5, 8] x [1, 8] (tile 2), u_dot_v [2, 8] x [2, 8] and e_dot_u [2, 16] x [1, 16] (tile 1)
+_GRAD_MUL = (("mul", "e", "u", False, TILES[2]), ("mul", "e", "e", True, TILES[2]),
+             ("mul", "e", "u", True, TILES[1]), ("mul", "e", "e", True, TILES[1]), ("mul", "e", "v", True, TILES[1]))
+# the last row: head-wise u_mul_e's weight gradient, x[u] . grad[v] per head over more than 8 features
+# (core/headwise/function.py _weight_grad; the report's H=4 D=10)
+_DOT = (("u", "v", False, DOT_TILES[0]), ("e", "u", True, DOT_TILES[1]), ("u", "v", False, DOT_TILES[1]))
 
 
 def _operands(t: str, idx: str) -> dict:
@@ -181,7 +188,7 @@ def _segment(t, idx, blocks) -> Specialisation:
 
 
 SPECIALISATIONS = (
-    [_elementwise(t, idx, *v) for t in _DT for idx in _IDX for v in _ELEMENTWISE]
+    [_elementwise(t, idx, *v) for t in _DT for idx in _IDX for v in _ELEMENTWISE + _GRAD_MUL]
     + [_dot(t, idx, *v) for t in _DT for idx in _IDX for v in _DOT]
     + [_segment(t, idx, b) for t in _DT for idx in _IDX for b in SEGMENT_TILES]
 )

@@ -5,11 +5,13 @@ Floating ops (``scale``, aggregation forward and backward) follow the FlashAtten
 (:func:`~dgl_accel.testing.tolerances.assert_matches_reference`: at most twice as far from the fp64
 reference as plain torch in the same dtype, plus the dtype's atol) in fp32, fp16, bf16 and fp64,
 with atomic and deterministic combine, int32 and int64 ids, every feature tile, and a hub of more
-than 1,024 neighbours in both directions; GCN's normalisation on every variant, and plain sum and
-mean (the paths of ``update_all(copy_u, sum)`` and SAGEConv, whose kernel variants the registry does
-not list yet) on every dtype, id type and combine at F=64.  The samplers (:mod:`.correctness_sampling`) must equal
-their CPU twins exactly (integer outputs: the tolerance table's exact rule).  Launches are counted
-by :class:`~.coverage.LaunchLog`; a registered specialisation that no check launched fails the report.
+than 1,024 neighbours in both directions; GCN's normalisation on every variant, plain sum and mean
+(the paths of ``update_all(copy_u, sum)`` and SAGEConv) on every dtype, id type and combine at F=64,
+and plain copy_u-sum (atomic: the registered variant the autotuner's timer also launches) on every
+tile; the other sum/mean scale combinations are not registered yet.  The samplers
+(:mod:`.correctness_sampling`) must equal their CPU twins exactly (integer outputs: the tolerance
+table's exact rule).  Launches are counted by :class:`~.coverage.LaunchLog`; a registered
+specialisation that no check launched fails the report.
 """
 from __future__ import annotations
 
@@ -158,8 +160,8 @@ def check_aggregation_case(checks: Checks, g: Graph, idtype, dtype, mode: str, w
 
 def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tiny: bool) -> None:
     """Every registered forward/reduce/SDDMM variant on a small graph (3 dtypes x 2 id types x 3
-    message kinds x 2 combines x 4 tiles), fp64 on a subset, and hub rows in both directions
-    (every dtype; fp32 and bf16 under ``tiny``, where the interpreter's time is the limit)."""
+    message kinds x 2 combines x 4 tiles), fp64 on a subset, plain sum and mean, and hub rows in both
+    directions (every dtype; fp32 and bf16 under ``tiny``, where the interpreter's time is the limit)."""
     seed = 0
     for dtype in DTYPES[:3]:
         for idtype in (torch.int32, torch.int64):
@@ -175,14 +177,19 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
             seed += 1
             check_aggregation_case(checks, small, torch.int64, torch.float64, mode, 24, det, device, seed)
     # the user paths besides GCN's: plain sum and mean (no scales / the destination scale alone)
-    kinds = [(k, d, i, m, det) for k in ("sum", "mean") for d in DTYPES[:3] for i in (torch.int32, torch.int64)
+    ids = (torch.int32, torch.int64)
+    kinds = [(k, d, i, m, det, 64) for k in ("sum", "mean") for d in DTYPES[:3] for i in ids
              for m in MODES[:2] for det in (False, True)]
-    if tiny:  # the interpreter's time: one case each
-        kinds = [("sum", torch.float32, torch.int32, "copy_u", False), ("mean", torch.bfloat16, torch.int64,
-                                                                      "u_mul_e scalar", True)]
-    for kind, dtype, idtype, mode, det in kinds:
+    if tiny:  # the interpreter's time: one case (the plain sum's comes next)
+        kinds = [("mean", torch.bfloat16, torch.int64, "u_mul_e scalar", True, 64)]
+    # plain copy_u-sum, atomic, on every tile and fp64's F=24 (registered: kernels/gspmm_grouped.py): what
+    # update_all(copy_u, sum) runs at any width, and what the group-size autotuner's timer launches on a
+    # GPU for each (dtype, width) above
+    kinds += [("sum", d, i, "copy_u", False, w) for d in DTYPES[:3] for i in ids for w in WIDTHS]
+    kinds += [("sum", torch.float64, torch.int64, "copy_u", False, 24)]
+    for kind, dtype, idtype, mode, det, width in dict.fromkeys(kinds):  # in order, each once
         seed += 1
-        check_aggregation_case(checks, small, idtype, dtype, mode, 64, det, device, seed, kind=kind)
+        check_aggregation_case(checks, small, idtype, dtype, mode, width, det, device, seed, kind=kind)
     hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, device)
     cases = [(d, m, det) for d in DTYPES for m in ("copy_u", "u_mul_e scalar") for det in (False, True)]
     if tiny:  # the interpreter pays per program: both combines, one message kind each

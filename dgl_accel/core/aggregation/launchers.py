@@ -76,13 +76,15 @@ def edge_grad_forward(src: torch.Tensor, dst: torch.Tensor, ufeat: torch.Tensor,
         return out
     block_e, block_f = 32, 64
     dummy = ufeat
+    fp64 = acc_dtype(ufeat.dtype) == torch.float64
     kernel = triton_kernel("gspmm_grouped", "_sddmm_grad_efeat_kernel", ufeat.device)
     grid = (-(-num_edges // block_e), -(-num_feats // block_f) if per_feat else 1)
     kernel[grid](src, dst, ufeat, grad_out,
                  src_scale if src_scale is not None else dummy, dst_scale if dst_scale is not None else dummy,
                  out, num_edges, num_feats, ufeat.stride(0), grad_out.stride(0), out.stride(0),
                  BLOCK_E=block_e, BLOCK_F=block_f, PER_FEAT=per_feat, HAS_SRC_SCALE=src_scale is not None,
-                 HAS_DST_SCALE=dst_scale is not None, ACC_FP64=acc_dtype(ufeat.dtype) == torch.float64)
+                 HAS_DST_SCALE=dst_scale is not None, ACC_FP64=fp64,
+                 num_warps=kernel_module("gspmm_grouped").edge_grad_num_warps(per_feat, fp64))
     return out
 
 
