@@ -41,6 +41,7 @@ from dgl_accel import data
 from dgl_accel.nn import ShaDowReadout
 from dgl_accel.nn.readout import MODES
 from dgl_accel.sampling import ShaDowKHopSampler, ShaDowPPRSampler, shadow_index
+from dgl_accel.sampling.shadow import PPR_SCORE
 
 
 def load_dataset(name: str, synthetic_nodes: int = 1000, row_norm: bool = True):
@@ -109,16 +110,17 @@ class Model(nn.Module):
     (shaDow), else one output per node (full batch)."""
 
     def __init__(self, in_dim, hidden, classes, layers, kind="sage", readout=None, dropout=0.5, residual=False,
-                 in_dropout=0.0, norm=False):
+                 in_dropout=0.0, norm=False, jk="none"):
         super().__init__()
-        self.kind, self.hidden, self.residual, self.in_dropout = kind, hidden, residual, in_dropout
+        self.kind, self.hidden, self.residual, self.in_dropout, self.jk = kind, hidden, residual, in_dropout, jk
         self.norms = nn.ModuleList([nn.LayerNorm(hidden) for _ in range(layers - 1)]) if norm else None
         self.inp = nn.Linear(in_dim, (2 if kind == "sage" else 1) * hidden)  # sage: [self | neighbour] maps
         conv = (lambda: SAGEConv(hidden, hidden, "mean")) if kind == "sage" else (
             lambda: GraphConv(hidden, hidden, norm="both", allow_zero_in_degree=True))
         self.convs = nn.ModuleList([conv() for _ in range(layers - 2)])
         self.readout = None if readout is None else ShaDowReadout(readout)
-        last = hidden if readout is None else self.readout.out_dim(hidden)
+        width = hidden * (layers if jk == "cat" else 1)  # shaDow's "residue": the layers' outputs pooled
+        last = hidden if readout is None else self.readout.out_dim(width)
         self.last = conv() if readout is not None else (
             SAGEConv(hidden, classes, "mean") if kind == "sage" else GraphConv(hidden, classes, norm="both"))
         self.out = nn.Linear(last, classes) if readout is not None else None
@@ -133,8 +135,9 @@ class Model(nn.Module):
             x = F.dropout(x, self.in_dropout)
         return self.inp(x)
 
-    def forward(self, g, p, index=None):
-        """``p``: :meth:`project`'s rows of ``g``'s nodes; ``index``: ``shadow_index`` of a batch."""
+    def forward(self, g, p, index=None, weights=None):
+        """``p``: :meth:`project`'s rows of ``g``'s nodes; ``index``: ``shadow_index`` of a batch;
+        ``weights``: the readout pool's node weights (PPR scores) or None."""
         if self.kind == "gcn":
             g = dgl.add_self_loop(dgl.remove_self_loop(g))
         with g.local_scope():
@@ -147,14 +150,22 @@ class Model(nn.Module):
                 g.ndata["p"] = (p - self.inp.bias) * deg
                 g.update_all(fn.copy_u("p", "m"), fn.sum("m", "a"))
                 h = g.ndata["a"] * deg + self.inp.bias
+        outs = [h]
         for i, conv in enumerate(self.convs):
             a = F.relu(h if self.norms is None else self.norms[i](h))
             h = conv(g, self.dropout(a)) + (h if self.residual else 0)
+            outs.append(h)
         a = F.relu(h if self.norms is None else self.norms[-1](h))
         h = self.last(g, self.dropout(a)) + (h if self.residual and self.readout is not None else 0)
         if self.readout is None:
             return h
-        return self.out(self.dropout(F.relu(self.readout(h, *index))))
+        outs.append(h)
+        if self.jk == "max":
+            h = torch.stack(outs).amax(0)
+        elif self.jk == "cat":
+            h = torch.cat(outs, 1)
+        return self.out(self.dropout(F.relu(self.readout(h, *index, weights))))
+
 
 
 def accuracy(logits, y) -> float:
@@ -181,7 +192,7 @@ class ShaDowRun:
         losses = []
         for input_nodes, output_nodes, sg in loader:
             p = model.project(self.x)  # every node once per step; the scopes gather their rows
-            loss = F.cross_entropy(model(sg, p[input_nodes], shadow_index(sg)), self.y[output_nodes])
+            loss = F.cross_entropy(model(sg, p[input_nodes], shadow_index(sg), self.weights(sg)), self.y[output_nodes])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -193,7 +204,10 @@ class ShaDowRun:
         model.eval()
         p = model.project(self.x)
         loader = dgl.dataloading.DataLoader(self.g, nodes, self.eval_sampler, batch_size=self.args.eval_batch_size)
-        return torch.cat([model(sg, p[inp], shadow_index(sg)) for inp, _, sg in loader])
+        return torch.cat([model(sg, p[inp], shadow_index(sg), self.weights(sg)) for inp, _, sg in loader])
+
+    def weights(self, sg):
+        return sg.ndata[PPR_SCORE] if self.args.pool_weights == "ppr" else None
 
 
 class FullBatchRun:
@@ -226,7 +240,7 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
     kind = "gcn" if args.model == "shadow-gcn" else "sage"
     model = Model(x.shape[1], args.hidden, classes, args.layers if shadow else 2, kind,
                   args.readout if shadow else None, args.dropout, args.residual and shadow,
-                  args.in_dropout, args.norm == "layer" and shadow)
+                  args.in_dropout, args.norm == "layer" and shadow, args.jk if shadow else "none")
     runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, split_seed)
     opt = (torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam)(
         model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
@@ -268,10 +282,15 @@ def parse_args(argv=None):
     ap.add_argument("--alpha", type=float, default=0.15)
     ap.add_argument("--eps", type=float, default=1e-5)
     ap.add_argument("--readout", choices=MODES, default="center+mean")
+    ap.add_argument("--pool-weights", choices=("none", "ppr"), default="none",
+                    help="ppr (PPR scope, a mean readout): the pool weighs each node by its PPR score")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--dropout", type=float, default=None, help="hidden layers (default: shaDow 0.2, full batch 0.5)")
     ap.add_argument("--norm", choices=("none", "layer"), default="none",
                     help="shaDow models: LayerNorm before each hidden layer's activation")
+    ap.add_argument("--jk", choices=("none", "max", "cat"), default="none",
+                    help="shaDow models: read out the max / concatenation of every layer's output (the "
+                         "reference's 'residue'), not the last layer's alone")
     ap.add_argument("--in-dropout", type=float, default=0.0, help="dropout on the input features (both models)")
     ap.add_argument("--residual", action=argparse.BooleanOptionalAction, default=True,
                     help="shaDow models: h + conv(h) from the second layer on")
@@ -292,6 +311,8 @@ def parse_args(argv=None):
     ap.add_argument("--synthetic-nodes", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = ap.parse_args(argv)
+    if args.pool_weights == "ppr" and (args.scope != "ppr" or not args.readout.endswith("mean")):
+        ap.error("--pool-weights ppr needs --scope ppr and a mean readout (mean or center+mean)")
     shadow = args.model.startswith("shadow")
     args.dropout = (0.2 if shadow else 0.5) if args.dropout is None else args.dropout
     args.weight_decay = (1e-3 if shadow else 5e-4) if args.weight_decay is None else args.weight_decay

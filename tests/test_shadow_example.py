@@ -1,7 +1,8 @@
 """examples/shadow_gnn.py (issue 19) runs end to end for two epochs on the synthetic graph (no shared
 datasets needed): progress lines, a line per split and a ``summary:`` line with finite accuracies,
-for the k-hop and PPR shaDow models and the full-batch baseline; a shared dataset it cannot find is
-refused with the fix."""
+for the k-hop and PPR shaDow models (one with every layer read out and a PPR-weighted pool) and the
+full-batch baseline; a shared dataset it cannot find is refused with the fix; a PPR-weighted pool
+without a PPR scope is refused."""
 import math
 import re
 import subprocess
@@ -23,8 +24,10 @@ def _run(*args, env=None):
     ("--dataset", "synthetic"),
     ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
      "--readout", "center+max", "--no-residual", "--norm", "layer"),
+    ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat",
+     "--pool-weights", "ppr"),
     ("--dataset", "synthetic", "--model", "sage-fullbatch"),
-], ids=["shadow-sage-khop", "shadow-gcn-ppr", "sage-fullbatch"])
+], ids=["shadow-sage-khop", "shadow-gcn-ppr", "shadow-sage-ppr-jk-weighted", "sage-fullbatch"])
 def test_example_trains_and_prints_the_summary(args):
     proc = _run(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -46,3 +49,8 @@ def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
     proc = _run("--dataset", "graphdata_coauthor_cs", env=env)
     assert proc.returncode != 0
     assert "expected one shared dataset matching" in proc.stderr and "--dataset synthetic" in proc.stderr
+
+
+def test_ppr_weighted_pool_needs_the_ppr_scope():
+    proc = _run("--dataset", "synthetic", "--scope", "khop", "--pool-weights", "ppr")
+    assert proc.returncode == 2 and "--pool-weights ppr needs --scope ppr" in proc.stderr, proc.stderr[-2000:]

@@ -39,6 +39,36 @@ def test_modes_equal_a_per_subgraph_loop(sizes, F, mode, seed):
     torch.autograd.gradcheck(lambda x: ro(x, gid, tpos), (h,))
 
 
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=6), F=st.integers(1, 4),
+       mode=st.sampled_from(["mean", "center+mean"]), seed=st.integers(0, 2**31))
+def test_weighted_mean_pool_equals_a_per_subgraph_loop(sizes, F, mode, seed):
+    g = torch.Generator().manual_seed(seed)
+    gid = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    tpos = torch.tensor([0] + sizes).cumsum(0)[:-1]
+    h = torch.randn(gid.numel(), F, dtype=torch.float64, generator=g, requires_grad=True)
+    w = torch.rand(gid.numel(), dtype=torch.float64, generator=g) + 0.01
+    rows = []
+    for b in range(len(sizes)):
+        pool = (h[gid == b] * w[gid == b, None]).sum(0) / w[gid == b].sum()
+        rows.append(pool if mode == "mean" else torch.cat([h[tpos[b]], pool]))
+    ro = ShaDowReadout(mode)
+    torch.testing.assert_close(ro(h, gid, tpos, w), torch.stack(rows), rtol=1e-12, atol=1e-12)
+    torch.autograd.gradcheck(lambda x: ro(x, gid, tpos, w), (h,))
+
+
+def test_bad_weights_are_refused():
+    h, gid, tpos = torch.zeros(3, 2), torch.tensor([0, 0, 1]), torch.tensor([0, 2])
+    with pytest.raises(ValueError, match="weights only with a mean pool"):
+        ShaDowReadout("center+max")(h, gid, tpos, torch.ones(3))
+    with pytest.raises(ValueError, match=r"weights a float tensor \[N\]"):
+        ShaDowReadout("mean")(h, gid, tpos, torch.ones(2))
+    with pytest.raises(ValueError, match="positive sum in every subgraph"):
+        ShaDowReadout("mean")(h, gid, tpos, torch.tensor([1.0, 1.0, 0.0]))
+    with pytest.raises(ValueError, match="finite weights >= 0"):
+        ShaDowReadout("mean")(h, gid, tpos, torch.tensor([1.0, -1.0, 1.0]))
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match=r"mode to be one of \('center', 'mean'"):
         ShaDowReadout("sum")

@@ -19,7 +19,7 @@ from dgl_accel.sampling import (
     ShaDowPPRSampler,
     shadow_index,
 )
-from dgl_accel.sampling.shadow import GRAPH_ID, IS_TARGET
+from dgl_accel.sampling.shadow import GRAPH_ID, IS_TARGET, PPR_SCORE
 from dgl_accel.testing.strategies import graphs
 
 
@@ -133,6 +133,10 @@ def test_ppr_scopes_are_induced_subgraphs_of_the_topk_sets(g, topk, data):
     _check_per_target(g, seeds, inp, out, sg)
     sets = ppr_node_sets(in_csr(g), seeds, topk=topk, eps=1e-4)
     assert torch.equal(inp.long(), sets.nodes)
+    # each node carries its push estimate for its own target (the readout's pool weights)
+    assert sg.ndata[PPR_SCORE].dtype == torch.float32
+    torch.testing.assert_close(sg.ndata[PPR_SCORE], sets.scores.float())
+    assert bool((sg.ndata[PPR_SCORE][sg.ndata[IS_TARGET]] > 0).all())
 
 
 def test_seeds_reproduce(graph):

@@ -11,7 +11,10 @@ Modes (``F`` the embedding width):
 
 Inputs: ``h`` [N, F] node embeddings of the batch, ``graph_ids`` [N] the subgraph of each node,
 ``target_pos`` [B] each subgraph's target row; ``dgl_accel.sampling.shadow_index(sg)`` gives both.
-Every subgraph holds at least its target, so no pool is empty.
+Every subgraph holds at least its target, so no pool is empty.  Optional ``weights`` [N] (mean
+pools only): the weighted mean ``sum_i w_i h_i / sum_i w_i`` per subgraph, e.g. the PPR scores
+``sg.ndata[dgl_accel.sampling.shadow.PPR_SCORE]`` (a pool that leans on the nodes nearest the
+target, as APPNP's propagation does); every subgraph needs a positive total weight.
 """
 from __future__ import annotations
 
@@ -45,12 +48,15 @@ class ShaDowReadout(nn.Module):
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}"
 
-    def forward(self, h: torch.Tensor, graph_ids: torch.Tensor, target_pos: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, graph_ids: torch.Tensor, target_pos: torch.Tensor,
+                weights: torch.Tensor | None = None) -> torch.Tensor:
         if h.dim() < 1 or graph_ids.shape != h.shape[:1] or target_pos.dim() != 1:
             raise expected("h [N, ...], graph_ids [N] and target_pos [B]",
                            f"h {tuple(h.shape)}, graph_ids {tuple(graph_ids.shape)}, target_pos "
                            f"{tuple(target_pos.shape)}", "pass shadow_index(sg) of the batch h was computed on.")
         B = target_pos.numel()
+        if weights is not None:
+            self._check_weights(weights, h, graph_ids, B)
         center = h[target_pos.long()]
         if self.mode == "center":
             return center
@@ -58,10 +64,28 @@ class ShaDowReadout(nn.Module):
         pool_kind = self.mode.split("+")[-1]
         shape = (B,) + tuple(h.shape[1:])
         view = idx.view(-1, *([1] * (h.dim() - 1))).expand_as(h)
-        if pool_kind == "mean":
+        if pool_kind == "mean" and weights is not None:
+            w = weights.to(h.dtype).view(-1, *([1] * (h.dim() - 1)))
+            total = h.new_zeros(shape).index_add(0, idx, h * w)
+            pool = total / h.new_zeros(B).index_add(0, idx, weights.to(h.dtype)).view(-1, *([1] * (h.dim() - 1)))
+        elif pool_kind == "mean":
             total = h.new_zeros(shape).index_add(0, idx, h)
             count = torch.bincount(idx, minlength=B).to(h.dtype).clamp(min=1)
             pool = total / count.view(-1, *([1] * (h.dim() - 1)))
         else:
             pool = h.new_zeros(shape).scatter_reduce(0, view, h, reduce="amax", include_self=False)
         return pool if "+" not in self.mode else torch.cat([center, pool], -1)
+
+    def _check_weights(self, weights, h, graph_ids, num_graphs: int) -> None:
+        if not self.mode.endswith("mean"):
+            raise expected("weights only with a mean pool ('mean' or 'center+mean')", f"mode {self.mode!r}",
+                           "drop weights, or construct ShaDowReadout('center+mean').")
+        if not isinstance(weights, torch.Tensor) or weights.shape != h.shape[:1] or not weights.is_floating_point():
+            raise expected("weights a float tensor [N], one per row of h",
+                           f"{type(weights).__name__} {tuple(getattr(weights, 'shape', ()))}",
+                           "pass sg.ndata[PPR_SCORE] of the batch h was computed on.")
+        totals = h.new_zeros(num_graphs, dtype=torch.float64).index_add(0, graph_ids.long(), weights.double())
+        if bool((weights < 0).any()) or not bool(torch.isfinite(weights).all()) or bool((totals <= 0).any()):
+            raise expected("finite weights >= 0 with a positive sum in every subgraph",
+                           f"min {float(weights.min()):.3g}, smallest subgraph total {float(totals.min()):.3g}",
+                           "clamp the weights, or give each target a positive weight.")

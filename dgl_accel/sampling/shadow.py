@@ -12,7 +12,8 @@ Per-target output (``per_target=True`` and the PPR sampler): ``(input_nodes, out
 ``t`` for ``output_nodes[t]``, its nodes in increasing original id.  ``sg.ndata[dgl.NID]`` /
 ``edata[dgl.EID]``: original ids (a node in several scopes appears once per scope);
 ``sg.ndata[GRAPH_ID]``: the subgraph index of every node; ``sg.ndata[IS_TARGET]``: True at each
-subgraph's target.  ``input_nodes = sg.ndata[dgl.NID]`` (so prefetching and
+subgraph's target; ``sg.ndata[PPR_SCORE]`` (PPR sampler): each node's PPR estimate for its target
+(float32; ``ShaDowReadout``'s ``weights``).  ``input_nodes = sg.ndata[dgl.NID]`` (so prefetching and
 ``x[input_nodes]`` give one feature row per batch node).  :func:`shadow_index` returns
 ``(graph_ids, target_pos)`` for the readout::
 
@@ -57,10 +58,11 @@ from .blocks import check_homogeneous, new_subgraph, np_idtype
 from .errors import dgl_errors
 from .induced import cpu_in_csr, half_csr
 
-__all__ = ["ShaDowKHopSampler", "ShaDowPPRSampler", "shadow_index", "GRAPH_ID", "IS_TARGET"]
+__all__ = ["ShaDowKHopSampler", "ShaDowPPRSampler", "shadow_index", "GRAPH_ID", "IS_TARGET", "PPR_SCORE"]
 
 GRAPH_ID = "shadow_graph_id"    # ndata of per-target output: subgraph index of each node (int64)
 IS_TARGET = "shadow_is_target"  # ndata of per-target output: True at each subgraph's target
+PPR_SCORE = "shadow_ppr"        # ndata of ShaDowPPRSampler's output: each node's PPR estimate in its scope
 
 
 def shadow_index(sg) -> tuple[torch.Tensor, torch.Tensor]:
@@ -102,6 +104,8 @@ def _subgraph(g, sets: NodeSets, excl, per_target: bool):
         is_target = torch.zeros(N, dtype=torch.bool)
         is_target[sets.target_pos] = True
         sg.ndata[IS_TARGET] = is_target
+        if sets.scores is not None:  # float32, as node features are (weights for ShaDowReadout's pool)
+            sg.ndata[PPR_SCORE] = sets.scores.to(torch.float32)
         sg.set_batch_num_nodes(sets.offsets.diff().to(g.idtype))
         sg.set_batch_num_edges(torch.from_numpy(ecount).to(g.idtype))
     return sg
