@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from coauthor_sage import split  # examples/, next to this script: the 20 / 30 per class split
-from dgl.nn import GraphConv, SAGEConv  # DGL's: dgl_accel.nn's leak memory under autograd (see docs/shadow_gnn.md)
+from dgl.nn import GraphConv, SAGEConv  # DGL's in both models (the recorded runs); dgl_accel.nn's are the same maths
 from torch import nn
 
 from dgl_accel import data
@@ -110,8 +110,11 @@ class Model(nn.Module):
     (shaDow), else one output per node (full batch)."""
 
     def __init__(self, in_dim, hidden, classes, layers, kind="sage", readout=None, dropout=0.5, residual=False,
-                 in_dropout=0.0, norm=False, jk="none"):
+                 in_dropout=0.0, norm=False, jk="none", rezero=False):
         super().__init__()
+        # ReZero (Bachlechner et al. 2020): each residual branch scaled by a learned scalar from 0,
+        # so the deep model starts as its first layer and grows depth only where it pays
+        self.gates = nn.Parameter(torch.zeros(layers - 1)) if rezero and residual else None
         self.kind, self.hidden, self.residual, self.in_dropout, self.jk = kind, hidden, residual, in_dropout, jk
         self.norms = nn.ModuleList([nn.LayerNorm(hidden) for _ in range(layers - 1)]) if norm else None
         self.inp = nn.Linear(in_dim, (2 if kind == "sage" else 1) * hidden)  # sage: [self | neighbour] maps
@@ -153,10 +156,15 @@ class Model(nn.Module):
         outs = [h]
         for i, conv in enumerate(self.convs):
             a = F.relu(h if self.norms is None else self.norms[i](h))
-            h = conv(g, self.dropout(a)) + (h if self.residual else 0)
+            c = conv(g, self.dropout(a))
+            h = (h + (c if self.gates is None else self.gates[i] * c)) if self.residual else c
             outs.append(h)
         a = F.relu(h if self.norms is None else self.norms[-1](h))
-        h = self.last(g, self.dropout(a)) + (h if self.residual and self.readout is not None else 0)
+        c = self.last(g, self.dropout(a))
+        if self.residual and self.readout is not None:
+            h = h + (c if self.gates is None else self.gates[-1] * c)
+        else:
+            h = c
         if self.readout is None:
             return h
         outs.append(h)
@@ -240,7 +248,8 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
     kind = "gcn" if args.model == "shadow-gcn" else "sage"
     model = Model(x.shape[1], args.hidden, classes, args.layers if shadow else 2, kind,
                   args.readout if shadow else None, args.dropout, args.residual and shadow,
-                  args.in_dropout, args.norm == "layer" and shadow, args.jk if shadow else "none")
+                  args.in_dropout, args.norm == "layer" and shadow, args.jk if shadow else "none",
+                  args.rezero and shadow)
     runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, split_seed)
     opt = (torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam)(
         model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
@@ -282,6 +291,9 @@ def parse_args(argv=None):
     ap.add_argument("--alpha", type=float, default=0.15)
     ap.add_argument("--eps", type=float, default=1e-5)
     ap.add_argument("--readout", choices=MODES, default="center+mean")
+    ap.add_argument("--rezero", action="store_true",
+                    help="shaDow models with --residual: scale each residual branch by a learned scalar "
+                         "starting at 0 (ReZero)")
     ap.add_argument("--pool-weights", choices=("none", "ppr"), default="none",
                     help="ppr (PPR scope, a mean readout): the pool weighs each node by its PPR score")
     ap.add_argument("--hidden", type=int, default=64)
