@@ -25,7 +25,7 @@ def _run(*args, env=None):
     ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
      "--readout", "center+max", "--no-residual", "--norm", "layer"),
     ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat",
-     "--pool-weights", "ppr"),
+     "--pool-weights", "ppr", "--rezero"),
     ("--dataset", "synthetic", "--model", "sage-fullbatch"),
 ], ids=["shadow-sage-khop", "shadow-gcn-ppr", "shadow-sage-ppr-jk-weighted", "sage-fullbatch"])
 def test_example_trains_and_prints_the_summary(args):
