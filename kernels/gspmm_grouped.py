@@ -132,6 +132,17 @@ def num_warps_for(block_g: int, block_f: int) -> int:
     return max(1, min(8, (block_g * block_f) // 256))
 
 
+def fwd_num_warps(block_f: int, fp32: bool, ids32: bool, efeat: bool, src_scale: bool, dst_scale: bool,
+                  atomic: bool) -> int:
+    """Warps of ``_gspmm_grouped_fwd_kernel`` (``dst_scale``: its HAS_DST_SCALE): :func:`num_warps_for`'s,
+    except the one registered variant where ptxas (triton 3.5.1) spilled at that choice: fp32 features,
+    int32 ids, copy_u, the source scale alone, atomic (mean's backward, norm="left"), tile 64.  At 4 warps it stopped
+    at 80 registers and spilled 8 bytes on sm_80; at 8 it fits (48 / 40 registers on sm_80 / sm_90)."""
+    if block_f == 64 and fp32 and ids32 and not efeat and src_scale and not dst_scale and atomic:
+        return 8
+    return num_warps_for(BLOCK_G, block_f)
+
+
 def edge_grad_num_warps(per_feat: bool, fp64: bool) -> int:
     """Warps of ``_sddmm_grad_efeat_kernel`` (32 x 64 tiles).  The fp64 dot (``PER_FEAT=False``) keeps
     two 32 x 64 fp64 tiles live: at 4 warps ptxas spilled 256 / 128 bytes on sm_80 / sm_90 (255
@@ -149,40 +160,55 @@ def _acc(t: str) -> str:
     return "fp64" if t == "fp64" else "fp32"
 
 
-def _fwd(t, idx, efeat, per_feat, atomic, block_f, scales=True):
-    """``scales``: both degree scales given (GCN's ``norm="both"``) or neither (plain sum); an absent
-    scale's pointer is the launcher's dummy, the feature tensor, so it takes the feature type."""
-    acc = _acc(t)
+# (source scale given, destination scale given) per normalisation a launch carries: "both" GCN's
+# norm="both"; "none" plain sum (norm="none"); "dst" mean's forward (1/deg of the destination); "src"
+# mean's backward (the transposed view's source scale is the forward's 1/deg)
+_SCALES = {"both": (True, True), "none": (False, False), "dst": (False, True), "src": (True, False)}
+
+
+def _scale_ptr(t: str, given: bool) -> str:
+    """A given scale is in the accumulation type; an absent one's pointer is the launcher's dummy,
+    the feature tensor, so it takes the feature type."""
+    return f"*{_acc(t) if given else t}"
+
+
+def _fwd(t, idx, efeat, per_feat, atomic, block_f, scales="both"):
+    """``scales``: which degree scales the launch is given (:data:`_SCALES`)."""
+    src, dst = _SCALES[scales]
     sig = {"group_row_ptr": "*i64", "group_start_ptr": "*i64", "group_len_ptr": "*i32",
            "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}", "efeat_ptr": f"*{t}",
-           "src_scale_ptr": f"*{acc if scales else t}", "dst_scale_ptr": f"*{acc if scales else t}",
-           "out_ptr": f"*{acc}",
+           "src_scale_ptr": _scale_ptr(t, src), "dst_scale_ptr": _scale_ptr(t, dst),
+           "out_ptr": f"*{_acc(t)}",
            "num_groups": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_efeat": "i64",
            "stride_out": "i64"}
     consts = {"BLOCK_G": BLOCK_G, "BLOCK_F": block_f, "HAS_EFEAT": efeat, "EFEAT_PER_FEAT": per_feat,
               # the deterministic path leaves the destination scale to _segment_reduce_kernel
-              "HAS_SRC_SCALE": scales, "HAS_DST_SCALE": scales and atomic, "ATOMIC": atomic,
+              "HAS_SRC_SCALE": src, "HAS_DST_SCALE": dst and atomic, "ATOMIC": atomic,
               "ACC_FP64": t == "fp64"}
     sig.update({k: "constexpr" for k in consts})
     return Specialisation("gspmm_grouped", "_gspmm_grouped_fwd_kernel", sig, consts,
-                          num_warps=num_warps_for(BLOCK_G, block_f))
+                          num_warps=fwd_num_warps(block_f, t == "fp32", idx == "i32", efeat, src, dst and atomic,
+                                                  atomic))
 
 
-def _reduce(t, block_f):
-    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": True, "ACC_FP64": t == "fp64"}
-    sig = {"row_group_ptr": "*i64", "partial_ptr": f"*{_acc(t)}", "dst_scale_ptr": f"*{_acc(t)}", "out_ptr": f"*{t}",
-           "num_feats": "i32", "stride_partial": "i64", "stride_out": "i64"}
+def _reduce(t, block_f, dst=True):
+    """``dst``: the destination scale is given (the reduce applies it)."""
+    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": dst, "ACC_FP64": t == "fp64"}
+    sig = {"row_group_ptr": "*i64", "partial_ptr": f"*{_acc(t)}", "dst_scale_ptr": _scale_ptr(t, dst),
+           "out_ptr": f"*{t}", "num_feats": "i32", "stride_partial": "i64", "stride_out": "i64"}
     sig.update({k: "constexpr" for k in consts})
     # launched with one row per program: the warps of a 1 x BLOCK_F tile (launchers.gspmm_forward)
     return Specialisation("gspmm_grouped", "_segment_reduce_kernel", sig, consts,
                           num_warps=num_warps_for(1, block_f))
 
 
-def _sddmm(t, idx, per_feat):
-    consts = {"BLOCK_E": 32, "BLOCK_F": 64, "PER_FEAT": per_feat, "HAS_SRC_SCALE": True,
-              "HAS_DST_SCALE": True, "ACC_FP64": t == "fp64"}
+def _sddmm(t, idx, per_feat, scales="both"):
+    """``scales``: the forward's degree scales (:data:`_SCALES`)."""
+    src, dst = _SCALES[scales]
+    consts = {"BLOCK_E": 32, "BLOCK_F": 64, "PER_FEAT": per_feat, "HAS_SRC_SCALE": src,
+              "HAS_DST_SCALE": dst, "ACC_FP64": t == "fp64"}
     sig = {"src_ptr": f"*{idx}", "dst_ptr": f"*{idx}", "feat_ptr": f"*{t}", "grad_ptr": f"*{t}",
-           "src_scale_ptr": f"*{_acc(t)}", "dst_scale_ptr": f"*{_acc(t)}", "out_ptr": f"*{t}",
+           "src_scale_ptr": _scale_ptr(t, src), "dst_scale_ptr": _scale_ptr(t, dst), "out_ptr": f"*{t}",
            "num_edges": "i64", "num_feats": "i32", "stride_feat": "i64", "stride_grad": "i64",
            "stride_out": "i64"}
     sig.update({k: "constexpr" for k in consts})
@@ -194,8 +220,23 @@ _EFEAT = ((False, False), (True, False), (True, True))  # (HAS_EFEAT, EFEAT_PER_
 # fp64 (ACC_FP64: fp64 scales, buffer and partials) where the report's fp64 checks launch it: F=24
 # (tile 32) on int64 ids, GCN-normalised; (dtype, id type, feature tile)
 _FP64 = (("fp64", "i64", 32),)
+_PLAIN_TILE = 64  # norm="none" sum / mean: the feature tile of the report's checks (F=64)
 
-SPECIALISATIONS = (
+
+def _unique(specs):
+    """``specs`` without repeats, first occurrences in order.  In fp32 a given scale and the dummy
+    share a type, so some combinations coincide: mean's deterministic forward is the plain sum's,
+    its deterministic backward is GCN's."""
+    seen, out = set(), []
+    for s in specs:
+        key = (s.kernel, tuple(s.signature.items()), tuple(s.constexprs.items()), s.num_warps, s.num_stages)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+SPECIALISATIONS = _unique(
     [_fwd(t, idx, efeat, per_feat, atomic, bf)
      for t in _DT for idx in _IDX
      for efeat, per_feat in _EFEAT
@@ -205,10 +246,17 @@ SPECIALISATIONS = (
     # plain copy_u-sum (no scales, no edge weights, atomic into the fp32/fp64 buffer): what
     # update_all(copy_u, sum) / norm="none" runs, and what the group-size autotuner's timer
     # (launchers.time_grouped_forward) launches on a GPU for every dtype and width it tunes
-    + [_fwd(t, idx, False, False, True, bf, scales=False) for t in _DT for idx in _IDX for bf in FEATURE_TILES]
-    + [_fwd(t, idx, False, False, True, bf, scales=False) for t, idx, bf in _FP64]
+    + [_fwd(t, idx, False, False, True, bf, scales="none") for t in _DT for idx in _IDX for bf in FEATURE_TILES]
+    + [_fwd(t, idx, False, False, True, bf, scales="none") for t, idx, bf in _FP64]
+    # norm="none" sum and mean aggregation (copy_u and w [E, 1], both combines) at the tile the report's
+    # sum/mean checks launch: plain sum forward and backward ("none"), mean's forward ("dst") and backward ("src")
+    + [_fwd(t, idx, efeat, per_feat, atomic, _PLAIN_TILE, scales=s) for s in ("none", "dst", "src")
+       for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT[:2] for atomic in (True, False)]
     + [_reduce(t, bf) for t in _DT for bf in FEATURE_TILES]
     + [_reduce(t, bf) for t, _, bf in _FP64]
+    + [_reduce(t, _PLAIN_TILE, dst=False) for t in _DT]  # deterministic plain sum (fwd, bwd) and mean's backward
     + [_sddmm(t, idx, pf) for t in _DT for idx in _IDX for pf in (False, True)]
     + [_sddmm(t, idx, pf) for t, idx, _ in _FP64 for pf in (False, True)]  # its BLOCK_F is 64 at any width
+    # w [E, 1]'s gradient of plain sum ("none") and mean ("dst"), the norm="none" u_mul_e backward
+    + [_sddmm(t, idx, False, scales=s) for s in ("none", "dst") for t in _DT for idx in _IDX]
 )

@@ -8,7 +8,7 @@ with atomic and deterministic combine, int32 and int64 ids, every feature tile, 
 than 1,024 neighbours in both directions; GCN's normalisation on every variant, plain sum and mean
 (the paths of ``update_all(copy_u, sum)`` and SAGEConv) on every dtype, id type and combine at F=64,
 and plain copy_u-sum (atomic: the registered variant the autotuner's timer also launches) on every
-tile; the other sum/mean scale combinations are not registered yet.  The samplers
+tile; all of these in the tiny run too (each is a registered variant).  The samplers
 (:mod:`.correctness_sampling`) must equal their CPU twins exactly (integer outputs: the tolerance
 table's exact rule).  Launches are counted by :class:`~.coverage.LaunchLog`; a registered
 specialisation that no check launched fails the report.
@@ -176,12 +176,12 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
         for det in (False, True):
             seed += 1
             check_aggregation_case(checks, small, torch.int64, torch.float64, mode, 24, det, device, seed)
-    # the user paths besides GCN's: plain sum and mean (no scales / the destination scale alone)
+    # the user paths besides GCN's: plain sum and mean (no scales / the destination scale alone), each
+    # registered combination (kernels/gspmm_grouped.py, F=64: forward, backward, reduce, edge-weight
+    # gradient), so the tiny run too launches every one
     ids = (torch.int32, torch.int64)
     kinds = [(k, d, i, m, det, 64) for k in ("sum", "mean") for d in DTYPES[:3] for i in ids
              for m in MODES[:2] for det in (False, True)]
-    if tiny:  # the interpreter's time: one case (the plain sum's comes next)
-        kinds = [("mean", torch.bfloat16, torch.int64, "u_mul_e scalar", True, 64)]
     # plain copy_u-sum, atomic, on every tile and fp64's F=24 (registered: kernels/gspmm_grouped.py): what
     # update_all(copy_u, sum) runs at any width, and what the group-size autotuner's timer launches on a
     # GPU for each (dtype, width) above

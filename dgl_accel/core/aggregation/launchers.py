@@ -34,7 +34,6 @@ def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efe
         return torch.zeros((rows, num_feats), dtype=ufeat.dtype, device=device)
     block_g = consts.BLOCK_G
     block_f = feature_tile(num_feats)
-    warps = consts.num_warps_for(block_g, block_f)
     grid = (-(-groups.num_groups // block_g), -(-num_feats // block_f))
     dummy = ufeat  # never dereferenced when its flag is off
     has_e = efeat is not None
@@ -44,19 +43,24 @@ def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efe
     dst_s = dst_scale if dst_scale is not None else dummy
     kernel = triton_kernel("gspmm_grouped", "_gspmm_grouped_fwd_kernel", device)
     common = dict(BLOCK_G=block_g, BLOCK_F=block_f, HAS_EFEAT=has_e, EFEAT_PER_FEAT=per_feat,
-                  HAS_SRC_SCALE=src_scale is not None, ACC_FP64=acc == torch.float64, num_warps=warps)
+                  HAS_SRC_SCALE=src_scale is not None, ACC_FP64=acc == torch.float64)
+
+    def warps(has_dst: bool, atomic: bool) -> int:  # the registry's choice (kernels/gspmm_grouped.py)
+        return consts.fwd_num_warps(block_f, ufeat.dtype == torch.float32, structure.indices.dtype == torch.int32,
+                                    has_e, src_scale is not None, has_dst, atomic)
     args = (groups.row, groups.start, groups.length, structure.indices, structure.eids, ufeat, efeat,
             src_s, dst_s)
     if not deterministic:
         buf = torch.zeros((rows, num_feats), dtype=acc, device=device)
         kernel[grid](*args, buf, groups.num_groups, num_feats, ufeat.stride(0),
                      efeat.stride(0) if has_e else 0, buf.stride(0),
-                     HAS_DST_SCALE=dst_scale is not None, ATOMIC=True, **common)
+                     HAS_DST_SCALE=dst_scale is not None, ATOMIC=True, num_warps=warps(dst_scale is not None, True),
+                     **common)
         return buf.to(ufeat.dtype)
     partial = torch.empty((groups.num_groups, num_feats), dtype=acc, device=device)
     kernel[grid](*args, partial, groups.num_groups, num_feats, ufeat.stride(0),
                  efeat.stride(0) if has_e else 0, partial.stride(0),
-                 HAS_DST_SCALE=False, ATOMIC=False, **common)
+                 HAS_DST_SCALE=False, ATOMIC=False, num_warps=warps(False, False), **common)
     out = torch.empty((rows, num_feats), dtype=ufeat.dtype, device=device)
     reduce = triton_kernel("gspmm_grouped", "_segment_reduce_kernel", device)
     reduce[(rows, -(-num_feats // block_f))](
