@@ -110,8 +110,9 @@ class Model(nn.Module):
     (shaDow), else one output per node (full batch)."""
 
     def __init__(self, in_dim, hidden, classes, layers, kind="sage", readout=None, dropout=0.5, residual=False,
-                 in_dropout=0.0, norm=False, jk="none", rezero=False):
+                 in_dropout=0.0, norm=False, jk="none", rezero=False, head="mlp"):
         super().__init__()
+        self.head = head  # shaDow's classifier on the readout: "mlp" relu -> dropout -> linear, "linear" alone
         # ReZero (Bachlechner et al. 2020): each residual branch scaled by a learned scalar from 0,
         # so the deep model starts as its first layer and grows depth only where it pays
         self.gates = nn.Parameter(torch.zeros(layers - 1)) if rezero and residual else None
@@ -124,9 +125,10 @@ class Model(nn.Module):
         self.readout = None if readout is None else ShaDowReadout(readout)
         width = hidden * (layers if jk == "cat" else 1)  # shaDow's "residue": the layers' outputs pooled
         last = hidden if readout is None else self.readout.out_dim(width)
-        self.last = conv() if readout is not None else (
+        logits_last = readout is None or head == "none"  # the last layer gives the classes (the baseline's)
+        self.last = conv() if not logits_last else (
             SAGEConv(hidden, classes, "mean") if kind == "sage" else GraphConv(hidden, classes, norm="both"))
-        self.out = nn.Linear(last, classes) if readout is not None else None
+        self.out = nn.Linear(last, classes) if not logits_last else None
         self.dropout = nn.Dropout(dropout)
 
     def project(self, x):
@@ -161,7 +163,7 @@ class Model(nn.Module):
             outs.append(h)
         a = F.relu(h if self.norms is None else self.norms[-1](h))
         c = self.last(g, self.dropout(a))
-        if self.residual and self.readout is not None:
+        if self.residual and self.out is not None:
             h = h + (c if self.gates is None else self.gates[-1] * c)
         else:
             h = c
@@ -172,7 +174,10 @@ class Model(nn.Module):
             h = torch.stack(outs).amax(0)
         elif self.jk == "cat":
             h = torch.cat(outs, 1)
-        return self.out(self.dropout(F.relu(self.readout(h, *index, weights))))
+        if self.out is None:  # head "none": the last layer's rows are the logits (center readout)
+            return self.readout(h, *index, weights)
+        r = self.readout(h, *index, weights)
+        return self.out(r if self.head == "linear" else self.dropout(F.relu(r)))
 
 
 
@@ -249,7 +254,7 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
     model = Model(x.shape[1], args.hidden, classes, args.layers if shadow else 2, kind,
                   args.readout if shadow else None, args.dropout, args.residual and shadow,
                   args.in_dropout, args.norm == "layer" and shadow, args.jk if shadow else "none",
-                  args.rezero and shadow)
+                  args.rezero and shadow, args.head)
     runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, split_seed)
     opt = (torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam)(
         model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
@@ -294,6 +299,10 @@ def parse_args(argv=None):
     ap.add_argument("--rezero", action="store_true",
                     help="shaDow models with --residual: scale each residual branch by a learned scalar "
                          "starting at 0 (ReZero)")
+    ap.add_argument("--head", choices=("mlp", "linear", "none"), default="mlp",
+                    help="shaDow models: the classifier on the readout, relu -> dropout -> linear (mlp) or the "
+                         "linear map alone; none: the last layer maps to the classes (the baseline's last layer; "
+                         "readout center, no --jk)")
     ap.add_argument("--pool-weights", choices=("none", "ppr"), default="none",
                     help="ppr (PPR scope, a mean readout): the pool weighs each node by its PPR score")
     ap.add_argument("--hidden", type=int, default=64)
@@ -323,6 +332,8 @@ def parse_args(argv=None):
     ap.add_argument("--synthetic-nodes", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = ap.parse_args(argv)
+    if args.head == "none" and (args.readout != "center" or args.jk != "none"):
+        ap.error("--head none needs --readout center and no --jk (the last layer's rows are the logits)")
     if args.pool_weights == "ppr" and (args.scope != "ppr" or not args.readout.endswith("mean")):
         ap.error("--pool-weights ppr needs --scope ppr and a mean readout (mean or center+mean)")
     shadow = args.model.startswith("shadow")

@@ -1,7 +1,7 @@
 """examples/shadow_gnn.py (issue 19) runs end to end for two epochs on the synthetic graph (no shared
 datasets needed): progress lines, a line per split and a ``summary:`` line with finite accuracies,
-for the k-hop and PPR shaDow models (one with every layer read out and a PPR-weighted pool) and the
-full-batch baseline; a shared dataset it cannot find is refused with the fix; a PPR-weighted pool
+for the k-hop and PPR shaDow models (every layer read out, a PPR-weighted pool, each classifier head)
+and the full-batch baseline; a shared dataset it cannot find is refused with the fix; a PPR-weighted pool
 without a PPR scope is refused."""
 import math
 import re
@@ -23,11 +23,14 @@ def _run(*args, env=None):
 @pytest.mark.parametrize("args", [
     ("--dataset", "synthetic"),
     ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
-     "--readout", "center+max", "--no-residual", "--norm", "layer"),
+     "--readout", "center", "--no-residual", "--norm", "layer", "--head", "none"),
+    ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat", "--head", "linear",
+     "--readout", "center"),
     ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat",
      "--pool-weights", "ppr", "--rezero"),
     ("--dataset", "synthetic", "--model", "sage-fullbatch"),
-], ids=["shadow-sage-khop", "shadow-gcn-ppr", "shadow-sage-ppr-jk-weighted", "sage-fullbatch"])
+], ids=["shadow-sage-khop", "shadow-gcn-ppr-head-none", "shadow-sage-ppr-jk-linear-head", "shadow-sage-ppr-jk-weighted",
+        "sage-fullbatch"])
 def test_example_trains_and_prints_the_summary(args):
     proc = _run(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -54,3 +57,8 @@ def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
 def test_ppr_weighted_pool_needs_the_ppr_scope():
     proc = _run("--dataset", "synthetic", "--scope", "khop", "--pool-weights", "ppr")
     assert proc.returncode == 2 and "--pool-weights ppr needs --scope ppr" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_head_none_needs_the_center_readout():
+    proc = _run("--dataset", "synthetic", "--head", "none", "--jk", "cat", "--readout", "center")
+    assert proc.returncode == 2 and "--head none needs --readout center and no --jk" in proc.stderr, proc.stderr[-2000:]
