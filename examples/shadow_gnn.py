@@ -248,6 +248,7 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
     t0 = time.perf_counter()
     train, val, test = split(y.numpy(), split_seed)
     torch.manual_seed(split_seed)
+    np.random.seed(split_seed)  # DGL's DataLoader shuffles with numpy's global RNG: unseeded, no run repeated
     classes = int(y.max()) + 1
     shadow = args.model.startswith("shadow")
     kind = "gcn" if args.model == "shadow-gcn" else "sage"
