@@ -43,15 +43,20 @@ def environment(device: torch.device, mode: str) -> dict:
 class Results:
     """Rows by section; :meth:`write` appends them to ``<out>/bench/results/gpu_<section>.jsonl``."""
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, stream_to: Path | None = None):
         self.env = env
         self.rows: dict[str, list[dict]] = {}
         self.written: dict[str, int] = {}  # rows per section already appended to its file
+        # with a folder, every row is appended the moment it is added: the first GPU lease was cut
+        # inside the sampling section and lost the cases it had measured there
+        self.stream_to = stream_to
 
     def add(self, section: str, **fields) -> dict:
         row = {"section": section, **fields, **self.env,
                "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         self.rows.setdefault(section, []).append(row)
+        if self.stream_to is not None:
+            self.write(self.stream_to)
         return row
 
     def section(self, name: str) -> list[dict]:

@@ -60,7 +60,7 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
     plan = PLANS[size]
     deadline = Deadline(None if budget is None else budget - (time.perf_counter() - started))
     mode = "interpret" if device.type != "cuda" else "gpu"
-    results = Results({**environment(device, mode), "size": size})
+    results = Results({**environment(device, mode), "size": size}, stream_to=out)
     progress(f"gpu_report on {results.env['device']} (torch {results.env['torch']}, triton {results.env['triton']}, "
              f"{size})")
     out.mkdir(parents=True, exist_ok=True)

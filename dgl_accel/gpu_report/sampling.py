@@ -139,8 +139,9 @@ def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress
             walks = sz["walks"] if where == "device" else sz["cpu_walks"]
             starts = torch.randint(g.num_nodes, (walks,), generator=gen).to(dev)
             n2v_starts = starts[:sz["n2v_walks"] if where == "device" else sz["cpu_walks"] // 4 or 1]
-            cases = _cases(g, dev, sz, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds,
-                           "native" if where == "cpu" else "triton") + _ppr_cases(g, s_in, where, tiny)
+            # PPR extraction first: the first lease was cut inside this section before reaching it
+            cases = _ppr_cases(g, s_in, where, tiny) + _cases(g, dev, sz, s_in, wcsr, seeds, starts, n2v_starts, canon,
+                                                              bulk_seeds, "native" if where == "cpu" else "triton")
             for name, unit, fn in cases:
                 row = dict(graph=g.name, nodes=g.num_nodes, edges=g.num_edges, sampler=name, unit=unit,
                            where=where, path="native CPU" if where == "cpu" else f"triton on {dev.type}")

@@ -173,6 +173,16 @@ def test_results_are_appended_once_per_row(tmp_path):
     assert [json.loads(line)["case"] for line in path.read_text().splitlines()] == [1, 2]
 
 
+def test_streamed_rows_are_on_disk_as_soon_as_they_are_added(tmp_path):
+    results = Results({"device": "cpu"}, stream_to=tmp_path)
+    results.add("sampling", case=1)  # no write() call: a lease cut here keeps the row
+    path = tmp_path / "bench" / "results" / "gpu_sampling.jsonl"
+    assert [json.loads(line)["case"] for line in path.read_text().splitlines()] == [1]
+    results.add("sampling", case=2)
+    results.write(tmp_path)  # the section's closing write adds nothing twice
+    assert [json.loads(line)["case"] for line in path.read_text().splitlines()] == [1, 2]
+
+
 def test_a_spent_budget_skips_cases_and_says_so():
     results, said = Results({}), []
     g = graphs.rmat(4, "cpu")
