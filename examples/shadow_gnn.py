@@ -174,11 +174,10 @@ class Model(nn.Module):
             h = torch.stack(outs).amax(0)
         elif self.jk == "cat":
             h = torch.cat(outs, 1)
-        if self.out is None:  # head "none": the last layer's rows are the logits (center readout)
-            return self.readout(h, *index, weights)
         r = self.readout(h, *index, weights)
+        if self.out is None:  # head "none": the last layer's rows are the logits (center readout)
+            return r
         return self.out(r if self.head == "linear" else self.dropout(F.relu(r)))
-
 
 
 def accuracy(logits, y) -> float:

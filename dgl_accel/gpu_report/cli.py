@@ -25,7 +25,7 @@ ignored ``data/gpu/``, about 11 MB), then call ``run`` with ``carry=["data/gpu"]
     set -o pipefail; timeout 390 bash dgl_accel/gpu_report/device.sh --budget-s 300 --warm-jobs 16 \
         2>&1 | tee $OUT/log.txt; tar czf $OUT/report.tgz bench/results/gpu_*.jsonl docs/gpu_report*
 
-(``$OUT`` takes at most 8 files: one archive; the rows are written after every section, so an
+(``$OUT`` takes at most 8 files: one archive; the rows are written as they are measured, so an
 archive made after a stopped run still holds what was measured).
 
 ``device.sh`` makes ``dgl_accel.kernels`` importable from the carried tree (pyproject maps it to

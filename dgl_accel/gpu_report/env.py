@@ -63,17 +63,19 @@ class Results:
         return self.rows.get(name, [])
 
     def write(self, out: Path) -> list[Path]:
-        """Append the rows not yet written; called after every section, so a run cut short by its
-        lease still leaves what it measured."""
+        """Append the rows not yet written (with ``stream_to``, on every :meth:`add`), so a run cut
+        short by its lease still leaves what it measured."""
         folder = out / "bench" / "results"
         folder.mkdir(parents=True, exist_ok=True)
         paths = []
         for section, rows in self.rows.items():
             path = folder / f"gpu_{section}.jsonl"
+            paths.append(path)
             done = self.written.get(section, 0)
+            if done == len(rows):  # nothing new: streaming calls this on every add
+                continue
             with open(path, "a") as f:
                 for row in rows[done:]:
                     f.write(json.dumps(row, default=str) + "\n")
             self.written[section] = len(rows)
-            paths.append(path)
         return paths

@@ -55,7 +55,7 @@ def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progres
 def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started,
         budget: float | None = None, warm_jobs: int = 0, aggregation_graphs: str = "all") -> int:
     """The report; ``budget`` seconds (from ``started``) bound it: a section or case that would start
-    later is skipped and listed, and the files are written after every section, so a lease that
+    later is skipped and listed, and every row is written as it is added, so a lease that
     ends early still returns what was measured."""
     plan = PLANS[size]
     deadline = Deadline(None if budget is None else budget - (time.perf_counter() - started))
@@ -79,8 +79,6 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
                           progress=progress)
     progress(f"correctness: {cov['checks']} checks, {cov['mismatches']} mismatches; launched "
              f"{cov['launched']}/{cov['registered']} registered specialisations")
-
-    results.write(out)
 
     def agg():
         agg_plan = [(f"rmat{s}", aggregation.OPS, plan["widths"], DTYPES) for s in plan["grid_scales"]]
@@ -114,7 +112,6 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
         except Exception as exc:  # one section's crash is a finding; the others still run and write
             progress(f"{name}: FAILED {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
             results.add("failed", part=name, error=f"{type(exc).__name__}: {exc}"[:2000])
-        results.write(out)
 
     seconds = time.perf_counter() - started
     written = results.write(out)

@@ -64,14 +64,14 @@ class ShaDowReadout(nn.Module):
         pool_kind = self.mode.split("+")[-1]
         shape = (B,) + tuple(h.shape[1:])
         view = idx.view(-1, *([1] * (h.dim() - 1))).expand_as(h)
-        if pool_kind == "mean" and weights is not None:
-            w = weights.to(h.dtype).view(-1, *([1] * (h.dim() - 1)))
-            total = h.new_zeros(shape).index_add(0, idx, h * w)
-            pool = total / h.new_zeros(B).index_add(0, idx, weights.to(h.dtype)).view(-1, *([1] * (h.dim() - 1)))
-        elif pool_kind == "mean":
-            total = h.new_zeros(shape).index_add(0, idx, h)
-            count = torch.bincount(idx, minlength=B).to(h.dtype).clamp(min=1)
-            pool = total / count.view(-1, *([1] * (h.dim() - 1)))
+        if pool_kind == "mean":
+            def col(t):  # [N] or [B] -> broadcastable against h's trailing dims
+                return t.view(-1, *([1] * (h.dim() - 1)))
+            w = None if weights is None else weights.to(h.dtype)
+            total = h.new_zeros(shape).index_add(0, idx, h if w is None else h * col(w))
+            denom = (torch.bincount(idx, minlength=B).to(h.dtype).clamp(min=1) if w is None
+                     else h.new_zeros(B).index_add(0, idx, w))
+            pool = total / col(denom)
         else:
             pool = h.new_zeros(shape).scatter_reduce(0, view, h, reduce="amax", include_self=False)
         return pool if "+" not in self.mode else torch.cat([center, pool], -1)
@@ -85,7 +85,8 @@ class ShaDowReadout(nn.Module):
                            f"{type(weights).__name__} {tuple(getattr(weights, 'shape', ()))}",
                            "pass sg.ndata[PPR_SCORE] of the batch h was computed on.")
         totals = h.new_zeros(num_graphs, dtype=torch.float64).index_add(0, graph_ids.long(), weights.double())
-        if bool((weights < 0).any()) or not bool(torch.isfinite(weights).all()) or bool((totals <= 0).any()):
+        # one host sync for the three conditions (this runs on every forward)
+        if bool((weights < 0).any() | ~torch.isfinite(weights).all() | (totals <= 0).any()):
             raise expected("finite weights >= 0 with a positive sum in every subgraph",
                            f"min {float(weights.min()):.3g}, smallest subgraph total {float(totals.min()):.3g}",
                            "clamp the weights, or give each target a positive weight.")
