@@ -3,7 +3,7 @@ GraphSAGE, on the splits of Shchur et al. (20 labelled nodes per class, 30 per c
 the rest test; random by split seed).
 
     python examples/shadow_gnn.py [--dataset graphdata_coauthor_cs] [--model shadow-sage]
-        [--scope khop|ppr] [--layers 5] [--fanouts 20,20] [--topk 200] [--splits 5] [--epochs 200]
+        [--scope khop|ppr] [--layers 5] [--fanouts 20,20] [--topk 200] [--splits 5] [--repeats 3] [--epochs 200]
 
 Models (``--model``):
 
@@ -242,12 +242,17 @@ class FullBatchRun:
         return model(self.g, model.project(self.x))[nodes]
 
 
-def run_split(g, x, y, args, split_seed: int) -> dict:
-    """Train on one split; validation and test accuracy of the best-validation state."""
+def run_split(g, x, y, args, split_seed: int, repeat: int = 0) -> dict:
+    """Train on one split; validation and test accuracy of the best-validation state.
+
+    ``repeat`` r draws another initialisation and shuffle order (seed split + 1000 r; r = 0 is the
+    split's own seed) on the same split, so a mean over repeats averages out one draw's luck.
+    """
     t0 = time.perf_counter()
     train, val, test = split(y.numpy(), split_seed)
-    torch.manual_seed(split_seed)
-    np.random.seed(split_seed)  # DGL's DataLoader shuffles with numpy's global RNG: unseeded, no run repeated
+    seed = split_seed + 1000 * repeat
+    torch.manual_seed(seed)
+    np.random.seed(seed)  # DGL's DataLoader shuffles with numpy's global RNG: unseeded, no run repeated
     classes = int(y.max()) + 1
     shadow = args.model.startswith("shadow")
     kind = "gcn" if args.model == "shadow-gcn" else "sage"
@@ -255,7 +260,7 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
                   args.readout if shadow else None, args.dropout, args.residual and shadow,
                   args.in_dropout, args.norm == "layer" and shadow, args.jk if shadow else "none",
                   args.rezero and shadow, args.head)
-    runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, split_seed)
+    runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, seed)
     opt = (torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam)(
         model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     best, best_state, since = (-1.0, 0), None, 0
@@ -267,16 +272,17 @@ def run_split(g, x, y, args, split_seed: int) -> dict:
         else:
             since += 1
         if epoch % args.log_every == 0 or since == 0:
-            print(f"  [split {split_seed}] epoch {epoch:3d} loss {loss:.4f} val {val_acc:.4f} "
+            print(f"  [split {split_seed}.{repeat}] epoch {epoch:3d} loss {loss:.4f} val {val_acc:.4f} "
                   f"best {best[0]:.4f}@{best[1]} ({time.perf_counter() - t0:.1f} s)", flush=True)
         if since >= args.patience:
             break
     model.load_state_dict(best_state)
     test_acc = accuracy(runner.logits(model, test), y[test])
     seconds = time.perf_counter() - t0
-    print(f"split {split_seed}: val {best[0]:.4f} test {test_acc:.4f} best epoch {best[1]} of {epoch + 1} "
+    print(f"split {split_seed}.{repeat}: val {best[0]:.4f} test {test_acc:.4f} best epoch {best[1]} of {epoch + 1} "
           f"({seconds:.1f} s)", flush=True)
-    return {"split": split_seed, "val": best[0], "test": test_acc, "epochs": epoch + 1, "seconds": seconds}
+    return {"split": split_seed, "repeat": repeat, "val": best[0], "test": test_acc, "epochs": epoch + 1,
+            "seconds": seconds}
 
 
 def _mean_std(values) -> str:
@@ -326,6 +332,8 @@ def parse_args(argv=None):
     ap.add_argument("--patience", type=int, default=40, help="epochs without a better validation accuracy")
     ap.add_argument("--splits", type=int, default=1, help="run split seeds first..first+splits-1")
     ap.add_argument("--first-split", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs per split (other initialisation and shuffle seeds); a split's figure is their mean")
     ap.add_argument("--log-every", type=int, default=1)
     ap.add_argument("--feature-norm", choices=("row", "none"), default="row",
                     help="bag-of-words rows scaled to sum 1 (both models)")
@@ -353,13 +361,22 @@ def main(argv=None):
         + (f" fanouts=[{args.fanouts}]" if args.scope == "khop" else f" topk={args.topk}") + f" readout={args.readout}")
     print(f"{args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges, {x.shape[1]} features "
           f"({'sparse' if isinstance(x, SparseFeatures) else 'dense'}), {int(y.max()) + 1} classes; {what}", flush=True)
-    runs = [run_split(g, x, y, args, s) for s in range(args.first_split, args.first_split + args.splits)]
-    print(f"summary: dataset={args.dataset} model={what} splits={[r['split'] for r in runs]} "
-          f"val={_mean_std(r['val'] for r in runs)} test={_mean_std(r['test'] for r in runs)} "
-          f"per_split_test={[round(r['test'] * 100, 2) for r in runs]} "
-          f"time_per_run={statistics.mean(r['seconds'] for r in runs):.1f}s total={time.perf_counter() - t0:.1f}s",
+    splits = range(args.first_split, args.first_split + args.splits)
+    runs = [run_split(g, x, y, args, s, r) for s in splits for r in range(args.repeats)]
+    per_split = [per_split_mean(runs, s) for s in splits]  # the mean over a split's repeats
+    print(f"summary: dataset={args.dataset} model={what} splits={list(splits)} repeats={args.repeats} "
+          f"val={_mean_std(v for v, _ in per_split)} test={_mean_std(t for _, t in per_split)} "
+          f"per_split_test={[round(t * 100, 2) for _, t in per_split]} "
+          + (f"per_run_test_std={statistics.stdev(r['test'] for r in runs) * 100:.2f} " if len(runs) > 1 else "")
+          + f"time_per_run={statistics.mean(r['seconds'] for r in runs):.1f}s total={time.perf_counter() - t0:.1f}s",
           flush=True)
     return runs
+
+
+def per_split_mean(runs, split_seed: int) -> tuple[float, float]:
+    """(validation, test) accuracy of one split, averaged over its repeats."""
+    mine = [r for r in runs if r["split"] == split_seed]
+    return statistics.mean(r["val"] for r in mine), statistics.mean(r["test"] for r in mine)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def test_example_trains_and_prints_the_summary(args):
     proc = _run(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    assert any("[split 0] epoch   1" in line for line in lines), proc.stdout
+    assert any("[split 0.0] epoch   1" in line for line in lines), proc.stdout
     summary = [line for line in lines if line.startswith("summary:")]
     assert len(summary) == 1 and lines[-1] == summary[0], proc.stdout
     test = re.search(r"test=([\d.na]+) \+- ", summary[0])
@@ -44,6 +44,26 @@ def test_example_trains_and_prints_the_summary(args):
     for acc in (float(test.group(1)), float(val.group(1))):
         assert math.isfinite(acc) and 0 <= acc <= 100, summary[0]
     assert "time_per_run=" in summary[0]
+
+
+def test_repeats_average_per_split_and_repeat_zero_is_the_single_run():
+    """--repeats 2: a split's figure is the mean of its two runs, and run 0 uses the split's own seed
+    (the same figures as a run without repeats)."""
+    common = ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--splits", "2")
+    single, repeated = _run(*common), _run(*common, "--repeats", "2")
+    assert single.returncode == 0 and repeated.returncode == 0, (single.stderr + repeated.stderr)[-3000:]
+
+    def run_lines(proc):  # {(split, repeat): (val, test)} from the "split s.r: val v test t" lines
+        return {(int(m[1]), int(m[2])): (float(m[3]), float(m[4]))
+                for m in re.finditer(r"^split (\d+)\.(\d+): val ([\d.]+) test ([\d.]+)", proc.stdout, re.M)}
+
+    one, two = run_lines(single), run_lines(repeated)
+    assert set(one) == {(0, 0), (1, 0)} and set(two) == {(0, 0), (0, 1), (1, 0), (1, 1)}, repeated.stdout
+    assert one[(0, 0)] == two[(0, 0)] and one[(1, 0)] == two[(1, 0)]
+    per_split = re.search(r"per_split_test=\[([\d., ]+)\]", repeated.stdout)
+    expected = [round((two[(s, 0)][1] + two[(s, 1)][1]) / 2 * 100, 2) for s in (0, 1)]
+    assert [float(v) for v in per_split.group(1).split(",")] == pytest.approx(expected, abs=0.006), repeated.stdout
+    assert "repeats=2" in repeated.stdout and "per_run_test_std=" in repeated.stdout
 
 
 def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
