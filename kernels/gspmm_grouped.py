@@ -135,12 +135,16 @@ def num_warps_for(block_g: int, block_f: int) -> int:
 def fwd_num_warps(block_f: int, fp32: bool, ids32: bool, efeat: bool, src_scale: bool, dst_scale: bool,
                   atomic: bool) -> int:
     """Warps of ``_gspmm_grouped_fwd_kernel`` (``dst_scale``: its HAS_DST_SCALE): :func:`num_warps_for`'s,
-    except the one registered variant where ptxas (triton 3.5.1) spilled at that choice: fp32 features,
-    int32 ids, copy_u, the source scale alone, atomic (mean's backward, norm="left"), tile 64.  At 4 warps it stopped
-    at 80 registers and spilled 8 bytes on sm_80; at 8 it fits (48 / 40 registers on sm_80 / sm_90)."""
-    if block_f == 64 and fp32 and ids32 and not efeat and src_scale and not dst_scale and atomic:
-        return 8
-    return num_warps_for(BLOCK_G, block_f)
+    doubled for mean's backward (copy_u, the source scale alone, atomic: SAGEConv's mean run on the
+    transposed view).  At the usual choice ptxas (triton 3.5.1) stopped at 80 registers on sm_80 and
+    spilled 8-16 bytes on tiles 32 (fp32, int32 ids, 2 warps), 64 (fp32, int32, 4) and 128 (every
+    dtype and id type, 8); with twice the warps every dtype, id type and tile fits on sm_80 and sm_90
+    (at most 56 registers).  ``fp32`` and ``ids32`` are kept for the launcher's call: the rule no
+    longer needs them."""
+    warps = num_warps_for(BLOCK_G, block_f)
+    if not efeat and src_scale and not dst_scale and atomic:
+        return min(16, 2 * warps)
+    return warps
 
 
 def edge_grad_num_warps(per_feat: bool, fp64: bool) -> int:
@@ -220,7 +224,6 @@ _EFEAT = ((False, False), (True, False), (True, True))  # (HAS_EFEAT, EFEAT_PER_
 # fp64 (ACC_FP64: fp64 scales, buffer and partials) where the report's fp64 checks launch it: F=24
 # (tile 32) on int64 ids, GCN-normalised; (dtype, id type, feature tile)
 _FP64 = (("fp64", "i64", 32),)
-_PLAIN_TILE = 64  # norm="none" sum / mean: the feature tile of the report's checks (F=64)
 
 
 def _unique(specs):
@@ -248,13 +251,16 @@ SPECIALISATIONS = _unique(
     # (launchers.time_grouped_forward) launches on a GPU for every dtype and width it tunes
     + [_fwd(t, idx, False, False, True, bf, scales="none") for t in _DT for idx in _IDX for bf in FEATURE_TILES]
     + [_fwd(t, idx, False, False, True, bf, scales="none") for t, idx, bf in _FP64]
-    # norm="none" sum and mean aggregation (copy_u and w [E, 1], both combines) at the tile the report's
-    # sum/mean checks launch: plain sum forward and backward ("none"), mean's forward ("dst") and backward ("src")
-    + [_fwd(t, idx, efeat, per_feat, atomic, _PLAIN_TILE, scales=s) for s in ("none", "dst", "src")
-       for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT[:2] for atomic in (True, False)]
+    # norm="none" sum and mean aggregation (copy_u and w [E, 1], both combines) on every tile (SAGEConv's
+    # mean and update_all(copy_u, sum) run at any width): plain sum forward and backward ("none"), mean's
+    # forward ("dst") and backward ("src")
+    + [_fwd(t, idx, efeat, per_feat, atomic, bf, scales=s) for s in ("none", "dst", "src")
+       for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT[:2] for atomic in (True, False)
+       for bf in FEATURE_TILES]
     + [_reduce(t, bf) for t in _DT for bf in FEATURE_TILES]
     + [_reduce(t, bf) for t, _, bf in _FP64]
-    + [_reduce(t, _PLAIN_TILE, dst=False) for t in _DT]  # deterministic plain sum (fwd, bwd) and mean's backward
+    # deterministic plain sum (fwd, bwd) and mean's backward
+    + [_reduce(t, bf, dst=False) for t in _DT for bf in FEATURE_TILES]
     + [_sddmm(t, idx, pf) for t in _DT for idx in _IDX for pf in (False, True)]
     + [_sddmm(t, idx, pf) for t, idx, _ in _FP64 for pf in (False, True)]  # its BLOCK_F is 64 at any width
     # w [E, 1]'s gradient of plain sum ("none") and mean ("dst"), the norm="none" u_mul_e backward

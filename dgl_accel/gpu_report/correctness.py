@@ -6,9 +6,9 @@ Floating ops (``scale``, aggregation forward and backward) follow the FlashAtten
 reference as plain torch in the same dtype, plus the dtype's atol) in fp32, fp16, bf16 and fp64,
 with atomic and deterministic combine, int32 and int64 ids, every feature tile, and a hub of more
 than 1,024 neighbours in both directions; GCN's normalisation on every variant, plain sum and mean
-(the paths of ``update_all(copy_u, sum)`` and SAGEConv) on every dtype, id type and combine at F=64,
-and plain copy_u-sum (atomic: the registered variant the autotuner's timer also launches) on every
-tile; all of these in the tiny run too (each is a registered variant).  The samplers
+(the paths of ``update_all(copy_u, sum)`` and SAGEConv) on every dtype, id type, combine and tile
+(plain copy_u-sum, atomic, is also what the autotuner's timer launches); all of these in the tiny
+run too (each is a registered variant).  The samplers
 (:mod:`.correctness_sampling`) must equal their CPU twins exactly (integer outputs: the tolerance
 table's exact rule).  Launches are counted by :class:`~.coverage.LaunchLog`; a registered
 specialisation that no check launched fails the report.
@@ -177,16 +177,13 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
             seed += 1
             check_aggregation_case(checks, small, torch.int64, torch.float64, mode, 24, det, device, seed)
     # the user paths besides GCN's: plain sum and mean (no scales / the destination scale alone), each
-    # registered combination (kernels/gspmm_grouped.py, F=64: forward, backward, reduce, edge-weight
-    # gradient), so the tiny run too launches every one
+    # registered combination on every tile (kernels/gspmm_grouped.py: forward, backward, reduce,
+    # edge-weight gradient), so the tiny run too launches every one; plain copy_u-sum, atomic, is also
+    # what the group-size autotuner's timer launches on a GPU for each (dtype, width)
     ids = (torch.int32, torch.int64)
-    kinds = [(k, d, i, m, det, 64) for k in ("sum", "mean") for d in DTYPES[:3] for i in ids
-             for m in MODES[:2] for det in (False, True)]
-    # plain copy_u-sum, atomic, on every tile and fp64's F=24 (registered: kernels/gspmm_grouped.py): what
-    # update_all(copy_u, sum) runs at any width, and what the group-size autotuner's timer launches on a
-    # GPU for each (dtype, width) above
-    kinds += [("sum", d, i, "copy_u", False, w) for d in DTYPES[:3] for i in ids for w in WIDTHS]
-    kinds += [("sum", torch.float64, torch.int64, "copy_u", False, 24)]
+    kinds = [(k, d, i, m, det, w) for k in ("sum", "mean") for d in DTYPES[:3] for i in ids
+             for m in MODES[:2] for det in (False, True) for w in WIDTHS]
+    kinds += [("sum", torch.float64, torch.int64, "copy_u", False, 24)]  # fp64's registered F=24
     for kind, dtype, idtype, mode, det, width in dict.fromkeys(kinds):  # in order, each once
         seed += 1
         check_aggregation_case(checks, small, idtype, dtype, mode, width, det, device, seed, kind=kind)
