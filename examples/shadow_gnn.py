@@ -17,7 +17,8 @@ Models (``--model``):
 The input layer's linear maps run on every node once per step (bag-of-words features stay sparse)
 and the subgraphs gather the rows they need: the mean over neighbours and a linear map commute, so
 this is exactly the layer on gathered features, for far less work (a node is in many scopes).
-Adam, early stopping on validation accuracy (test accuracy of the best-validation state).  A
+Adam, early stopping on validation accuracy (test accuracy of the best-validation state; ``--select
+acc+loss`` breaks accuracy ties by validation loss; ``--repeats`` averages several seeds per split).  A
 progress line per epoch, a line per split, and a closing ``summary:`` line.
 """
 from __future__ import annotations
@@ -263,12 +264,15 @@ def run_split(g, x, y, args, split_seed: int, repeat: int = 0) -> dict:
     runner = (ShaDowRun if shadow else FullBatchRun)(g, x, y, args, seed)
     opt = (torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam)(
         model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    best, best_state, since = (-1.0, 0), None, 0
+    best, best_loss, best_state, since = (-1.0, 0), math.inf, None, 0
     for epoch in range(args.epochs):
         loss = runner.train_epoch(model, opt, train)
-        val_acc = accuracy(runner.logits(model, val), y[val])
-        if val_acc > best[0]:
-            best, best_state, since = (val_acc, epoch), copy.deepcopy(model.state_dict()), 0
+        val_logits = runner.logits(model, val)
+        val_acc, val_loss = accuracy(val_logits, y[val]), float(F.cross_entropy(val_logits, y[val]))
+        # "acc": a higher validation accuracy; "acc+loss": also an equal one at a lower validation loss
+        # (validation accuracy moves in steps of 1 / |val|, so ties are common on small splits)
+        if val_acc > best[0] or (args.select == "acc+loss" and val_acc == best[0] and val_loss < best_loss):
+            best, best_loss, best_state, since = (val_acc, epoch), val_loss, copy.deepcopy(model.state_dict()), 0
         else:
             since += 1
         if epoch % args.log_every == 0 or since == 0:
@@ -329,7 +333,10 @@ def parse_args(argv=None):
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--eval-batch-size", type=int, default=512)
     ap.add_argument("--epochs", type=int, default=300)
-    ap.add_argument("--patience", type=int, default=40, help="epochs without a better validation accuracy")
+    ap.add_argument("--patience", type=int, default=40, help="epochs without a better validation state (--select)")
+    ap.add_argument("--select", choices=("acc", "acc+loss"), default="acc",
+                    help="which validation state is better (both models): a higher accuracy, or also an equal "
+                         "accuracy at a lower loss (acc+loss)")
     ap.add_argument("--splits", type=int, default=1, help="run split seeds first..first+splits-1")
     ap.add_argument("--first-split", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1,

@@ -66,6 +66,24 @@ def test_repeats_average_per_split_and_repeat_zero_is_the_single_run():
     assert "repeats=2" in repeated.stdout and "per_run_test_std=" in repeated.stdout
 
 
+def test_select_acc_loss_keeps_training_through_accuracy_ties():
+    """--select acc+loss counts an equal validation accuracy at a lower loss as better: on the same
+    seeded trajectory it stops no earlier and keeps a state at least as accurate on validation, and on
+    this run (full batch, synthetic: validation accuracy ties are common) it moves some split's choice."""
+    common = ("--dataset", "synthetic", "--model", "sage-fullbatch", "--epochs", "40", "--patience", "5",
+              "--splits", "3")
+    runs = {sel: _run(*common, "--select", sel) for sel in ("acc", "acc+loss")}
+    parsed = {}
+    for sel, proc in runs.items():
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        parsed[sel] = [(float(m[1]), int(m[2])) for m in
+                       re.finditer(r"^split \d+\.0: val ([\d.]+) test [\d.]+ best epoch (\d+)", proc.stdout, re.M)]
+    assert len(parsed["acc"]) == len(parsed["acc+loss"]) == 3
+    for (val_a, epoch_a), (val_b, epoch_b) in zip(parsed["acc"], parsed["acc+loss"]):
+        assert val_b >= val_a and epoch_b >= epoch_a
+    assert parsed["acc"] != parsed["acc+loss"]
+
+
 def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items()}
     env["DGL_ACCEL_DATASETS"] = str(tmp_path)  # an empty folder: no npz there
