@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime
+import json
 import math
 import statistics
 import time
@@ -285,8 +287,8 @@ def run_split(g, x, y, args, split_seed: int, repeat: int = 0) -> dict:
     seconds = time.perf_counter() - t0
     print(f"split {split_seed}.{repeat}: val {best[0]:.4f} test {test_acc:.4f} best epoch {best[1]} of {epoch + 1} "
           f"({seconds:.1f} s)", flush=True)
-    return {"split": split_seed, "repeat": repeat, "val": best[0], "test": test_acc, "epochs": epoch + 1,
-            "seconds": seconds}
+    return {"split": split_seed, "repeat": repeat, "val": best[0], "test": test_acc, "best_epoch": best[1],
+            "epochs": epoch + 1, "seconds": seconds}
 
 
 def _mean_std(values) -> str:
@@ -346,6 +348,9 @@ def parse_args(argv=None):
                     help="bag-of-words rows scaled to sum 1 (both models)")
     ap.add_argument("--synthetic-nodes", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--results", default=None,
+                    help="append one JSON row per run to this file (bench/results/shadow_accuracy.jsonl holds "
+                         "the recorded runs; bench/plot_shadow_accuracy.py draws them)")
     args = ap.parse_args(argv)
     if args.head == "none" and (args.readout != "center" or args.jk != "none"):
         ap.error("--head none needs --readout center and no --jk (the last layer's rows are the logits)")
@@ -369,7 +374,12 @@ def main(argv=None):
     print(f"{args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges, {x.shape[1]} features "
           f"({'sparse' if isinstance(x, SparseFeatures) else 'dense'}), {int(y.max()) + 1} classes; {what}", flush=True)
     splits = range(args.first_split, args.first_split + args.splits)
-    runs = [run_split(g, x, y, args, s, r) for s in splits for r in range(args.repeats)]
+    runs = []
+    for s in splits:
+        for r in range(args.repeats):
+            runs.append(run_split(g, x, y, args, s, r))
+            if args.results:  # one JSON row per run, as it ends: a stopped job keeps what it finished
+                append_row(args.results, runs[-1], what, args)
     per_split = [per_split_mean(runs, s) for s in splits]  # the mean over a split's repeats
     print(f"summary: dataset={args.dataset} model={what} splits={list(splits)} repeats={args.repeats} "
           f"val={_mean_std(v for v, _ in per_split)} test={_mean_std(t for _, t in per_split)} "
@@ -378,6 +388,14 @@ def main(argv=None):
           + f"time_per_run={statistics.mean(r['seconds'] for r in runs):.1f}s total={time.perf_counter() - t0:.1f}s",
           flush=True)
     return runs
+
+
+def append_row(path: str, run: dict, what: str, args) -> None:
+    """Append ``run`` with the model's description, every flag and the time, as one JSON line."""
+    row = {"dataset": args.dataset, "model": what, **run, "flags": vars(args),
+           "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
 
 
 def per_split_mean(runs, split_seed: int) -> tuple[float, float]:

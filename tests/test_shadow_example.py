@@ -84,6 +84,34 @@ def test_select_acc_loss_keeps_training_through_accuracy_ties():
     assert parsed["acc"] != parsed["acc+loss"]
 
 
+def test_results_rows_match_the_printed_runs_and_plot(tmp_path):
+    """--results appends one JSON row per run (the printed figures, the flags); the plot script draws
+    them and refuses a selection rule with no rows, naming the fix."""
+    import json
+
+    results = tmp_path / "acc.jsonl"
+    for model in ("shadow-sage", "sage-fullbatch"):
+        proc = _run("--dataset", "synthetic", "--model", model, "--scope", "ppr", "--topk", "16", "--splits", "2",
+                    "--repeats", "2", "--results", str(results))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        printed = {(int(m[1]), int(m[2])): (float(m[3]), float(m[4])) for m in
+                   re.finditer(r"^split (\d+)\.(\d+): val ([\d.]+) test ([\d.]+)", proc.stdout, re.M)}
+        rows = [json.loads(line) for line in results.read_text().splitlines()]
+        mine = [r for r in rows if r["flags"]["model"] == model]
+        assert len(mine) == 4 and {(r["split"], r["repeat"]) for r in mine} == set(printed)
+        for r in mine:
+            assert (round(r["val"], 4), round(r["test"], 4)) == printed[(r["split"], r["repeat"])]
+            assert r["flags"]["select"] == "acc" and r["dataset"] == "synthetic" and r["timestamp"]
+    plot = REPO / "bench" / "plot_shadow_accuracy.py"
+    out = tmp_path / "acc.png"
+    proc = subprocess.run([sys.executable, str(plot), str(results), "-o", str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert proc.returncode == 0 and out.stat().st_size > 10_000, proc.stderr[-2000:]
+    proc = subprocess.run([sys.executable, str(plot), str(results), "--select", "acc+loss"], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert proc.returncode != 0 and "expected rows run with --select acc+loss" in proc.stderr
+
+
 def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items()}
     env["DGL_ACCEL_DATASETS"] = str(tmp_path)  # an empty folder: no npz there
