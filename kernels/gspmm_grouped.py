@@ -251,11 +251,11 @@ SPECIALISATIONS = _unique(
     # (launchers.time_grouped_forward) launches on a GPU for every dtype and width it tunes
     + [_fwd(t, idx, False, False, True, bf, scales="none") for t in _DT for idx in _IDX for bf in FEATURE_TILES]
     + [_fwd(t, idx, False, False, True, bf, scales="none") for t, idx, bf in _FP64]
-    # norm="none" sum and mean aggregation (copy_u and w [E, 1], both combines) on every tile (SAGEConv's
-    # mean and update_all(copy_u, sum) run at any width): plain sum forward and backward ("none"), mean's
-    # forward ("dst") and backward ("src")
+    # norm="none" sum and mean aggregation (copy_u, w [E, 1] and w [E, F], both combines) on every tile
+    # (SAGEConv's mean and update_all(copy_u, sum) run at any width): plain sum forward and backward
+    # ("none"), mean's forward ("dst") and backward ("src")
     + [_fwd(t, idx, efeat, per_feat, atomic, bf, scales=s) for s in ("none", "dst", "src")
-       for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT[:2] for atomic in (True, False)
+       for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT for atomic in (True, False)
        for bf in FEATURE_TILES]
     + [_reduce(t, bf) for t in _DT for bf in FEATURE_TILES]
     + [_reduce(t, bf) for t, _, bf in _FP64]
@@ -263,6 +263,6 @@ SPECIALISATIONS = _unique(
     + [_reduce(t, bf, dst=False) for t in _DT for bf in FEATURE_TILES]
     + [_sddmm(t, idx, pf) for t in _DT for idx in _IDX for pf in (False, True)]
     + [_sddmm(t, idx, pf) for t, idx, _ in _FP64 for pf in (False, True)]  # its BLOCK_F is 64 at any width
-    # w [E, 1]'s gradient of plain sum ("none") and mean ("dst"), the norm="none" u_mul_e backward
-    + [_sddmm(t, idx, False, scales=s) for s in ("none", "dst") for t in _DT for idx in _IDX]
+    # w [E, 1]'s and w [E, F]'s gradient of plain sum ("none") and mean ("dst"), the norm="none" u_mul_e backward
+    + [_sddmm(t, idx, pf, scales=s) for s in ("none", "dst") for t in _DT for idx in _IDX for pf in (False, True)]
 )

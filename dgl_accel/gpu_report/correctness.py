@@ -177,12 +177,12 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
             seed += 1
             check_aggregation_case(checks, small, torch.int64, torch.float64, mode, 24, det, device, seed)
     # the user paths besides GCN's: plain sum and mean (no scales / the destination scale alone), each
-    # registered combination on every tile (kernels/gspmm_grouped.py: forward, backward, reduce,
+    # message kind and registered combination on every tile (kernels/gspmm_grouped.py: forward, backward, reduce,
     # edge-weight gradient), so the tiny run too launches every one; plain copy_u-sum, atomic, is also
     # what the group-size autotuner's timer launches on a GPU for each (dtype, width)
     ids = (torch.int32, torch.int64)
     kinds = [(k, d, i, m, det, w) for k in ("sum", "mean") for d in DTYPES[:3] for i in ids
-             for m in MODES[:2] for det in (False, True) for w in WIDTHS]
+             for m in MODES for det in (False, True) for w in WIDTHS]
     kinds += [("sum", torch.float64, torch.int64, "copy_u", False, 24)]  # fp64's registered F=24
     for kind, dtype, idtype, mode, det, width in dict.fromkeys(kinds):  # in order, each once
         seed += 1

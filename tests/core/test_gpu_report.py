@@ -195,13 +195,13 @@ def test_a_spent_budget_skips_cases_and_says_so():
 
 
 def test_warm_up_worker_runs_its_shard():
-    # one shard of 80 (a handful of checks) through the worker's own command line, as warm() starts it
+    # one shard of 100 (a handful of checks) through the worker's own command line, as warm() starts it
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DGL_ACCEL_BACKEND")}
-    proc = subprocess.run([sys.executable, "-m", "dgl_accel.gpu_report.warm", "0", "80", "4", "1030"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "dgl_accel.gpu_report.warm", "0", "100", "4", "1030"], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ran = int(proc.stdout.split("shard 0/80: ")[1].split()[0])
-    assert 3 <= ran <= 8 and "slowest" in proc.stdout  # about 620 checks in the tiny run: every 80th from the first
+    ran = int(proc.stdout.split("shard 0/100: ")[1].split()[0])
+    assert 3 <= ran <= 8 and "slowest" in proc.stdout  # about 710 checks in the tiny run: every 100th from the first
 
 
 def test_render_rebuilds_the_report_from_the_committed_gpu_rows(tmp_path):
