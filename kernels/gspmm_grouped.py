@@ -132,15 +132,13 @@ def num_warps_for(block_g: int, block_f: int) -> int:
     return max(1, min(8, (block_g * block_f) // 256))
 
 
-def fwd_num_warps(block_f: int, fp32: bool, ids32: bool, efeat: bool, src_scale: bool, dst_scale: bool,
-                  atomic: bool) -> int:
+def fwd_num_warps(block_f: int, efeat: bool, src_scale: bool, dst_scale: bool, atomic: bool) -> int:
     """Warps of ``_gspmm_grouped_fwd_kernel`` (``dst_scale``: its HAS_DST_SCALE): :func:`num_warps_for`'s,
     doubled for mean's backward (copy_u, the source scale alone, atomic: SAGEConv's mean run on the
     transposed view).  At the usual choice ptxas (triton 3.5.1) stopped at 80 registers on sm_80 and
     spilled 8-16 bytes on tiles 32 (fp32, int32 ids, 2 warps), 64 (fp32, int32, 4) and 128 (every
     dtype and id type, 8); with twice the warps every dtype, id type and tile fits on sm_80 and sm_90
-    (at most 56 registers).  ``fp32`` and ``ids32`` are kept for the launcher's call: the rule no
-    longer needs them."""
+    (at most 56 registers)."""
     warps = num_warps_for(BLOCK_G, block_f)
     if not efeat and src_scale and not dst_scale and atomic:
         return min(16, 2 * warps)
@@ -191,8 +189,7 @@ def _fwd(t, idx, efeat, per_feat, atomic, block_f, scales="both"):
               "ACC_FP64": t == "fp64"}
     sig.update({k: "constexpr" for k in consts})
     return Specialisation("gspmm_grouped", "_gspmm_grouped_fwd_kernel", sig, consts,
-                          num_warps=fwd_num_warps(block_f, t == "fp32", idx == "i32", efeat, src, dst and atomic,
-                                                  atomic))
+                          num_warps=fwd_num_warps(block_f, efeat, src, dst and atomic, atomic))
 
 
 def _reduce(t, block_f, dst=True):

@@ -46,8 +46,7 @@ def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efe
                   HAS_SRC_SCALE=src_scale is not None, ACC_FP64=acc == torch.float64)
 
     def warps(has_dst: bool, atomic: bool) -> int:  # the registry's choice (kernels/gspmm_grouped.py)
-        return consts.fwd_num_warps(block_f, ufeat.dtype == torch.float32, structure.indices.dtype == torch.int32,
-                                    has_e, src_scale is not None, has_dst, atomic)
+        return consts.fwd_num_warps(block_f, has_e, src_scale is not None, has_dst, atomic)
     args = (groups.row, groups.start, groups.length, structure.indices, structure.eids, ufeat, efeat,
             src_s, dst_s)
     if not deterministic:
