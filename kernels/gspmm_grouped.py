@@ -243,14 +243,12 @@ SPECIALISATIONS = _unique(
      for atomic in (True, False) for bf in FEATURE_TILES]
     + [_fwd(t, idx, efeat, per_feat, atomic, bf)
        for t, idx, bf in _FP64 for efeat, per_feat in _EFEAT for atomic in (True, False)]
-    # plain copy_u-sum (no scales, no edge weights, atomic into the fp32/fp64 buffer): what
-    # update_all(copy_u, sum) / norm="none" runs, and what the group-size autotuner's timer
-    # (launchers.time_grouped_forward) launches on a GPU for every dtype and width it tunes
-    + [_fwd(t, idx, False, False, True, bf, scales="none") for t in _DT for idx in _IDX for bf in FEATURE_TILES]
+    # plain copy_u-sum in fp64 (no scales, atomic into the fp64 buffer); the other dtypes' is in the list below
     + [_fwd(t, idx, False, False, True, bf, scales="none") for t, idx, bf in _FP64]
     # norm="none" sum and mean aggregation (copy_u, w [E, 1] and w [E, F], both combines) on every tile
     # (SAGEConv's mean and update_all(copy_u, sum) run at any width): plain sum forward and backward
-    # ("none"), mean's forward ("dst") and backward ("src")
+    # ("none"), mean's forward ("dst") and backward ("src"); its atomic copy_u-sum is also what the
+    # group-size autotuner's timer (launchers.time_grouped_forward) launches for every dtype and width
     + [_fwd(t, idx, efeat, per_feat, atomic, bf, scales=s) for s in ("none", "dst", "src")
        for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT for atomic in (True, False)
        for bf in FEATURE_TILES]

@@ -184,7 +184,7 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
     kinds = [(k, d, i, m, det, w) for k in ("sum", "mean") for d in DTYPES[:3] for i in ids
              for m in MODES for det in (False, True) for w in WIDTHS]
     kinds += [("sum", torch.float64, torch.int64, "copy_u", False, 24)]  # fp64's registered F=24
-    for kind, dtype, idtype, mode, det, width in dict.fromkeys(kinds):  # in order, each once
+    for kind, dtype, idtype, mode, det, width in kinds:
         seed += 1
         check_aggregation_case(checks, small, idtype, dtype, mode, width, det, device, seed, kind=kind)
     hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, device)
