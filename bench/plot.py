@@ -62,6 +62,9 @@ def main(argv=None) -> None:
     rows = load(args.results, args.all_runs)
     if not rows:
         raise SystemExit(f"plot: no rows in {args.results}")
+    if rows[-1].get("plotter") and args.output is None:  # the bench draws its own plot there
+        print(f"plot: {args.results.name} is drawn by `{rows[-1]['plotter']}`; skipped")
+        return
     out = args.output or args.results.with_suffix(".png")
     plot(rows, out, title=rows[0].get("bench", args.results.stem), log=not args.linear)
     print(f"plot: wrote {out}")

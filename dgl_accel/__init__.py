@@ -24,6 +24,8 @@ from .core.backend import (  # noqa: E402
     triton_available,
     use_backend,
 )
+from .policies.attention import choose_attention as _choose_attention  # noqa: E402  (DGL-free)
+from .policies.attention import use_attention_path  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -44,11 +46,16 @@ def __getattr__(name):
     raise AttributeError(f"module 'dgl_accel' has no attribute {name!r}")
 
 
-def explain(graph, feat_dim: int, dtype=None):
-    """Why dgl-accel picks its neighbour-group size for this graph and feature width."""
+def explain(graph, feat_dim: int, dtype=None, *, heads=None, op: str = "gat"):
+    """Why dgl-accel picks its neighbour-group size for this graph and feature width; with ``heads``,
+    which path a drop-in attention layer (``op``: "gat", "gatv2" or "dot") with ``heads`` heads of
+    ``feat_dim`` features takes on this graph's device (:mod:`dgl_accel.policies.attention`)."""
+    dtype = _torch.float32 if dtype is None else dtype
+    if heads is not None:
+        return _choose_attention(op, int(heads), int(feat_dim), _torch.empty(0, dtype=dtype, device=graph.device))
     from .grouping import explain as explain_group_size  # needs DGL: loaded on first use
 
-    return explain_group_size(graph, feat_dim, _torch.float32 if dtype is None else dtype)
+    return explain_group_size(graph, feat_dim, dtype)
 
 
 # DGL_ACCEL_BACKEND=triton on a CPU-only machine: turn the Triton interpreter on before triton loads.
@@ -59,4 +66,4 @@ except ValueError:
 
 __all__ = ["execution_paths", "enable", "disable", "enabled", "is_enabled", "explain", "swap", "unswap",
            "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats", "reset_stats",
-           "triton_available", "__version__"]
+           "triton_available", "use_attention_path", "__version__"]

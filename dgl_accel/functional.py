@@ -149,8 +149,9 @@ def gat_attention(graph, feat: torch.Tensor, el: torch.Tensor | None = None, er:
     with ``return_attention=True``); the backward recomputes the attention instead of storing it.
     ``dropout`` in [0, 1): ``dgl.nn.GATConv``'s ``attn_drop`` while training (the attention is
     dropped after the softmax, kept weights scaled by 1 / (1 - dropout), and returned so), with the
-    mask a hash of (edge id, head, ``seed``); ``seed`` (an int in [0, 2^64)) is drawn from torch's
-    global generator when None, so ``torch.manual_seed`` reproduces a run.  ``attn=(attn_l,
+    mask a hash of (edge id, head, ``seed``) for an int ``seed`` in [0, 2^64); with ``seed=None``
+    drawn from torch's global generator (on CPU the mask itself, as DGL's ``nn.Dropout`` draws it, so
+    a run from ``torch.manual_seed`` gives DGL's numbers).  ``attn=(attn_l,
     attn_r)`` (GATConv's [1, H, D] parameters) instead of ``el``/``er``: the halves are computed
     inside (destinations = the first sources: a homogeneous graph or a block) and their gradient
     added into feat's in place, so backward holds one N x H x D gradient buffer, not two.

@@ -25,3 +25,12 @@ def _fresh_state():
     dgl_accel.set_backend(None)
     if "dgl_accel.patching" in sys.modules:  # nothing can be patched unless a test imported it
         dgl_accel.disable()
+
+
+@pytest.fixture
+def fused_attention():
+    """The drop-in attention modules take their fused op at every shape (the CPU rule,
+    ``dgl_accel.policies.attention``, routes several narrow heads to DGL's forward): for the tests
+    of the fused path through the modules (``pytestmark = pytest.mark.usefixtures("fused_attention")``)."""
+    with dgl_accel.use_attention_path("fused"):
+        yield

@@ -2,6 +2,10 @@
 graphs: induced subgraphs, node2vec walks, and NeighborSampler blocks with and without them.  (The
 DGL-free ones, neighbour choice, relabelling, ``rows_spmm`` and the row scan: tests/core/test_cpu_jit.py.)"""
 
+import os
+import subprocess
+import sys
+
 import dgl
 import numpy as np
 import pytest
@@ -117,3 +121,25 @@ def test_node2vec_parallel_walks_equal_the_serial_twin(monkeypatch):
     assert calls[0] == "_node2vec_parallel" and calls[-1] == "_node2vec_serial", calls
     assert torch.equal(par[0], ser[0]) and torch.equal(par[1], ser[1])
     assert (par[0][:, 1:] >= 0).float().mean() > 0.9  # the walks go on (second-order steps happen)
+
+
+def test_parallel_loops_follow_torch_threads_and_leave_them_alone():
+    # A fresh process: numba's pool starts once.  Starting it used to set every OpenMP runtime to all
+    # cores, so a user's torch.set_num_threads(1) became 2 after the first dgl-accel layer.
+    code = """
+import numpy as np, torch
+torch.set_num_threads(1)
+import numba
+from dgl_accel.core.jit import attention as loops
+rows = np.repeat(np.arange(4000), 10).astype(np.int64)
+loops.edge_softmax_forward(rows, np.random.rand(40000, 2).astype(np.float32), 4000)
+print(torch.get_num_threads(), numba.get_num_threads())
+torch.set_num_threads(2)
+loops.edge_softmax_forward(rows, np.random.rand(40000, 2).astype(np.float32), 4000)
+print(torch.get_num_threads(), numba.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "DGL_ACCEL_NUMBA_PARALLEL": "1"}).stdout.split("\n")
+    assert out[0] == "1 1", out
+    torch_threads, numba_threads, pool = (int(v) for v in out[1].split())
+    assert torch_threads == 2 and numba_threads == min(2, pool), out

@@ -7,6 +7,7 @@ import copy
 
 import dgl
 import dgl.nn
+import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,8 @@ from dgl_accel.testing.attention_modules import (
     run_module,
 )
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
+
+pytestmark = pytest.mark.usefixtures("fused_attention")  # these test the fused op through the modules
 
 
 def _pair(in_feats, out_feats, heads, **kw):

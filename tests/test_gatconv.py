@@ -19,6 +19,8 @@ from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error
 from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.tolerances import assert_close
 
+pytestmark = pytest.mark.usefixtures("fused_attention")  # these test the fused op through the modules
+
 PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
 
 

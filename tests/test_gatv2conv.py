@@ -8,6 +8,7 @@ import copy
 
 import dgl
 import dgl.nn
+import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,8 @@ import dgl_accel.nn
 from dgl_accel.testing import attention_modules as am
 from dgl_accel.testing import strategies as gst
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
+
+pytestmark = pytest.mark.usefixtures("fused_attention")  # these test the fused op through the modules
 
 
 def _pair(in_feats, out_feats, heads, **kw):

@@ -20,6 +20,8 @@ from .fused_attention import FusedAttentionForward, plain_features
 
 
 class DotGatConv(FusedAttentionForward, dgl.nn.DotGatConv):
+    attention_op = "dot"
+
     def _fused_forward(self, graph, feat, get_attention):
         heads, out_feats = self._num_heads, self._out_feats
         if isinstance(feat, tuple):

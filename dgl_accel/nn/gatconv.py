@@ -1,24 +1,28 @@
 """Drop-in ``GATConv``: DGL's module with its attention aggregation fused (issue 18).
 
-DGL runs a GAT layer as three graph passes with E x H tensors between them (``apply_edges`` for
-the scores, ``edge_softmax``, ``update_all`` with u_mul_e) and, in backward, E x H x D messages.
-Here :func:`dgl_accel.functional.gat_attention` does the scores, the softmax, the attention dropout
-(``attn_drop`` while training: a mask hashed from edge id, head and a seed drawn from torch's
-generator, recomputed in backward, never stored) and the weighted sum in one op whose backward
-recomputes the attention from per-node normalisers.  Everything around it (dropout on features,
-the projections, residual, bias, activation, DGL's zero-in-degree error) is DGL's code path.  With
-one tensor of features (a homogeneous graph or a block: one projection ``fc``) the whole layer is
-one op, :func:`dgl_accel.functional.gat_layer`: fc, the score halves from ``attn_l``/``attn_r``, the
-attention and the bias (added after the residual instead, as DGL, when there is one).  fc's output
-never leaves that op, whose backward writes the gradient into its memory on the compiled CPU path
-(a training step's peak: the output and one N x H x D buffer).  A pair of features takes DGL's
-projections and score halves, then :func:`dgl_accel.functional.gat_attention`.
+DGL runs a GAT layer as three graph passes with E x H tensors between them (``apply_edges`` for the
+scores, ``edge_softmax``, ``update_all`` with u_mul_e) and, in backward, E x H x D messages. Here
+:func:`dgl_accel.functional.gat_attention` does the scores, the softmax, the attention dropout
+(``attn_drop`` while training: on the CPU the mask DGL's ``nn.Dropout`` would draw, from torch's
+stream at the same point, kept as E x H bytes; with the Triton kernels a mask hashed from edge id,
+head and a seed drawn from torch's generator, recomputed in backward, never stored) and the weighted
+sum in one op whose backward recomputes the attention from per-node normalisers. Everything around
+it (dropout on features, the projections, residual, bias, activation, DGL's zero-in-degree error) is
+DGL's code path. With one tensor of features (a homogeneous graph or a block: one projection ``fc``)
+the whole layer is one op, :func:`dgl_accel.functional.gat_layer`: fc, the score halves from
+``attn_l``/``attn_r``, the attention and the bias (added after the residual instead, as DGL, when
+there is one). fc's output never leaves that op, whose backward writes the gradient into its memory
+on the compiled CPU path (a training step's peak: the output and one N x H x D buffer). A pair of
+features takes DGL's projections and score halves, then :func:`dgl_accel.functional.gat_attention`.
 
 Where the fused op does not apply, ``super().forward()`` runs under ``dgl_accel.enabled()`` (its
 edge softmax and aggregation still go through our routing where supported): ``edge_weight``,
-features with extra dimensions ``(N, *, D)``, and graphs with several relations.  With attention
-dropout the numbers differ from DGL's run by the mask (ours is not torch's ``nn.Dropout`` stream);
-the distribution is the same.
+features with extra dimensions ``(N, *, D)``, graphs with several relations, and the shapes where
+the routed ops are faster than the fused op (several narrow heads on the CPU:
+:func:`dgl_accel.policies.attention.choose_attention`, printed by ``dgl_accel.explain(graph, D,
+heads=H)``). So on the CPU a run from ``torch.manual_seed`` gives DGL's numbers with dropout on too
+(both dropouts draw DGL's masks); with the Triton kernels single runs differ by the mask, whose
+distribution is DGL's.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from dgl.base import DGLError
 from ..functional import gat_attention, gat_layer
 from ..graph.structure import is_supported_graph
 from ..patching import enabled
+from ..policies.attention import choose_attention
 
 ZERO_IN_DEGREE = ("There are 0-in-degree nodes in the graph, output for those nodes will be invalid. This is harmful "
                   "for some applications, causing silent performance regression. Adding self-loop on the input graph "
@@ -84,4 +89,6 @@ class GATConv(dgl.nn.GATConv):
         if not is_supported_graph(graph, relation=True):
             return False
         feats = feat if isinstance(feat, tuple) else (feat,)
-        return all(isinstance(f, torch.Tensor) and f.dim() == 2 and f.is_floating_point() for f in feats)
+        if not all(isinstance(f, torch.Tensor) and f.dim() == 2 and f.is_floating_point() for f in feats):
+            return False
+        return choose_attention("gat", self._num_heads, self._out_feats, feats[0]).fused

@@ -10,8 +10,9 @@ code path, unchanged; the same parameters and state_dict.
 
 Where the fused op does not apply, ``super().forward()`` runs under ``dgl_accel.enabled()`` (its
 edge softmax and aggregation still go through our routing where supported): attention dropout while
-training (the fused GATv2 op has no dropout; fused attention dropout is being added to the GAT op
-only), features with extra dimensions ``(N, *, D)``, graphs with several relations.
+training (the fused GATv2 op has no dropout; the fused GAT op has), features with extra dimensions
+``(N, *, D)``, graphs with several relations, and several heads narrower than 32 features on the
+CPU, where the routed ops are faster (:mod:`dgl_accel.policies.attention`).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from .fused_attention import FusedAttentionForward, plain_features
 
 
 class GATv2Conv(FusedAttentionForward, dgl.nn.GATv2Conv):
+    attention_op = "gatv2"
+
     def _fused_forward(self, graph, feat, get_attention):
         heads, out_feats = self._num_heads, self._out_feats
         if isinstance(feat, tuple):

@@ -1,2 +1,3 @@
 """Policies: plans handed down to the DGL-free core. ``exec_paths`` (execution paths for
-full-graph training) and ``redundancy`` (GraphACT pair-node rewrite).  Imports nothing."""
+full-graph training), ``redundancy`` (GraphACT pair-node rewrite) and ``attention`` (whether a drop-in
+attention layer runs the fused op or DGL's forward on the routed ops).  Imports nothing."""

@@ -66,7 +66,8 @@ def test_fmix32_tensor_equals_the_integer_definition():
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.93])
 def test_numba_mask_is_the_reference_bit_for_bit(p):
     drop = AttentionDropout(p, 2**63 + 12345, 3)
-    keys, thr, scale = drop.loop_args()
+    keys, thr, scale, keep = drop.loop_args()
+    assert keep is None  # a seeded mask is the hash, not a drawn array
     want = drop.mask(EIDS)
     for h, key in enumerate(keys):
         got = [loops.drop_weight(np.uint64(key), int(e), np.uint64(thr), scale) != 0 for e in EIDS]
@@ -166,6 +167,34 @@ def test_same_seed_same_output_and_manual_seed_reproduces(any_path):
     assert torch.equal(drawn, gat_attention(g, feat, el, er, dropout=0.5))
     assert not torch.equal(drawn, other)
     assert torch.equal(gat_attention(g, feat, el, er, dropout=0.0), gat_attention(g, feat, el, er))
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_native_paths_without_a_seed_draw_dgls_mask_and_use_it_throughout(any_path, heads):
+    # DGL's attn_drop is nn.Dropout on the [E, H, 1] attention: bernoulli_(1 - p) on a tensor of the
+    # attention's dtype.  From one torch seed the native paths draw that mask at that point of the
+    # stream (so a model gives DGL's numbers); the Triton path keeps the seeded hash.
+    g = graph()
+    feat, el, er = inputs(g, heads, 4, torch.float32, 71)
+    torch.manual_seed(11)
+    dgls = torch.empty(g.num_edges, heads, 1).bernoulli_(0.4)[..., 0]
+    after = torch.rand(3)  # the stream after DGL's draw
+    torch.manual_seed(11)
+    leaves = [t.clone().requires_grad_() for t in (feat, el, er)]
+    out, att = gat_attention(g, *leaves, dropout=0.6, return_attention=True)
+    assert torch.equal(torch.rand(3), after) == (any_path != "triton")
+    if any_path == "triton":
+        return
+    _, plain = gat_attention(g, feat, el, er, return_attention=True)
+    assert_close(att, plain * dgls / 0.4)  # DGL's mask and scale, edge by edge
+    weight = (dgls / 0.4).double()
+    in_csr = g.csr("in")
+    ref_leaves = [t.clone().requires_grad_() for t in (feat, el, er)]
+    ref = ref_gat(in_csr, *ref_leaves, 0.2, weight)
+    assert_close(out, ref.detach())
+    grad_out = tst.randn(tuple(out.shape), torch.float32, 72)
+    for x, y in zip(torch.autograd.grad(out, leaves, grad_out), torch.autograd.grad(ref, ref_leaves, grad_out)):
+        assert_close(x, y)  # the backward reads the same drawn mask
 
 
 def test_returned_attention_is_after_dropout_as_dgls_gatconv(any_path):

@@ -12,6 +12,13 @@ loops (``core/jit/attention.py``, :func:`~dgl_accel.core.jit.attention.drop_weig
 kernels (``kernels/attention.py``, ``_keep``) compute it bit for bit in uint32 arithmetic, so the
 forward and both backward passes recompute one mask and nothing per edge is stored.  The seed is
 drawn from torch's global generator per call unless given (``torch.manual_seed`` reproduces a run).
+
+On the native CPU path a call without a seed instead draws the mask from torch's stream exactly as
+DGL's ``attn_drop`` (``nn.Dropout`` on the [E, H, 1] attention) draws it: ``bernoulli_(1 - p)`` on
+an [E, H, 1] tensor of the attention's dtype at the same point of the stream, kept as uint8 [E, H]
+(E x H bytes) for the backward.  So a drop-in ``GATConv`` trained from a seed draws DGL's masks and
+gives DGL's numbers (``tests/test_dropin_parity.py``); the hash keeps the Triton kernels free of a
+mask in memory.
 """
 from __future__ import annotations
 
@@ -82,11 +89,13 @@ def check_dropout(p) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class AttentionDropout:
-    """One call's dropout: probability ``p`` in (0, 1), ``seed`` in [0, 2^64), ``heads``."""
+    """One call's dropout: probability ``p`` in (0, 1), ``seed`` in [0, 2^64), ``heads``; ``keep``
+    (bool [E, H], edge-id order) where the mask was drawn from torch's stream (then the seed is unused)."""
 
     p: float
     seed: int
     heads: int
+    keep: torch.Tensor | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def keys(self) -> list[int]:
@@ -102,6 +111,8 @@ class AttentionDropout:
 
     def mask(self, eids: torch.Tensor) -> torch.Tensor:
         """keep [len(eids), H] (bool) of the edges ``eids``: the reference every path reproduces."""
+        if self.keep is not None:
+            return self.keep[eids.to(self.keep.device)]
         thr = self.threshold
         return torch.stack([edge_bits(eids, k) >= thr for k in self.keys], dim=1)
 
@@ -110,26 +121,40 @@ class AttentionDropout:
         return self.mask(eids).to(dtype) * torch.tensor(self.scale, dtype=dtype)
 
     def loop_args(self) -> tuple:
-        """(keys, threshold, scale) for the numba loops."""
-        return self.keys, self.threshold, self.scale
+        """(keys, threshold, scale, the drawn mask as a uint8 numpy array [E, H] or None) for the numba loops."""
+        keep = None if self.keep is None else self.keep.view(torch.uint8).numpy()
+        return self.keys, self.threshold, self.scale, keep
 
     def kernel_args(self, device) -> torch.Tensor:
-        """int64 [1 + H]: the threshold, then the heads' keys, for the Triton kernels."""
+        """int64 [1 + H]: the threshold, then the heads' keys, for the Triton kernels (hash masks only)."""
+        if self.keep is not None:
+            raise ValueError("expected a hashed dropout mask for the Triton kernels (got a drawn one). "
+                             "Fix: make_dropout(..., draw=None) on the Triton path.")
         return torch.tensor([self.threshold, *self.keys], dtype=torch.int64, device=device)
 
 
-def make_dropout(p, seed, heads: int) -> AttentionDropout | None:
+def make_dropout(p, seed, heads: int, draw: tuple[int, torch.Tensor] | None = None) -> AttentionDropout | None:
     """The dropout of one call (None where ``p`` is 0): ``p`` checked, ``seed`` checked (an int in
     [0, 2^64) or a one-element integer tensor) or, if None, drawn from torch's global generator.
+    ``draw`` = (E, like): without a seed, the mask itself is drawn from torch's stream as DGL's
+    ``nn.Dropout`` on an [E, H, 1] attention like ``like`` (its dtype and device) draws it.
 
     >>> make_dropout(0.0, None, 4) is None
     True
     >>> make_dropout(0.5, 7, 2).mask(torch.arange(4)).shape
     torch.Size([4, 2])
+    >>> _ = torch.manual_seed(0); drawn = make_dropout(0.5, None, 2, draw=(4, torch.zeros(1)))
+    >>> _ = torch.manual_seed(0); as_dgl = torch.empty(4, 2, 1).bernoulli_(0.5)[..., 0] > 0
+    >>> torch.equal(drawn.mask(torch.arange(4)), as_dgl)
+    True
     """
     p = check_dropout(p)
     if p == 0:
         if seed is not None:
             check_seed(seed)
         return None
+    if seed is None and draw is not None:
+        num_edges, like = draw
+        noise = torch.empty((num_edges, heads, 1), dtype=like.dtype, device=like.device).bernoulli_(1 - p)
+        return AttentionDropout(p, 0, heads, keep=noise.view(num_edges, heads) != 0)
     return AttentionDropout(p, resolve_seed(seed), heads)

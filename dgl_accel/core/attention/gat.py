@@ -183,8 +183,10 @@ def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er:
     ``return_attention=True`` also the attention [E, H] in edge-id order (after dropout, as
     ``dgl.nn.GATConv(get_attention=True)`` returns it).  ``dropout`` in [0, 1): DGL's attention
     dropout (training mode; pass 0.0 in evaluation), keep probability 1 - dropout, kept weights
-    scaled by 1 / (1 - dropout); ``seed`` (an int in [0, 2^64)) fixes the mask, else it is drawn
-    from torch's global generator.
+    scaled by 1 / (1 - dropout); ``seed`` (an int in [0, 2^64)) fixes the mask (a hash of edge id
+    and head), else it is drawn from torch's global generator: on the native path the mask itself,
+    as DGL's ``nn.Dropout`` draws it (same numbers as DGL from the same ``torch.manual_seed``), on
+    the Triton path the hash's seed.
 
     >>> import torch
     >>> from dgl_accel.core.aggregation.views import TensorGraph
@@ -201,8 +203,8 @@ def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er:
     else:
         check_gat(views, feat, el, er, negative_slope)
     heads = feat.shape[1]
-    drop = make_dropout(dropout, seed, heads)
-    path = backend.choose_path(feat)
+    path = backend.choose_path(feat)  # the native path draws a mask without a seed as DGL's nn.Dropout does
+    drop = make_dropout(dropout, seed, heads, draw=(views.num_edges, feat) if path == "native" else None)
     backend.record("gat_attention", path, feat.device)
     if attn is not None:
         return GATHalvesFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, feat, *attn)

@@ -122,8 +122,8 @@ def gat_layer(views, x: torch.Tensor, weight: torch.Tensor, attn_l: torch.Tensor
     """
     check_layer(views, x, weight, attn_l, attn_r, bias)
     check_slope(negative_slope)
-    drop = make_dropout(dropout, seed, attn_l.shape[-2])
-    path = backend.choose_path(x)
+    path = backend.choose_path(x)  # the native path draws a mask without a seed as DGL's nn.Dropout does
+    drop = make_dropout(dropout, seed, attn_l.shape[-2], draw=(views.num_edges, x) if path == "native" else None)
     backend.record("gat_attention", path, x.device)
     return GATLayerFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, x, weight,
                                   attn_l, attn_r, bias)

@@ -13,8 +13,8 @@ messages and a dozen E x H temporaries.  These loops make one pass per CSR row i
   (out-CSR rows) recomputes p_e and g_e itself (one more D-long dot per edge: the price of storing
   nothing per edge) for grad_feat and grad_el.  Each output row is written by the one task owning
   it: no atomics, no races;
-* attention dropout (``core/attention/dropout.py``): the keep mask is a hash of (edge id, head
-  key), recomputed wherever needed (:func:`drop_weight`), never stored;
+* attention dropout (``core/attention/dropout.py``): a hash of (edge id, head key) recomputed
+  where needed, or a uint8 mask [E, H] drawn as DGL's ``nn.Dropout`` (:func:`edge_drop`);
 * edge softmax forward (subtract the row max; numpy's vectorised exp; divide by the row sum) and
   backward in edge-id order, given every edge's row: sequential reads and writes, only per-row
   maxima and sums indexed by row (gathering through the CSR's edge ids measured 2x slower).
@@ -32,8 +32,8 @@ import numpy as np
 from .row_ranges import bounds_of
 from .runtime import M32, S32, njit, pick, prange, twins
 
-__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "drop_weight", "partitions", "max_degree",
-           "edge_softmax_forward", "edge_softmax_backward"]
+__all__ = ["CHUNKS", "gat_forward", "gat_attention", "gat_backward", "drop_weight", "edge_drop", "partitions",
+           "max_degree", "edge_softmax_forward", "edge_softmax_backward"]
 
 CHUNKS = 64  # parallel tasks per call (row ranges of about equal edge counts)
 # Sums may be reordered (and multiply-adds fused), so the D-long dot products of the GAT backward
@@ -66,7 +66,15 @@ def drop_weight(key, e, thr, scale):
     return scale if bits >= thr else scale * 0
 
 
-def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, thr, drop, out, lse, max_degree):
+@njit(cache=True, inline="always")
+def edge_drop(keep, keys, h, e, thr, scale):
+    """The dropout weight of edge ``e``, head ``h``: the drawn mask ``keep`` [E, H] where it has rows, else the hash."""
+    if keep.shape[0] > 0:
+        return scale if keep[e, h] else scale * 0
+    return drop_weight(keys[h], e, thr, scale)
+
+
+def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, keep, thr, drop, out, lse, max_degree):
     """out[v, h] = sum_e w_e softmax_e(leaky(el[u, h] + er[v, h])) feat[u, h] over v's in-edges (w_e the
     dropout weight, 1 without ``drop``): the row's scores and their max first (16 bytes read per edge),
     then exp and the weighted sum of feature rows, branch-free (an online softmax's rescaling branch
@@ -106,7 +114,7 @@ def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, thr, drop, 
                 for h in range(H):
                     p = sbuf[j, h]
                     if drop:
-                        p = p * drop_weight(keys[h], eids[start + j], thr, params[1])
+                        p = p * edge_drop(keep, keys, h, eids[start + j], thr, params[1])
                     for d in range(D):
                         acc[h, d] += p * feat[u, h, d]
             for h in range(H):
@@ -124,7 +132,7 @@ def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, thr, drop, 
 _gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl, fastmath=REASSOC)
 
 
-def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, thr, drop, lse, a):
+def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, keep, thr, drop, lse, a):
     """a[e, h] = w_e exp(leaky(el[u, h] + er[v, h]) - lse[v, h]) for every in-edge e = (u -> v)."""
     H = el.shape[1]
     bounds = bounds_of(indptr, CHUNKS)
@@ -139,14 +147,14 @@ def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, thr, drop, 
                     if not s > 0:
                         s = s * sl
                     p = math.exp(s - lse[v, h])
-                    a[e, h] = p * drop_weight(keys[h], e, thr, params[1]) if drop else p
+                    a[e, h] = p * edge_drop(keep, keys, h, e, thr, params[1]) if drop else p
 
 
 _gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fastmath=REASSOC)
 
 
 @njit(cache=True, inline="always")
-def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr, drop):
+def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr, drop):
     """(p_e, w_e, g_e = w_e (<grad_out[v, h], feat[u, h]> + grad_attn[e, h]), raw score) of one edge
     and head: what both backward passes recompute, in one order."""
     D = feat.shape[2]
@@ -158,11 +166,11 @@ def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_
         t += grad_out[v, h, d] * feat[u, h, d]
     if has_attn:
         t += grad_attn[e, h]
-    w = drop_weight(keys[h], e, thr, params[1]) if drop else params[1]
+    w = edge_drop(keep, keys, h, e, thr, params[1]) if drop else params[1]
     return p, w, w * t, raw
 
 
-def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr,
+def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr,
                       drop, delta, grad_er):
     """Pass A over destinations, one pass over v's in-edges: delta[v, h] = sum_e p_e g_e
     (:func:`_edge_terms`) and grad_er[v, h] = sum_e p_e (g_e - delta) leaky'_e, summed as
@@ -184,7 +192,7 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 e = eids[k]
                 for h in range(H):
                     p, _, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
-                                               keys, thr, drop)
+                                               keys, keep, thr, drop)
                     pg = p * g
                     dl[h] += pg
                     if raw > 0:
@@ -201,7 +209,7 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
 _gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC_ONLY)
 
 
-def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, thr,
+def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr,
                       drop, delta, grad_feat, grad_el, halves, attn_l, attn_r, grad_er, part_l, part_r):
     """Pass B over sources (out-CSR rows): grad_feat[u, h] = sum over u's out-edges of p_e w_e
     grad_out[v, h] and grad_el[u, h] = sum of p_e (g_e - delta[v, h]) leaky'(raw_e), recomputing p_e
@@ -225,7 +233,7 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 e = eids[k]
                 for h in range(H):
                     p, w, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
-                                               keys, thr, drop)
+                                               keys, keep, thr, drop)
                     gs = p * (g - delta[v, h])
                     gl[h] += gs if raw > 0 else gs * sl
                     pw = p * w
@@ -355,34 +363,36 @@ def _params(slope: float, scale: float, dtype) -> np.ndarray:
 
 
 def _dropout(dropout, heads: int):
-    """(keys uint64 [H], threshold, whether to drop, scale) of ``dropout`` = (keys, threshold, scale) or None."""
+    """(keys uint64 [H], keep uint8 [E or 0, H], threshold, whether to drop, scale) of ``dropout`` =
+    (keys, threshold, scale, a drawn mask [E, H] or None for the hash) or None."""
+    no_mask = np.zeros((0, heads), dtype=np.uint8)
     if dropout is None:
-        return np.zeros(heads, dtype=np.uint64), np.uint64(0), False, 1.0
-    keys, thr, scale = dropout
-    return np.asarray(keys, dtype=np.uint64), np.uint64(thr), True, scale
+        return np.zeros(heads, dtype=np.uint64), no_mask, np.uint64(0), False, 1.0
+    keys, thr, scale, keep = dropout
+    return np.asarray(keys, dtype=np.uint64), no_mask if keep is None else keep, np.uint64(thr), True, scale
 
 
 def gat_forward(indptr, indices, eids, feat, el, er, slope: float, dropout=None):
     """(out [num_dst, H, D], lse [num_dst, H]) of the fused GAT aggregation over the in-CSR
     (``indptr`` int64 [num_dst + 1], ``indices`` int64 source ids, ``eids`` int64 edge ids); ``feat``
     [num_src, H, D], ``el`` [num_src, H], ``er`` [num_dst, H], one float dtype, C-contiguous;
-    ``dropout``: (per-head keys, threshold, scale) of the attention-dropout mask, or None."""
+    ``dropout``: (per-head keys, threshold, scale, drawn mask or None) of the attention dropout, or None."""
     num_dst = indptr.shape[0] - 1
-    keys, thr, drop, scale = _dropout(dropout, feat.shape[1])
+    keys, keep, thr, drop, scale = _dropout(dropout, feat.shape[1])
     out = np.empty((num_dst,) + feat.shape[1:], dtype=feat.dtype)
     lse = np.empty((num_dst, feat.shape[1]), dtype=feat.dtype)
     pick(_gat_fwd_parallel, _gat_fwd_serial)(indptr, indices, eids, feat, el, er, _params(slope, scale, feat.dtype),
-                                             keys, thr, drop, out, lse, np.int64(max_degree(indptr)))
+                                             keys, keep, thr, drop, out, lse, np.int64(max_degree(indptr)))
     return out, lse
 
 
 def gat_attention(indptr, indices, eids, el, er, slope: float, lse, dropout=None):
     """The attention [E, H] in edge-id order recomputed from ``lse`` (in-CSR with ``eids``), times
     the dropout weights where ``dropout`` is given."""
-    keys, thr, drop, scale = _dropout(dropout, el.shape[1])
+    keys, keep, thr, drop, scale = _dropout(dropout, el.shape[1])
     a = np.empty((indices.shape[0], el.shape[1]), dtype=el.dtype)
     pick(_gat_attention_parallel, _gat_attention_serial)(indptr, indices, eids, el, er,
-                                                         _params(slope, scale, el.dtype), keys, thr, drop, lse, a)
+                                                         _params(slope, scale, el.dtype), keys, keep, thr, drop, lse, a)
     return a
 
 
@@ -395,7 +405,7 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     ``into_feat``: grad_feat overwrites ``feat``.  Temporaries: delta [num_dst, H]; nothing per edge."""
     dt = feat.dtype
     heads = feat.shape[1]
-    keys, thr, drop, scale = _dropout(dropout, heads)
+    keys, keep, thr, drop, scale = _dropout(dropout, heads)
     delta = np.empty(er.shape, dtype=dt)
     grad_er = np.empty(er.shape, dtype=dt)
     grad_el = np.empty(el.shape, dtype=dt)
@@ -403,7 +413,7 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     has_attn = grad_attn is not None
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
     params = _params(slope, scale, dt)
-    common = (feat, el, er, params, lse, grad_out, ga, has_attn, keys, thr, drop)
+    common = (feat, el, er, params, lse, grad_out, ga, has_attn, keys, keep, thr, drop)
     pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, *common, delta, grad_er)
     parts, parts_r = (np.zeros((CHUNKS if halves is not None else 0,) + feat.shape[1:], dtype=dt) for _ in "lr")
     a_l, a_r = halves if halves is not None else (np.empty((0, feat.shape[2]), dtype=dt),) * 2

@@ -12,10 +12,12 @@ import os
 import types
 
 import numpy as np
+import torch
 
 try:  # pragma: no branch
     if os.environ.get("DGL_ACCEL_NUMBA", "1") == "0":
         raise ImportError("disabled by DGL_ACCEL_NUMBA=0")
+    import numba
     from numba import njit, prange
     AVAILABLE = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
@@ -28,8 +30,8 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
             return args[0]
         return lambda fn: fn
 
-__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "twins", "pick", "njit", "prange", "philox",
-           "M32", "S32"]
+__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "twins", "pick", "follow_torch_threads",
+           "njit", "prange", "philox", "M32", "S32"]
 
 # Work (sampled slots, gathered entries) below which the numpy path is used: a compiled call has
 # ~10 us of dispatch overhead, a thread fork-join more; tiny batches gain nothing.
@@ -94,8 +96,49 @@ def twins(fn, **options):
 
 
 def pick(parallel, serial):
-    """``parallel`` where :func:`parallel_allowed`, else ``serial`` (one of a pair of :func:`twins`)."""
-    return parallel if parallel_allowed() else serial
+    """``parallel`` where :func:`parallel_allowed`, else ``serial`` (one of a pair of :func:`twins`).
+    The parallel loops take torch's thread count (:func:`follow_torch_threads`)."""
+    if not parallel_allowed():
+        return serial
+    follow_torch_threads()
+    return parallel
+
+
+_POOL_STARTED = False
+
+
+@njit(cache=True, parallel=True)
+def _start_pool(n):  # pragma: no cover - numba compiles it
+    out = np.zeros(n)
+    for i in prange(n):
+        out[i] = i
+    return out
+
+
+def follow_torch_threads() -> int:
+    """Make numba's parallel regions use ``torch.get_num_threads()`` threads (at most numba's pool),
+    so ``torch.set_num_threads(n)`` governs dgl-accel's loops as it governs torch's and DGL's.  The
+    first call starts numba's pool itself and then puts torch's count back: starting numba's
+    OpenMP pool sets every OpenMP runtime of the process to all cores (measured: torch 1 -> 2
+    threads on this 2-core machine after the first parallel loop).  Returns the thread count.
+
+    >>> want = torch.get_num_threads()
+    >>> follow_torch_threads() == min(want, numba.config.NUMBA_NUM_THREADS) and torch.get_num_threads() == want
+    True
+    """
+    global _POOL_STARTED
+    want = torch.get_num_threads()
+    if not AVAILABLE:
+        return want
+    if not _POOL_STARTED:
+        _start_pool(2)
+        _POOL_STARTED = True
+        if torch.get_num_threads() != want:
+            torch.set_num_threads(want)
+    n = max(1, min(want, numba.config.NUMBA_NUM_THREADS))
+    if numba.get_num_threads() != n:
+        numba.set_num_threads(n)
+    return n
 
 
 @njit(cache=True, inline="always")

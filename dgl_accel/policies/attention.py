@@ -1,0 +1,107 @@
+"""Which path a drop-in attention layer runs (issue 31): the fused op, or DGL's own forward through
+our routed ops (``apply_edges`` / ``edge_softmax`` / ``update_all`` under ``dgl_accel.enabled()``).
+
+The fused ops (:mod:`dgl_accel.core.attention`) do the scores, the softmax and the weighted sum in
+one pass per destination and recompute the attention in backward, so nothing of size E x H is
+stored.  On the CPU their compiled loops pay a fixed price per (edge, head): the score, one scalar
+``exp`` (numba calls libm once per entry; numpy's exp on the routed path is vectorised), the
+dropout hash, and in backward both again in each of two passes; the D-long products are the only
+part that grows with the head width.  With many narrow heads that fixed price dominates and the
+routed ops win; with wide heads, or one head, the fused loops do.
+
+Measured on this workplace's 2-core machine (2026-11-27, Amazon-CS with self-loops, 505k edges, one
+``GATConv`` training step in 767 -> H x D, one thread, interleaved; ratio = DGL's time / ours):
+
+=========  =====  =====  =====  =====  =====  =====  =====
+H x D      1 x 8  2 x 8  8 x 8  4 x 16 8 x 16 4 x 32 1 x 64
+fused      1.05   1.07   1.10   0.89   0.96   1.59   1.65
+routed     0.91   1.31   1.38   1.20   1.20   1.25   0.96
+=========  =====  =====  =====  =====  =====  =====  =====
+
+The same step for the other two ops (4x32 / 8x8, fused and routed): ``GATv2Conv`` 2.28 / 1.43 and
+1.09 / 1.68; ``DotGatConv`` 1.64 / 1.08 and 0.86 / 1.03 (its fused loops have no leaky ReLU or
+dropout hash per edge and head: fused at every width).
+
+Rule (CPU tensors on the native path): fused where one head, or heads of at least
+:data:`FUSED_MIN_DIM` [op] features; otherwise the routed ops. CUDA tensors and the Triton backend
+keep the fused kernels (their rule is the GPU report's to fit). :func:`choose_attention` returns the
+choice with its reason; ``dgl_accel.explain(graph, dim, heads=H)`` prints it for a graph.
+``with use_attention_path("fused")`` (or ``"routed"``) overrides the rule, e.g. to keep the fused
+op's memory saving where the routed ops would be faster.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import torch
+
+from ..core import backend
+
+__all__ = ["FUSED_MIN_DIM", "MODES", "AttentionChoice", "choose_attention", "use_attention_path"]
+
+# per op, the per-head width from which the fused CPU loops beat the routed ops (tables above)
+FUSED_MIN_DIM = {"gat": 32, "gatv2": 32, "dot": 1}
+OPS = tuple(FUSED_MIN_DIM)
+MODES = ("auto", "fused", "routed")
+_mode = "auto"
+
+
+@contextlib.contextmanager
+def use_attention_path(mode: str):
+    """Inside the block every drop-in attention layer takes ``mode``'s path: ``"auto"`` (the rule),
+    ``"fused"`` (wherever the fused op computes what DGL would) or ``"routed"``.
+
+    >>> with use_attention_path("fused"):
+    ...     choose_attention("gat", 8, 8, torch.zeros(1)).fused
+    True
+    """
+    global _mode
+    if mode not in MODES:
+        raise ValueError(f"expected an attention path in {MODES} (got {mode!r}). Fix: use_attention_path('auto').")
+    old, _mode = _mode, mode
+    try:
+        yield
+    finally:
+        _mode = old
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionChoice:
+    """``fused``: whether the fused op runs; ``path``: the backend path (native / triton); ``reason``."""
+
+    op: str
+    heads: int
+    dim: int
+    path: str
+    fused: bool
+    reason: str
+
+    def __str__(self) -> str:
+        what = "the fused op" if self.fused else "DGL's forward on dgl-accel's routed ops"
+        return f"{self.op} attention, {self.heads} head(s) x {self.dim} on the {self.path} path: {what} ({self.reason})"
+
+
+def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> AttentionChoice:
+    """The path of one attention layer call with ``heads`` x ``dim`` outputs on tensors like ``like``.
+
+    >>> choose_attention("gat", 8, 8, torch.zeros(1)).fused
+    False
+    >>> choose_attention("gat", 4, 32, torch.zeros(1)).fused, choose_attention("gat", 1, 8, torch.zeros(1)).fused
+    (True, True)
+    """
+    if op not in OPS:
+        raise ValueError(f"expected op in {OPS} (got {op!r}). Fix: the attention module's kind.")
+    path = backend.choose_path(like)
+    if _mode != "auto":
+        return AttentionChoice(op, heads, dim, path, _mode == "fused", f"use_attention_path({_mode!r})")
+    if path != "native" or like.device.type != "cpu":
+        return AttentionChoice(op, heads, dim, path, True, "the Triton kernels run every width")
+    if heads == 1:
+        return AttentionChoice(op, heads, dim, path, True, "one head: the per-head work is the whole row")
+    least = FUSED_MIN_DIM[op]
+    if dim >= least:
+        return AttentionChoice(op, heads, dim, path, True, f"heads of {dim} >= {least} features")
+    return AttentionChoice(op, heads, dim, path, False,
+                           f"{heads} heads of {dim} < {least} features: the fused loops' fixed cost per "
+                           f"(edge, head) outweighs their saving")
