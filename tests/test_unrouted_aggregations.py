@@ -181,7 +181,8 @@ def _grads(model, g, x, y, idx, ctx):
 
 @pytest.mark.parametrize("restrict_forward", [False, True])
 @pytest.mark.parametrize("lstm", [False, True], ids=["gcn-gat-gcn", "gcn-gat-lstm-gcn"])
-def test_mixed_models_train_with_dgls_gradients_inside_execution_paths(lstm, restrict_forward, noted):
+def test_mixed_models_train_with_dgls_gradients_inside_execution_paths(lstm, restrict_forward, noted,
+                                                                       fused_attention):  # GATConv's fused op
     torch.manual_seed(0)
     g = dgl.add_self_loop(dgl.rand_graph(60, 150))
     x, y = torch.randn(60, 6), torch.randint(0, 3, (60,))

@@ -3,14 +3,16 @@
 Naming chain as for the sparse ops: :func:`linear` (launcher: oneDNN or torch) ->
 :class:`DenseFunction` (autograd) -> ``GraphConv._product``.
 
-* CPU, float32: the product runs on oneDNN's inner-product primitive
-  (``torch.ops.mkldnn._linear_pointwise``, what ``torch.compile`` emits for CPU linear layers), with
-  bias and ReLU fused into it.  torch's ``mm`` calls MKL, which on the AMD CPUs of this workplace
-  takes a non-AVX-512 path: a [13752, 128] x [128, 128] product took 2.0-2.5 ms there against
-  0.9-1.0 ms on oneDNN, with the same float32 error against a float64 reference.
-  ``DGL_ACCEL_ONEDNN=0`` turns it off (then torch's ``addmm`` / ``relu_``).
-* The weight gradient ``x^T g`` (a reduction over the rows) stays on torch's ``mm``: oneDNN's
-  backward-weights primitive was slower than MKL above ~20k rows here.
+* CPU, float32, inputs of at least :data:`ONEDNN_MIN_ENTRIES` entries: the product runs on
+  oneDNN's inner-product primitive (``torch.ops.mkldnn._linear_pointwise``, what ``torch.compile``
+  emits for CPU linear layers), with bias and ReLU fused into it.  torch's ``mm`` calls MKL, which
+  on the AMD CPUs of this workplace takes a non-AVX-512 path: one thread, [13752, 128] x [128, 64]
+  2.5 vs 3.2 ms, [2708, 1433] x [1433, 16] 1.9 vs 2.8 ms, with the same float32 error against a
+  float64 reference.  Smaller inputs stay on ``addmm`` (oneDNN's layout conversions cost more
+  there: [2708, 128] 0.49 vs 0.46 ms).  ``DGL_ACCEL_ONEDNN=0`` turns it off.
+* The weight gradient ``x^T g`` runs on torch's ``mm``, as ``nn.Linear``'s does: oneDNN's
+  backward-weights primitive (in row chunks) measured slower at every size on this machine kind
+  (2026-11-27, one thread: 8.6 vs 2.9 ms at [13752, 128] x [13752, 64]; 22.9 vs 20.7 ms at 82168 rows).
 * Inside ``dgl_accel.execution_paths`` the backward uses only the rows where the output gradient
   can be nonzero (a frontier N^d, known at backward time), ReLU mask and bias gradient included.
 * Double backward (``create_graph=True``): the backward is then recorded, so it runs in torch's
@@ -25,6 +27,7 @@ import torch
 from . import scratch
 
 _onednn_ok: bool | None = None
+ONEDNN_MIN_ENTRIES = 1 << 20  # x's entries from which oneDNN's forward beat addmm (module docstring)
 
 
 def _onednn_works() -> bool:
@@ -57,7 +60,7 @@ def _use_onednn(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return False  # recorded for double backward: torch's ops have derivatives, oneDNN's has none
-    return onednn_enabled()
+    return x.numel() >= ONEDNN_MIN_ENTRIES and onednn_enabled()
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -79,26 +82,8 @@ def _scratch_or_new(name: str, shape, like: torch.Tensor) -> torch.Tensor:
     return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
 
 
-# Rows per call of oneDNN's backward-weights primitive: past ~16k rows of 128 floats (x and g
-# no longer fit the 32 MB L3 together) one call got 5-10x slower per row here; in 8192-row chunks
-# it beat MKL's mm at every size tried (1.4 vs 2.3 ms at 13752 rows, 8.5 vs 16 ms at 82168).
-_WGRAD_CHUNK = 8192
-# Below this many output features MKL's mm was as fast (16 wide: 0.43-2.9 vs 0.46-3.2 ms).
-_WGRAD_MIN_FEATS = 64
-
-
 def weight_grads(x: torch.Tensor, g: torch.Tensor, need_bias: bool):
     """(``x^T g`` [in, out], ``g.sum(0)`` or None) for ``x`` [N, in], ``g`` [N, out]."""
-    if g.shape[1] >= _WGRAD_MIN_FEATS and x.shape[0] > 0 and _use_onednn(x, g, None):
-        x, g = x.contiguous(), g.contiguous()
-        bw = torch.ops.aten.mkldnn_linear_backward_weights
-        shape_of_w = torch.empty((g.shape[1], x.shape[1])).to_mkldnn()  # only its shape is read
-        gw = None
-        for s in range(0, x.shape[0], _WGRAD_CHUNK):
-            part = bw(g[s:s + _WGRAD_CHUNK].to_mkldnn(), x[s:s + _WGRAD_CHUNK].to_mkldnn(), shape_of_w, False)[0]
-            gw = part if gw is None else gw.add_(part)
-        # the bias gradient from torch's sum: oneDNN's (a plain running sum) had 8x its error
-        return gw.t().contiguous(), (g.sum(0) if need_bias else None)
     return x.t() @ g, (g.sum(0) if need_bias else None)
 
 

