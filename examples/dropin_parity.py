@@ -135,6 +135,10 @@ def run_pair(name: str, model: str, seed: int, loaded, args) -> dict:
     return out
 
 
+def sd(values) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default="cora,citeseer,amazon_cs,coauthor_cs")
@@ -163,7 +167,8 @@ def main(argv=None) -> dict:
             for seed in seeds:
                 rows = run_pair(name, model, seed, loaded, args)
                 d = 100 * (rows["dgl_accel"]["test_acc"] - rows["dgl"]["test_acc"])
-                diffs.setdefault((name, model), []).append((seed, rows["dgl"]["test_acc"], rows["dgl_accel"]["test_acc"]))
+                accs = (rows["dgl"]["test_acc"], rows["dgl_accel"]["test_acc"])
+                diffs.setdefault((name, model), []).append((seed, *accs))
                 print(f"  {model} seed {seed}: DGL {100 * rows['dgl']['test_acc']:.2f} "
                       f"(epoch {rows['dgl']['best_epoch']}, {1e3 * rows['dgl']['seconds_per_epoch']:.0f} ms/epoch), "
                       f"ours {100 * rows['dgl_accel']['test_acc']:.2f} (epoch {rows['dgl_accel']['best_epoch']}, "
@@ -179,7 +184,6 @@ def main(argv=None) -> dict:
         ours = [100 * o for _, _, o in runs]
         theirs = [100 * t for _, t, _ in runs]
         d = [a - b for a, b in zip(ours, theirs)]
-        sd = (lambda v: statistics.stdev(v) if len(v) > 1 else 0.0)
         summary[(name, model)] = statistics.mean(d)
         print(f"{name:12s} {model:5s}  {len(runs):5d}  {statistics.mean(theirs):5.2f} +- {sd(theirs):4.2f}  "
               f"{statistics.mean(ours):5.2f} +- {sd(ours):4.2f}  {statistics.mean(d):+.2f} "
