@@ -6,12 +6,15 @@ goes to DGL unchanged.  Parameters, state_dict keys and outputs are DGL's.  Homo
 relation graphs ``hg[etype]`` between two node types (``dgl.nn.HeteroGraphConv``) all run on
 dgl-accel; graphs with several relations go to DGL ("fallthrough: heterograph").
 
-``mean`` with one feature tensor, no edge weights and a layer that narrows (in > out, where DGL
-applies ``fc_neigh`` before the aggregation) runs as one product and one aggregation:
-x [W_neigh | W_self] in one :func:`dgl_accel.functional.dense` (x is read once, on oneDNN for large
-inputs), the mean of the neighbour half (:func:`dgl_accel.functional.gspmm`), plus the self half and
-the bias.  The same numbers as DGL's two products; measured 1.25x DGL's training step at in 767 ->
-64 on Amazon-CS (one thread; at in 128 the aggregation dominates and both are level).
+``mean`` with one feature tensor, no edge weights and a layer that narrows at least
+:data:`ONE_PRODUCT_MIN_RATIO` times (in >= 4 out; DGL applies ``fc_neigh`` before the aggregation
+from in > out) runs as one product and one aggregation: x [W_neigh | W_self] in one
+:func:`dgl_accel.functional.dense` (x is read once, on oneDNN for large inputs), the mean of the
+neighbour half (:func:`dgl_accel.functional.gspmm`), plus the self half and the bias.  The same
+numbers as DGL's two products.  Measured (one thread, DGL's step time / ours): 1.13-1.26x at in 767
+and 1433 -> 64 on Cora and Amazon-CS, 1.30x at 128 -> 16 on Amazon-CS; at 128 -> 64 it lost on
+Slashdot (0.74-0.87x: the [N, 2 out] product and its halves' copies cost more memory traffic than
+the second read of x saves), so narrower ratios take DGL's forward on the routed ops.
 """
 import dgl.nn
 import torch
@@ -19,6 +22,8 @@ import torch
 from ..functional import dense, gspmm
 from ..graph.structure import is_supported_graph
 from ..patching import enabled
+
+ONE_PRODUCT_MIN_RATIO = 4  # in_feats / out_feats from which the one-product mean forward pays (docstring)
 
 
 class SAGEConv(dgl.nn.SAGEConv):
@@ -32,7 +37,8 @@ class SAGEConv(dgl.nn.SAGEConv):
 
     def _one_product_applies(self, graph, feat, edge_weight) -> bool:
         return (self._aggre_type == "mean" and edge_weight is None and isinstance(feat, torch.Tensor)
-                and feat.dim() == 2 and feat.is_floating_point() and self._in_src_feats > self._out_feats
+                and feat.dim() == 2 and feat.is_floating_point()
+                and self._in_src_feats >= ONE_PRODUCT_MIN_RATIO * self._out_feats
                 and graph.num_edges() > 0 and is_supported_graph(graph, relation=True)
                 and (graph.is_block or graph.num_src_nodes() == graph.num_dst_nodes()))
 

@@ -45,7 +45,7 @@ def _merge1(best, pos, src, s0, k0, negate):
 def _merge3(best, pos, src, s0, s1, s2, k0, k1, k2, negate):
     """Three :func:`_merge1` in a row (positions k0 < k1 < k2), ``best``/``pos`` loaded and stored once.
     Three, not more: each source row adds two run-time alias checks to the vectorised loop, and LLVM
-    gives up on vectorising past eight (four rows run scalar, 4x slower)."""
+    gives up on vectorising past eight (four rows ran scalar, 3-5x slower)."""
     if negate:
         for f in range(best.shape[0]):
             b = best[f]
@@ -79,22 +79,28 @@ def _merge3(best, pos, src, s0, s1, s2, k0, k1, k2, negate):
 
 
 @njit(cache=True, inline="always")
-def _message(msg, i, x, w, c, e, op, wide):
-    """msg[i] = x[c] times (op 1) or plus (op 2) w[e] (one weight per feature if ``wide``)."""
-    if wide:
-        for f in range(msg.shape[1]):
-            msg[i, f] = x[c, f] * w[e, f] if op == 1 else x[c, f] + w[e, f]
-    else:
-        we = w[e, 0]
-        for f in range(msg.shape[1]):
-            msg[i, f] = x[c, f] * we if op == 1 else x[c, f] + we
+def _messages(msg, x, w, cols, eids, k, n, op, wide):
+    """msg[i] = x[cols[k + i]] times (op 1) or plus (op 2) w[eids[k + i]], i < n (one weight per
+    feature if ``wide``)."""
+    for i in range(n):
+        c = cols[k + i]
+        e = eids[k + i]
+        if wide:
+            for f in range(msg.shape[1]):
+                msg[i, f] = x[c, f] * w[e, f] if op == 1 else x[c, f] + w[e, f]
+        else:
+            we = w[e, 0]
+            for f in range(msg.shape[1]):
+                msg[i, f] = x[c, f] * we if op == 1 else x[c, f] + we
 
 
 def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg, pos_like):
     """out[r, f], arg[r, f] for every row r (op 0: x[cols[k]], 1: times w[eids[k]], 2: plus it).
     Rows are cut into 64 ranges of about equal edge counts, one parallel task each.  Positions run
     relative to the row start in ``pos_like``'s dtype (int32 where every one fits: half the bytes of
-    int64 to blend), entries three at a time (:func:`_merge3`)."""
+    int64 to blend); after the first entry, three at a time (:func:`_merge3`), the last one or two
+    alone.  A copy reads x's rows in place; ops 1, 2 write their messages into ``msg`` first, with one
+    call site of each helper (every inlined copy of a vectorised loop costs seconds of compile time)."""
     num_feat = out.shape[1]
     wide = w.shape[1] != 1
     rel = pos_like.dtype.type
@@ -103,7 +109,7 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg, pos_like
     for ch in prange(nch):
         best = np.empty(num_feat, dtype=out.dtype)  # one per range: no allocation per row
         pos = np.empty(num_feat, dtype=pos_like.dtype)
-        msg = np.empty((3, num_feat), dtype=out.dtype)  # ops 1, 2: the messages of three entries
+        msg = np.empty((3, num_feat), dtype=out.dtype)  # ops 1, 2: the messages of up to three entries
         for r in range(bounds[ch], bounds[ch + 1]):
             lo = indptr[r]
             hi = indptr[r + 1]
@@ -114,25 +120,25 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg, pos_like
                 continue
             if op == 0:  # a copy: x's rows themselves
                 _first(best, pos, x, cols[lo])
-            else:
-                _message(msg, 0, x, w, cols[lo], eids[lo], op, wide)
-                _first(best, pos, msg, 0)
-            k = lo + 1
-            while k + 3 <= hi:
-                if op == 0:
+                k = lo + 1
+                while k + 3 <= hi:
                     _merge3(best, pos, x, cols[k], cols[k + 1], cols[k + 2], rel(k - lo), rel(k + 1 - lo),
                             rel(k + 2 - lo), negate)
-                else:
-                    for i in range(3):
-                        _message(msg, i, x, w, cols[k + i], eids[k + i], op, wide)
-                    _merge3(best, pos, msg, 0, 1, 2, rel(k - lo), rel(k + 1 - lo), rel(k + 2 - lo), negate)
-                k += 3
-            for k in range(k, hi):
-                if op == 0:
-                    _merge1(best, pos, x, cols[k], rel(k - lo), negate)
-                else:
-                    _message(msg, 0, x, w, cols[k], eids[k], op, wide)
-                    _merge1(best, pos, msg, 0, rel(k - lo), negate)
+                    k += 3
+                for j in range(k, hi):
+                    _merge1(best, pos, x, cols[j], rel(j - lo), negate)
+            else:  # the messages of up to three entries into msg, then merged from there
+                k = lo
+                while k < hi:
+                    n = 3 if k > lo and k + 3 <= hi else 1
+                    _messages(msg, x, w, cols, eids, k, n, op, wide)
+                    if n == 3:
+                        _merge3(best, pos, msg, 0, 1, 2, rel(k - lo), rel(k + 1 - lo), rel(k + 2 - lo), negate)
+                    elif k == lo:
+                        _first(best, pos, msg, 0)
+                    else:
+                        _merge1(best, pos, msg, 0, rel(k - lo), negate)
+                    k += n
             for f in range(num_feat):
                 out[r, f] = best[f]
                 arg[r, f] = lo + pos[f]
@@ -163,6 +169,14 @@ def _extrema_scatter(cols, eids, arg, grad, x, w, op, wide, grad_x, grad_w):
     num_feat = arg.shape[1]
     need_x = grad_x.shape[0] > 0
     need_w = grad_w.shape[0] > 0
+    if op != 1 and not need_w:  # copy / plus onto x alone (GIN's max): the gradient itself, no edge read
+        if need_x:
+            for r in range(arg.shape[0]):
+                for f in range(num_feat):
+                    k = arg[r, f]
+                    if k >= 0:
+                        grad_x[cols[k], f] += grad[r, f]
+        return
     for r in range(arg.shape[0]):
         for f in range(num_feat):
             k = arg[r, f]

@@ -1,0 +1,63 @@
+"""``dgl_accel.nn.SAGEConv``'s one-product mean forward (a layer narrowing at least
+``ONE_PRODUCT_MIN_RATIO`` times: fc_neigh and fc_self as one product, then the mean of the neighbour
+half): DGL's outputs and gradients on graphs with empty rows and on blocks, with bias, activation and
+norm; narrower layers and pairs of features keep DGL's forward on the routed ops."""
+import copy
+
+import dgl
+import dgl.nn
+import pytest
+import torch
+
+import dgl_accel
+from dgl_accel.nn.sageconv import ONE_PRODUCT_MIN_RATIO
+from dgl_accel.testing.tolerances import assert_close
+
+
+def _graph():
+    gen = torch.Generator().manual_seed(4)
+    src, dst = torch.randint(0, 40, (300,), generator=gen), torch.randint(0, 36, (300,), generator=gen)
+    return dgl.graph((src, dst), num_nodes=40)  # nodes 36-39: no in-edges (mean 0)
+
+
+def _run(conv, g, x):
+    conv.zero_grad()
+    out = conv(g, x)
+    (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+    return out.detach(), {k: p.grad.clone() for k, p in conv.named_parameters()}
+
+
+@pytest.mark.parametrize("block", [False, True])
+@pytest.mark.parametrize("kw", [{}, {"bias": False}, {"activation": torch.tanh, "norm": torch.nn.LayerNorm(4)}])
+def test_one_product_mean_equals_dgls_module(path, block, kw):
+    g = _graph()
+    if block:
+        g = dgl.to_block(dgl.in_subgraph(g, torch.arange(20)), torch.arange(20))
+    torch.manual_seed(0)
+    theirs = dgl.nn.SAGEConv(4 * ONE_PRODUCT_MIN_RATIO, 4, "mean", **kw)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.swap(ours)
+    x = torch.randn(g.num_src_nodes(), 4 * ONE_PRODUCT_MIN_RATIO)
+    want = _run(theirs, g, x)
+    dgl_accel.reset_stats()
+    got = _run(ours, g, x)
+    stats = dgl_accel.stats()
+    assert "copy_u_mean" in stats and not any(k.startswith("fallthrough") for k in str(stats).split("'")), stats
+    assert_close(got[0], want[0])
+    for k in want[1]:
+        assert_close(got[1][k], want[1][k], msg=k)
+
+
+def test_narrower_layers_and_feature_pairs_keep_dgls_forward(monkeypatch):
+    calls = []
+    monkeypatch.setattr(dgl_accel.nn.SAGEConv, "_mean_one_product", lambda self, g, f: calls.append(1))
+    g = _graph()
+    narrow = dgl_accel.nn.SAGEConv(4 * ONE_PRODUCT_MIN_RATIO - 1, 4, "mean")
+    narrow(g, torch.randn(40, 4 * ONE_PRODUCT_MIN_RATIO - 1))
+    wide = dgl_accel.nn.SAGEConv(4 * ONE_PRODUCT_MIN_RATIO, 4, "mean")
+    x = torch.randn(40, 4 * ONE_PRODUCT_MIN_RATIO)
+    wide(g, (x, x))  # a pair: DGL's forward
+    wide(g, x, edge_weight=torch.rand(g.num_edges()))  # edge weights: DGL's forward
+    assert calls == []
+    wide(g, x)
+    assert calls == [1]
