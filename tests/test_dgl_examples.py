@@ -77,14 +77,16 @@ def test_metric_stand_ins_match_their_contract(monkeypatch):
 
 
 @needs_data
-def test_gat_example_runs_unchanged_with_our_fused_gatconv():
+def test_gat_example_runs_unchanged_with_our_gatconv():
     # DGL's Cora GAT example (200 epochs, 8 heads x 8, feat/attn dropout 0.6, int32 ids) with
-    # dgl.nn.GATConv substituted: its layers must be ours, and every layer call of training
-    # (dropout on) and evaluation must run the fused op, not a fallback through DGL's three passes
+    # dgl.nn.GATConv substituted: its layers must be ours.  On the CPU the 8 x 8 first layer takes
+    # DGL's forward on our routed ops (dgl_accel.policies.attention: faster there) and the one-head
+    # output layer the fused op, in training (dropout on) and evaluation alike: nothing falls through
     row = run.run_once("gat", "ours", 0, timeout=300)
     assert row["ok"], f"rc={row['rc']}, value={row['value']}\n{row.get('tail', '')}"
     assert row["bindings"]["GATConv"] == ["dgl_accel.nn.gatconv"], row["bindings"]
-    layer_calls = 2 * (200 + 200 + 1)  # two layers x (training + validation per epoch + the test)
-    assert sum(row["stats"]["gat_attention"].values()) == layer_calls, row["stats"]
-    assert "edge_softmax" not in row["stats"], row["stats"]  # nothing went through DGL's unfused layer
+    layer_calls = 200 + 200 + 1  # per layer: training + validation per epoch + the test
+    assert sum(row["stats"]["gat_attention"].values()) == layer_calls, row["stats"]  # the output layer, fused
+    assert sum(row["stats"]["edge_softmax"].values()) == layer_calls, row["stats"]  # the 8 x 8 layer, routed
+    assert not any("fallthrough" in str(paths) for paths in row["stats"].values()), row["stats"]
     assert 0.7 <= row["value"] <= 1.0  # Cora GAT lands near 0.82; a broken layer lands near chance (0.14)
