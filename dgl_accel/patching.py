@@ -31,7 +31,7 @@ from .core.headwise.shapes import head_split
 from .dgl_rules import gspmm_out_shape
 from .functional import gspmm, gspmm_headwise
 from .graph.dgl_kernels import ORIGINAL_GSPMM  # captured before any patching
-from .graph.structure import is_supported_graph
+from .graph.structure import is_supported_graph, record_relation_views
 from .policies.exec_paths.session import note_unrouted, open_session
 from .routes import edge_softmax as routed_edge_softmax
 from .routes import gsddmm as routed_gsddmm
@@ -165,6 +165,7 @@ def _apply(active: bool) -> None:
     dgl.core.message_passing = routed_message_passing if active else ORIGINAL_MESSAGE_PASSING
     routed_edge_softmax.apply(active)
     routed_gsddmm.apply(active)
+    record_relation_views(active)  # per-graph caches survive update_all's per-call g[etype]
 
 
 def is_enabled() -> bool:

@@ -293,6 +293,40 @@ def test_auto_policy_autotunes_on_cuda_only(monkeypatch):
     assert choose_group_size(g, 32, device="cuda", policy="cost").tuned_gs is None
 
 
+def test_sampled_blocks_are_never_timed():
+    """A sampler makes a new block every minibatch: timing each one would re-tune every step."""
+    from dgl_accel.core.grouping import autotune
+    g = symmetric_graph(300, 1500, seed=8)
+    calls = []
+    grouping.set_autotune_timer(lambda graph, f, dtype, gs: calls.append(gs) or 1.0)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):  # five minibatches of a one-layer neighbour sampler
+        seeds = torch.randperm(300, generator=gen)[:40]
+        block = dgl.to_block(dgl.sampling.sample_neighbors(g, seeds, 5), seeds)
+        c = choose_group_size(block, 32, device="cuda")
+        assert c.tuned_gs is None and c.gs == c.cost_gs and "not timed" in c.source
+    assert not calls and not autotune.autotune_cache()
+    assert choose_group_size(g, 32, device="cuda").tuned_gs is not None and calls  # a whole graph is timed once
+
+
+def test_autotune_cache_keeps_the_most_recently_used_winners(monkeypatch):
+    from dgl_accel.core.grouping import autotune
+    monkeypatch.setattr(autotune, "AUTOTUNE_CACHE_MAX", 3)
+    timed = []
+
+    def tune(key):
+        return autotune_group_size(key, [1, 2], lambda gs: timed.append(key) or float(gs), repeats=1)
+
+    for key in ("a", "b", "c"):
+        tune(key)
+    tune("a")  # a hit: "a" becomes the most recent
+    tune("d")  # evicts "b", the least recently used
+    assert list(autotune.autotune_cache()) == ["c", "a", "d"]
+    n = len(timed)
+    tune("b")
+    assert len(timed) > n and len(autotune.autotune_cache()) == 3  # "b" was timed again, "c" left
+
+
 # ------------------------------------------------------------------------------ policies / explain
 def test_forced_policy():
     g = symmetric_graph(100, 300, seed=6)

@@ -6,12 +6,14 @@ import dgl.ops
 import dgl.ops.spmm
 import pytest
 import torch
+from dgl.heterograph_index import HeteroGraphIndex
 
 import dgl_accel
 from dgl_accel import patching
 from dgl_accel.testing.tolerances import assert_close
 
 ORIGINAL = dgl.ops.spmm.gspmm
+ORIGINAL_RELATION_GRAPH = HeteroGraphIndex.get_relation_graph
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +28,11 @@ def test_enable_disable_are_idempotent_and_restore_the_original_objects():
     dgl_accel.enable()
     dgl_accel.enable()
     assert dgl.ops.spmm.gspmm is patching.routed_gspmm and dgl.ops.gspmm is patching.routed_gspmm
+    assert HeteroGraphIndex.get_relation_graph is not ORIGINAL_RELATION_GRAPH  # records views while enabled
     dgl_accel.disable()
     dgl_accel.disable()
     assert dgl.ops.spmm.gspmm is ORIGINAL and dgl.ops.gspmm is ORIGINAL
+    assert HeteroGraphIndex.get_relation_graph is ORIGINAL_RELATION_GRAPH
 
 
 def test_context_manager_nests_and_restores_on_error():

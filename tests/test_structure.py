@@ -215,3 +215,58 @@ def test_heterograph_rejected():
     csr = in_csr(bipartite, relation=True)
     assert (csr.num_rows, csr.num_cols) == (1, 2) and csr.indptr.tolist() == [0, 2]
     assert out_csr(bipartite, relation=True).indptr.tolist() == [0, 1, 2]
+
+
+# --------------------------------------------- relation views: DGL's update_all runs on a new g[etype] per call
+def _dgl_graphconv_steps(g, x, conv, steps):
+    """(cache_info after each forward+backward of DGL's own GraphConv under enable(), outputs)."""
+    import dgl_accel
+    infos, outs = [], []
+    with dgl_accel.enabled():
+        for _ in range(steps):
+            out = conv(g, x)
+            out.sum().backward()
+            infos.append(cache_info())
+            outs.append(out.detach())
+    return infos, outs
+
+
+@pytest.mark.parametrize("backend", ["native", "triton"])
+def test_dgl_graphconv_under_enable_builds_the_structure_once(backend):
+    import dgl_accel
+    g = dgl.add_self_loop(random_graph(1, torch.int64, num_nodes=40, num_edges=200))
+    conv = dgl.nn.GraphConv(6, 3)
+    x = torch.randn(40, 6, requires_grad=True)
+    with dgl_accel.use_backend(backend):
+        infos, outs = _dgl_graphconv_steps(g, x, conv, 4)
+    misses = [i["misses"] for i in infos]
+    assert misses[0] > 0 and misses == [misses[0]] * 4  # everything built on the first call only
+    assert infos[-1]["hits"] > infos[0]["hits"] and infos[-1]["relation_views"] == 1
+    with torch.no_grad():
+        assert torch.allclose(outs[-1], conv(g, x), atol=1e-5)  # DGL's own numbers
+
+
+def test_relation_view_entry_follows_mutation_and_dies_with_the_graph():
+    g = dgl.add_self_loop(random_graph(2, torch.int64, num_nodes=30, num_edges=120))
+    conv = dgl.nn.GraphConv(4, 2)
+    x = torch.randn(30, 4)
+    _dgl_graphconv_steps(g, x, conv, 2)
+    before = cache_info()
+    g.add_edges(torch.tensor([0, 1]), torch.tensor([29, 29]))  # a new structure index
+    _, outs = _dgl_graphconv_steps(g, x, conv, 1)
+    assert cache_info()["misses"] > before["misses"]
+    with torch.no_grad():
+        assert torch.allclose(outs[0], conv(g, x), atol=1e-5)  # built from the new edges
+    del g
+    gc.collect()
+    assert cache_info()["relation_views"] == 0
+
+
+def test_relation_view_links_stay_bounded():
+    from dgl_accel.graph import structure
+    g = random_graph(3, torch.int64)
+    import dgl_accel
+    with dgl_accel.enabled():
+        for _ in range(3 * structure.VIEW_LINKS_PRUNE):
+            g[g.canonical_etypes[0]]  # every view dies at once
+    assert len(structure._VIEW_OF) <= structure.VIEW_LINKS_PRUNE

@@ -2,8 +2,9 @@
 
 ``in_csr(g)`` groups in-edges by destination (rows = dst nodes, used by forward
 aggregation); ``out_csr(g)`` groups out-edges by source (rows = src nodes, used by the
-backward pass w.r.t. source features).  Results are cached per graph object and rebuilt
-when the graph is mutated in place (``add_edges`` / ``remove_edges`` / ``add_nodes`` ...).
+backward pass w.r.t. source features).  Results are cached per graph object (and, while
+dgl-accel is enabled, per graph a relation view ``g[etype]`` was cut from) and rebuilt when the
+graph is mutated in place (``add_edges`` / ``remove_edges`` / ``add_nodes`` ...).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 from dgl import DGLError
+from dgl.heterograph_index import HeteroGraphIndex
 
 from ..core.csr import Structure, sort_by_row
 
@@ -65,56 +67,111 @@ def check_graph(g, *, relation: bool = False) -> None:
 # Keyed weakly by the DGLGraph so cached tensors die with the graph.  DGLGraph uses
 # identity hashing, so two equal-looking graphs never share an entry.
 _CACHE: weakref.WeakKeyDictionary[Any, _Entry] = weakref.WeakKeyDictionary()
+# Relation views (below): (id(the index they were cut from), relation ids) -> entry, dropped with that index.
+_VIEW_CACHE: dict[tuple, _Entry] = {}
 _LOCK = threading.Lock()
 _STATS = {"hits": 0, "misses": 0, "invalidations": 0}
 
 
 class _Entry:
-    __slots__ = ("index_ref", "items")
+    __slots__ = ("index_ref", "items", "__weakref__")
 
-    def __init__(self, g):
+    def __init__(self, index, on_death=None):
         # Every in-place mutation (add_edges, remove_edges, add_nodes, remove_nodes) replaces
         # g._graph with a new index object.  A weakref to the old index (not its id(), which
         # CPython may reuse for the replacement) detects that without keeping the old structure
         # alive.  This check runs on every cached lookup, i.e. on every op call: it must stay
         # O(1) and avoid DGL's Python accessors (num_edges() & co. cost ~2 us each).
-        self.index_ref = weakref.ref(g._graph)
+        self.index_ref = weakref.ref(index, on_death)
         self.items: dict[str, Any] = {}
 
-    def valid_for(self, g) -> bool:
-        return self.index_ref() is g._graph
+
+# ------------------------------------------------------------------------- relation views
+# DGL's update_all (and so every dgl.nn layer under enable()) runs on g[etype]: a new DGLGraph
+# around a new index (HeteroGraphIndex.get_relation_graph) on every call, so a cache keyed by the
+# graph object never hits there.  While dgl-accel is enabled, get_relation_graph records which
+# index and relation each new index was cut from (record_relation_views), and the cache keys such
+# a view by (that index, relation): one entry per graph version, freed with the index it was cut
+# from (the user's graph, or its old version after a mutation).  The links are pruned when dead.
+_ORIGINAL_GET_RELATION_GRAPH = HeteroGraphIndex.get_relation_graph
+_VIEW_OF: dict[int, tuple] = {}  # id(view index) -> (its weakref, weakref of its parent index, etid)
+VIEW_LINKS_PRUNE = 256  # prune dead links whenever this many more have been recorded
+
+
+def _recording_get_relation_graph(self, etype):
+    view = _ORIGINAL_GET_RELATION_GRAPH(self, etype)
+    with _LOCK:
+        if len(_VIEW_OF) >= VIEW_LINKS_PRUNE:
+            for key in [k for k, (ref, _, _) in _VIEW_OF.items() if ref() is None]:
+                del _VIEW_OF[key]
+        _VIEW_OF[id(view)] = (weakref.ref(view), weakref.ref(self), int(etype))
+    return view
+
+
+def record_relation_views(active: bool) -> None:
+    """Patch (or restore) DGL's ``HeteroGraphIndex.get_relation_graph`` to record its views."""
+    HeteroGraphIndex.get_relation_graph = _recording_get_relation_graph if active else _ORIGINAL_GET_RELATION_GRAPH
+
+
+def _root(index) -> tuple[Any, tuple]:
+    """(the index a view index was cut from, the relation ids on the way), or (index, ()) for one
+    that is not a recorded view; under _LOCK."""
+    etids: tuple = ()
+    while (link := _VIEW_OF.get(id(index))) is not None and link[0]() is index:
+        parent = link[1]()
+        if parent is None:
+            break
+        index, etids = parent, (link[2],) + etids
+    return index, etids
+
+
+def _drop_view_entry(key, ref) -> None:
+    # weakref callback: no lock (it may run while _LOCK is held); dict ops are atomic
+    if (entry := _VIEW_CACHE.get(key)) is not None and entry.index_ref is ref:
+        _VIEW_CACHE.pop(key, None)
+
+
+def _entry(g) -> tuple[_Entry, Any, Any]:
+    """(entry, its table, its key) for this graph's current version, under _LOCK."""
+    index, etids = _root(g._graph)
+    table, key = (_VIEW_CACHE, (id(index), etids)) if etids else (_CACHE, g)
+    entry = table.get(key)
+    if entry is not None and entry.index_ref() is not index:
+        _STATS["invalidations"] += 1
+        entry = None
+    if entry is None:
+        on_death = (lambda ref, k=key: _drop_view_entry(k, ref)) if etids else None
+        entry = table[key] = _Entry(index, on_death)
+    return entry, table, key
 
 
 def cached(g, name: str, build: Callable[[Any], Any]) -> Any:
-    """Return ``build(g)`` cached under ``name`` for this graph's current version."""
+    """Return ``build(g)`` cached under ``name`` for this graph's current version (a relation view
+    ``g[etype]`` made while enabled shares the entry of the graph it was cut from)."""
     with _LOCK:
-        entry = _CACHE.get(g)
-        if entry is not None and not entry.valid_for(g):
-            _STATS["invalidations"] += 1
-            entry = None
-        if entry is None:
-            entry = _CACHE[g] = _Entry(g)
+        entry, table, key = _entry(g)
         if name in entry.items:
             _STATS["hits"] += 1
             return entry.items[name]
         _STATS["misses"] += 1
     value = build(g)  # outside the lock: building can be slow; a racing duplicate is harmless
     with _LOCK:
-        current = _CACHE.get(g)
-        if current is entry and entry.valid_for(g):
+        if table.get(key) is entry and entry.index_ref() is not None:
             return entry.items.setdefault(name, value)
     return value
 
 
 def cache_info() -> dict:
-    """Counters and the number of graphs currently cached (for tests and debugging)."""
+    """Counters, the number of graphs currently cached and of relation views cached by the graph
+    they were cut from (for tests and debugging)."""
     with _LOCK:
-        return dict(_STATS, graphs=len(_CACHE))
+        return dict(_STATS, graphs=len(_CACHE), relation_views=len(_VIEW_CACHE))
 
 
 def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
+        _VIEW_CACHE.clear()
         for k in _STATS:
             _STATS[k] = 0
 

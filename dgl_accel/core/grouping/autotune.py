@@ -1,7 +1,9 @@
 """Measure-and-cache group size selection, for CUDA where timing is meaningful.
 
 The winner for a ``(graph_signature(g), feat_dim, dtype, device)`` key is cached in a module-level
-dict, so each graph shape is timed once per process.  Each candidate runs ``repeats`` times and
+dict, so each graph shape is timed once per process; the dict keeps the :data:`AUTOTUNE_CACHE_MAX`
+most recently used keys.  Sampled blocks are never timed (``size.choose_group_size``): each
+minibatch's block is a new shape.  Each candidate runs ``repeats`` times and
 the median counts: the first call of a Triton kernel includes compilation, and the median of three
 discards that one outlier without a separate warm-up run.
 """
@@ -11,13 +13,16 @@ import hashlib
 import operator
 import statistics
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
 
-__all__ = ["autotune_group_size", "graph_signature", "clear_autotune_cache", "autotune_cache"]
+__all__ = ["autotune_group_size", "graph_signature", "clear_autotune_cache", "autotune_cache",
+           "AUTOTUNE_CACHE_MAX"]
 
-_CACHE: dict[Hashable, int] = {}
+AUTOTUNE_CACHE_MAX = 512  # winners kept (least recently used first out)
+_CACHE: OrderedDict[Hashable, int] = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -46,6 +51,7 @@ def autotune_group_size(key: Hashable, candidates: Iterable[int], time_fn: Calla
     """
     with _LOCK:
         if key in _CACHE:
+            _CACHE.move_to_end(key)
             return _CACHE[key]
     cands = sorted({operator.index(c) for c in candidates})
     if not cands or cands[0] < 1:
@@ -58,7 +64,10 @@ def autotune_group_size(key: Hashable, candidates: Iterable[int], time_fn: Calla
     medians = {gs: statistics.median(float(time_fn(gs)) for _ in range(repeats)) for gs in cands}
     best = min(cands, key=lambda gs: (medians[gs], gs))
     with _LOCK:
-        return _CACHE.setdefault(key, best)
+        best = _CACHE.setdefault(key, best)
+        while len(_CACHE) > AUTOTUNE_CACHE_MAX:
+            _CACHE.popitem(last=False)
+        return best
 
 
 def autotune_cache() -> dict:

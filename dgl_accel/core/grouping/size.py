@@ -320,7 +320,9 @@ def choose_group_size(views, feat_dim: int, dtype: torch.dtype = torch.float32, 
     (:class:`~dgl_accel.core.aggregation.views.GraphViews`).
 
     policy: "linear" (Xu et al.), "cost" (cost model), "auto" (cost model; on CUDA the autotuner,
-    which times the grouped kernel, see :func:`set_autotune_timer`), or an int (forced gs).
+    which times the grouped kernel once per graph shape, see :func:`set_autotune_timer`, except on
+    blocks and relation graphs: a sampler makes a new block every minibatch, so they keep the cost
+    model and are never timed), or an int (forced gs).
     ``device`` defaults to the graph's device.
     """
     _check_policy(policy)
@@ -336,6 +338,8 @@ def choose_group_size(views, feat_dim: int, dtype: torch.dtype = torch.float32, 
         gs, src = lin, "linear model"
     elif policy == "cost" or device.type != "cuda" or _TIMER[0] is None:
         gs, src = cost, "cost model"
+    elif views.bipartite:
+        gs, src = cost, "cost model (a block: not timed, each minibatch's block is a new shape)"
     else:
         timer = _TIMER[0]
         key = (graph_signature(views), int(feat_dim), dtype, str(device))
