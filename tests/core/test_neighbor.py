@@ -60,3 +60,44 @@ def test_bad_input_is_a_clear_error(bad, match):
     csr = TensorGraph(torch.tensor([0, 1]), torch.tensor([1, 2]), num_nodes=3).csr("in")
     with pytest.raises(ValueError, match=match):
         bad(csr)
+
+
+# ------------------------------------------------ the device pipeline (the Triton path): same samples, bounded reads
+def _star(hub_degree: int, idtype):
+    """Node 0 has ``hub_degree`` in-edges (from 1..hub_degree, node 1 twice: a multi-edge); node
+    hub_degree + 1 is isolated."""
+    src = torch.cat([torch.arange(1, hub_degree + 1), torch.tensor([1, 0])]).to(idtype)
+    dst = torch.cat([torch.zeros(hub_degree, dtype=torch.int64), torch.tensor([0, 1])]).to(idtype)
+    return TensorGraph(src, dst, num_nodes=hub_degree + 2).csr("in")
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("fanout, replace", [(5, False), (5, True), (700, False), (1500, True), (-1, False)])
+def test_device_pipeline_gives_the_cpu_samples_on_hubs_repeats_and_isolated_nodes(idtype, fanout, replace):
+    csr = _star(1100, idtype)  # a hub above 1,024 in-edges
+    seeds = torch.tensor([0, 1101, 0, 1, 1101, 2], dtype=idtype)  # repeated, isolated, a leaf
+    out = {}
+    for name in ("native", "triton"):
+        with dgl_accel.use_backend(name):
+            out[name] = sample_neighbors(csr, seeds, fanout, seed=2**63 + 5, replace=replace, step=2)
+    for a, b in zip(out["native"], out["triton"]):
+        assert a.dtype == b.dtype == idtype and torch.equal(a, b)
+    assert out["triton"][1].tolist().count(0) == (1101 if fanout == -1 or (fanout > 1101 and not replace)
+                                                  else fanout) * 2
+
+
+@pytest.mark.parametrize("fanout", [4, -1])
+def test_device_pipeline_reads_the_host_at_most_its_bound(monkeypatch, fanout):
+    from dgl_accel.core.sampling import neighbor_device
+    from dgl_accel.testing.host_reads import HostReads
+    csr = _star(300, torch.int64)
+    seeds = torch.arange(0, 200, 3)
+    launch = neighbor_device.neighbor_choice_triton
+    with HostReads() as reads:
+        def kernel(*a, **k):
+            with reads.paused():  # the interpreter reads its arguments; a compiled launch does not
+                return launch(*a, **k)
+        monkeypatch.setattr(neighbor_device, "neighbor_choice_triton", kernel)
+        with dgl_accel.use_backend("triton"):
+            sample_neighbors(csr, seeds, fanout, seed=1)
+    assert 0 < len(reads.events) <= neighbor_device.HOST_READS_PER_LAYER, reads.events

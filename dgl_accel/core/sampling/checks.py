@@ -184,7 +184,7 @@ def check_nodes(nodes, num_nodes: int, name: str = "seed nodes", *, distinct: bo
         raise expected(f"{name} to be a 1-D integer tensor", _describe(nodes),
                        "pass torch.as_tensor(ids, dtype=torch.int64).")
     if nodes.numel():
-        lo, hi = int(nodes.min()), int(nodes.max())
+        lo, hi = torch.stack(torch.aminmax(nodes)).tolist()  # one read on a device
         if lo < 0 or hi >= num_nodes:
             raise expected(f"{name} in [0, {num_nodes})", f"values in [{lo}, {hi}]",
                            "pass node ids of this graph (0 <= id < g.num_nodes()).")

@@ -29,6 +29,7 @@ from ..jit import runtime
 from .arrays import np64, offsets
 from .checks import check_fanout, check_int, check_nodes, check_prob, check_seed
 from .choice import neighbor_choice, uniform_choice_flat, weight_tables, weighted_choice_np
+from .neighbor_device import sample_neighbors_device
 from .neighbor_triton import neighbor_choice_triton
 
 __all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "relabel_block", "drop_excluded",
@@ -47,6 +48,9 @@ def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, 
         draws of several layers under one key.
     prob : optional non-negative weight per edge (edge-id order); zero-weight edges are never chosen.
 
+    Without ``prob``, on the Triton path (a CUDA CSR) everything stays on the device
+    (:mod:`.neighbor_device`: the same samples, two host reads).
+
     >>> from dgl_accel.core.csr import Structure
     >>> csr = Structure(indptr=torch.tensor([0, 2, 3, 3]), indices=torch.tensor([1, 2, 0]),
     ...                 eids=torch.tensor([0, 1, 2]), num_rows=3, num_cols=3, device=torch.device("cpu"))
@@ -59,6 +63,9 @@ def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, 
     check_nodes(seeds, csr.num_rows, "seeds")
     fanout, seed, step = check_fanout(fanout), check_seed(seed), check_int(step, "step")
     tables = None
+    if prob is None and choose_path(csr.indptr) == "triton":
+        record("neighbor_choice", "triton", csr.indptr.device)
+        return sample_neighbors_device(csr, seeds, fanout, seed=seed, step=step, replace=bool(replace))
     if prob is not None:
         check_prob(prob, csr.num_edges)
         tables = weight_tables(csr.indptr, csr.eids, prob, np64(csr.indptr), np64(csr.eids))
