@@ -543,3 +543,23 @@ def test_duplicated_seeds_are_kept_as_dgl_keeps_them(fanouts):
     last = ours[-1]
     for i, j in ((0, 2), (1, 4)):  # the two copies of 7 and of 3 each get their own edges
         assert last.in_degrees(i) == last.in_degrees(j) > 0
+
+
+def test_blocks_built_from_device_arrays_equal_the_cpu_blocks():
+    """The adapter's conversion for a CUDA graph (the arrays stay on their device) gives the blocks
+    of its CPU conversion: run here on CPU tensors."""
+    from dgl_accel.core.sampling.neighbor import sample_layers
+    from dgl_accel.graph import in_csr
+    from dgl_accel.sampling.blocks import blocks_from_output, device_block
+
+    g = dgl.rand_graph(120, 900)
+    out = sample_layers(in_csr(g), torch.tensor([5, 9, 77, 3]), [3, 2], seed=4)
+    conv = dgl.nn.GraphConv(4, 2, allow_zero_in_degree=True)
+    for layer, cpu_block in zip(out.layers, blocks_from_output(out, g.idtype)):
+        block = device_block(layer, g.idtype)
+        assert (block.num_src_nodes(), block.num_dst_nodes()) == (cpu_block.num_src_nodes(), cpu_block.num_dst_nodes())
+        for a, b in ((block.srcdata[dgl.NID], cpu_block.srcdata[dgl.NID]), (block.edata[dgl.EID], cpu_block.edata[dgl.EID]),
+                     (block.edges()[0], cpu_block.edges()[0]), (block.edges()[1], cpu_block.edges()[1])):
+            assert a.dtype == b.dtype and torch.equal(a, b)
+        x = torch.randn(block.num_src_nodes(), 4)
+        assert torch.allclose(conv(block, x), conv(cpu_block, x))

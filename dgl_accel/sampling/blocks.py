@@ -26,7 +26,7 @@ from ..core.sampling.neighbor import pack_pairs, relabel_block
 from ..graph.structure import cached
 
 __all__ = ["check_homogeneous", "np_idtype", "packed_pairs", "entry_ids", "new_block", "new_typed_block",
-           "finish_block", "make_block", "layer_block", "new_subgraph"]
+           "finish_block", "blocks_from_output", "device_block", "make_block", "layer_block", "new_subgraph"]
 
 
 def check_homogeneous(g, fix: str = "convert it with dgl.to_homogeneous(g) first.") -> None:
@@ -140,6 +140,28 @@ def finish_block(indptr_b, src_local, dst, new, eid, idtype):
                       # shared memory (the second then reads freed memory)
                       dst_nid=np.array(dst, dtype=np_idt), eid=np.ascontiguousarray(eid, dtype=np_idt))
     return block, src_ids
+
+
+def blocks_from_output(out, idtype) -> list:
+    """DGL blocks, input layer first, from the core's :class:`~dgl_accel.core.sampling.output.SamplerOutput`
+    (the one conversion of the neighbour samplers).  Arrays on the CPU go in without a copy (but for
+    the destination ids, as :func:`finish_block`); arrays on a device stay there."""
+    if not out.layers or out.layers[0].indptr.device.type == "cpu":
+        return [finish_block(*(a.numpy() for a in (layer.indptr, layer.src_local, layer.dst_nodes,
+                                                      layer.src_nodes[layer.dst_nodes.shape[0]:], layer.eids)),
+                             idtype)[0] for layer in out.layers]
+    return [device_block(layer, idtype) for layer in out.layers]
+
+
+def device_block(layer, idtype):
+    """A block from one :class:`~dgl_accel.core.sampling.output.SampledLayer` on the layer's device."""
+    ids = torch.arange(layer.num_edges, dtype=idtype, device=layer.indptr.device)
+    block = dgl.create_block(("csc", (layer.indptr.to(idtype), layer.src_local.to(idtype), ids)),
+                             num_src_nodes=layer.src_nodes.shape[0], num_dst_nodes=layer.dst_nodes.shape[0],
+                             idtype=idtype, device=layer.indptr.device)
+    block.srcdata[dgl.NID], block.dstdata[dgl.NID] = layer.src_nodes.to(idtype), layer.dst_nodes.to(idtype)
+    block.edata[dgl.EID] = layer.eids.to(idtype)
+    return block
 
 
 def make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np.ndarray, excl, n: int, idtype):

@@ -10,8 +10,9 @@ built with ``seed=s`` uses the per-call seed ``mix(s, n)`` and ``step`` = layer 
 nearest the output nodes), so two samplers with the same seed produce the same blocks for the same
 sequence of calls, on any device and in any batch composition of the transits.  Inside a
 ``torch.utils.data`` worker the worker id is mixed in too, so workers do not repeat each other.
-Each block holds the edges of :func:`dgl_accel.core.sampling.neighbor.sample_neighbors` for its
-layer (the DGL-free entry of the same sampling), relabelled.
+The sampling is the core's (:func:`dgl_accel.core.sampling.neighbor.sample_layers`, a typed
+:class:`~dgl_accel.core.sampling.output.SamplerOutput`, built on the device for a CUDA graph); this
+adapter reads the graph's fields and turns the layers into blocks.
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from ..core.sampling.arrays import np64
 from ..core.sampling.checks import (
     check_fanouts,
     check_int,
-    check_nodes,
     check_prob,
     excluded_edge_ids,
     expected,
@@ -31,10 +31,10 @@ from ..core.sampling.checks import (
     single_type_seeds,
 )
 from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import choose_positions
+from ..core.sampling.neighbor import sample_layers
 from ..graph.structure import in_csr
 from .base import CallSeeds
-from .blocks import check_homogeneous, make_block, packed_pairs
+from .blocks import blocks_from_output, check_homogeneous, packed_pairs
 from .errors import dgl_errors
 from .neighbor_hetero import check_layer_fanouts, hetero_blocks, layer_fanouts
 
@@ -153,12 +153,7 @@ class NeighborSampler(CallSeeds, BlockSampler):
         check_homogeneous(g, HETERO_FIX)
         fanouts = [layer_fanouts(g, f)[g.canonical_etypes[0]] if isinstance(f, dict) else f for f in self.fanouts]
         seed_nodes = single_type_seeds(seed_nodes)
-        n = g.num_nodes()
-        check_nodes(seed_nodes, n, "seed nodes")
-        output_nodes = seed_nodes
         csr = in_csr(g)
-        indptr = np64(csr.indptr)
-        pairs = packed_pairs(g, csr)
         tab = None
         if self.prob is not None:
             kind = "prob" if self.mask is None else "mask"
@@ -167,23 +162,18 @@ class NeighborSampler(CallSeeds, BlockSampler):
                                f"set g.edata[{self.prob!r}] = {'weights' if kind == 'prob' else 'one bool per edge'}.")
             p = g.edata[self.prob]
             check_prob(p, g.num_edges(), f"g.edata[{self.prob!r}]")
-            tab = weight_tables(csr.indptr, csr.eids, p, indptr, np64(csr.eids))
+            tab = weight_tables(csr.indptr, csr.eids, p, np64(csr.indptr), np64(csr.eids))
         excl = excluded_edge_ids(exclude_eids)
-        seed = self._next_seed()
-        idtype = g.idtype
-        cur = np64(seed_nodes)
+        host = (np64(csr.indptr), packed_pairs(g, csr)) if csr.device.type == "cpu" else None
+        out = sample_layers(csr, seed_nodes, fanouts, seed=self.call_keys(self.calls)[0], replace=self.replace,
+                            tables=tab, exclude=None if excl is None else torch.from_numpy(excl), host=host)
+        self.calls += 1  # only a call that sampled counts (a refused one leaves the sequence as it was)
+        blocks = blocks_from_output(out, g.idtype)
         out_dev = seed_nodes.device if self.output_device is None else torch.device(self.output_device)
-        blocks = []
-        for step, fanout in enumerate(reversed(fanouts)):
-            flat, counts = choose_positions(csr, cur, fanout, seed=seed, step=step, num_nodes=n, replace=self.replace,
-                                            tables=tab, host_indptr=indptr)
-            block, src_ids = make_block(flat, counts, cur, pairs, excl, n, idtype)
-            blocks.insert(0, block)
-            cur = src_ids
         if out_dev.type != "cpu":
             blocks = [b.to(out_dev) for b in blocks]
         input_nodes = blocks[0].srcdata[dgl.NID]
-        return input_nodes, output_nodes, blocks
+        return input_nodes, seed_nodes, blocks
 
     def _sample_hetero(self, g, seed_nodes, exclude_eids):
         """``sample_blocks`` on a graph with several node or edge types (see :mod:`.neighbor_hetero`)."""

@@ -2,6 +2,8 @@
 same edges on the Triton kernels (``kernels/sampling.py``, under the interpreter) as on the CPU twin,
 those are the positions the pure-torch spec (``ref_neighbor_choice``) picks, and every sampled edge
 is a real in-edge of its seed.  (tests/test_neighbor_sampler.py runs the DGL sampler.)"""
+import dataclasses
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -9,7 +11,8 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling.neighbor import choose_neighbors, sample_neighbors
+from dgl_accel.core.sampling.neighbor import choose_neighbors, sample_layers, sample_neighbors
+from dgl_accel.core.sampling.output import SampledLayer, SamplerOutput
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.reference import ref_neighbor_choice
 
@@ -101,3 +104,57 @@ def test_device_pipeline_reads_the_host_at_most_its_bound(monkeypatch, fanout):
         with dgl_accel.use_backend("triton"):
             sample_neighbors(csr, seeds, fanout, seed=1)
     assert 0 < len(reads.events) <= neighbor_device.HOST_READS_PER_LAYER, reads.events
+
+
+# ------------------------------------------------ multi-layer blocks: a typed output, the same on both paths
+def _layers_on(name, csr, seeds, fanouts, **kw):
+    with dgl_accel.use_backend(name):
+        return sample_layers(csr, seeds, fanouts, **kw)
+
+
+@settings(max_examples=25)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300),
+       fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]), min_size=1, max_size=3), replace=st.booleans(),
+       seed=st.integers(0, 2**64 - 1), data=st.data())
+def test_sample_layers_same_on_both_paths_and_consistent(e, fanouts, replace, seed, data):
+    csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in")
+    seeds = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), max_size=10)), dtype=e.src.dtype)
+    exclude = torch.tensor(data.draw(st.lists(st.integers(0, max(e.src.numel() - 1, 0)), max_size=6))
+                           if e.src.numel() else [], dtype=torch.int64)
+    kw = dict(seed=seed, replace=replace, exclude=exclude if data.draw(st.booleans()) else None)
+    native, device = (_layers_on(name, csr, seeds, fanouts, **kw) for name in ("native", "triton"))
+    assert isinstance(device, SamplerOutput) and len(device.layers) == len(fanouts)
+    for a, b in zip(native.layers, device.layers):
+        for field in dataclasses.fields(SampledLayer):
+            x, y = getattr(a, field.name), getattr(b, field.name)
+            assert x.dtype == y.dtype == torch.int64 and torch.equal(x, y), field.name
+    excluded = set(exclude.tolist()) if kw["exclude"] is not None else set()
+    for i, layer in enumerate(device.layers):
+        t = layer.dst_nodes.numel()
+        assert torch.equal(layer.src_nodes[:t], layer.dst_nodes)
+        assert layer.src_nodes[t:].tolist() == sorted(set(layer.src_nodes[t:].tolist()))  # new ones: increasing
+        # every edge is a real in-edge of its destination, not excluded
+        assert torch.equal(e.src[layer.eids].long(), layer.src_nodes[layer.src_local])
+        assert torch.equal(e.dst[layer.eids].long(), layer.dst_nodes[layer.dst_local])
+        assert not excluded & set(layer.eids.tolist())
+        if i + 1 < len(device.layers):
+            assert torch.equal(device.layers[i + 1].src_nodes, layer.dst_nodes)
+    assert torch.equal(device.layers[-1].dst_nodes, seeds.long())
+
+
+@pytest.mark.parametrize("exclude", [None, torch.tensor([3, 40, 41])])
+def test_sample_layers_reads_the_host_at_most_its_bound(monkeypatch, exclude):
+    from dgl_accel.core.sampling import neighbor_device
+    from dgl_accel.testing.host_reads import HostReads
+    csr = _star(300, torch.int64)
+    fanouts = [3, 5, 4]
+    launch = neighbor_device.neighbor_choice_triton
+    with HostReads() as reads:
+        def kernel(*a, **k):
+            with reads.paused():
+                return launch(*a, **k)
+        monkeypatch.setattr(neighbor_device, "neighbor_choice_triton", kernel)
+        with dgl_accel.use_backend("triton"):
+            sample_layers(csr, torch.arange(0, 120, 7), fanouts, seed=3, exclude=exclude)
+    bound = 1 + len(fanouts) * (neighbor_device.HOST_READS_PER_BLOCK_LAYER + (exclude is not None))
+    assert 0 < len(reads.events) <= bound, reads.events

@@ -6,6 +6,8 @@ Family ``neighbor``: kernels ``kernels/sampling.py`` (the neighbour-choice kerne
 
 * :func:`sample_neighbors`: one layer of neighbour sampling as COO arrays (what
   ``NeighborSampler`` computes for each block);
+* :func:`sample_layers`: multi-layer neighbour sampling with each layer relabelled, a
+  :class:`~.output.SamplerOutput` (what ``NeighborSampler`` turns into blocks);
 * :func:`choose_neighbors` / :func:`choose_positions`: the choice on the path the backend picks
   (Triton kernel or CPU), padded [T, fanout] or flat;
 * :func:`relabel_block` / :func:`pack_pairs`: a block's CSC arrays from chosen positions.
@@ -27,12 +29,14 @@ from ..csr import Structure
 from ..jit import neighbor as jit_neighbor
 from ..jit import runtime
 from .arrays import np64, offsets
-from .checks import check_fanout, check_int, check_nodes, check_prob, check_seed
+from .checks import check_fanout, check_fanouts, check_int, check_nodes, check_prob, check_seed
 from .choice import neighbor_choice, uniform_choice_flat, weight_tables, weighted_choice_np
-from .neighbor_device import sample_neighbors_device
+from .neighbor_device import sample_layers_device, sample_neighbors_device
 from .neighbor_triton import neighbor_choice_triton
+from .output import SampledLayer, SamplerOutput
 
-__all__ = ["sample_neighbors", "choose_neighbors", "choose_positions", "relabel_block", "drop_excluded",
+__all__ = ["sample_neighbors", "sample_layers", "choose_neighbors", "choose_positions", "relabel_block",
+           "drop_excluded",
            "relabel_sources", "pack_pairs", "gather_pairs", "unpack_pairs"]
 
 
@@ -75,6 +79,50 @@ def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, 
     pos = torch.from_numpy(flat).to(csr.device)
     dst = torch.from_numpy(np.repeat(cur, counts)).to(device=csr.device, dtype=csr.indices.dtype)
     return csr.indices[pos], dst, csr.eids[pos]
+
+
+def sample_layers(csr: Structure, seeds: torch.Tensor, fanouts: list[int], *, seed, replace: bool = False,
+                  tables=None, exclude: torch.Tensor | None = None, host=None) -> SamplerOutput:
+    """Multi-layer neighbour sampling from ``seeds`` (fanouts input layer first, as DGL's): layer
+    ``step`` (0 = nearest the seeds) samples :func:`sample_neighbors`'s edges of the previous
+    layer's sources, minus the edge ids in ``exclude``, relabelled (:class:`~.output.SampledLayer`:
+    the destinations first, then the new sources in increasing id).
+
+    ``tables`` (:func:`.choice.weight_tables`) makes the choice weighted, on the CPU path.  Without
+    them, on the Triton path (a CUDA CSR) every layer is built on the device
+    (:func:`.neighbor_device.sample_layers_device`: the same samples, bounded host reads).
+    ``host``: ``(indptr, pack_pairs(indices, eids))`` as numpy arrays, when the caller caches them.
+
+    >>> csr = Structure(indptr=torch.tensor([0, 2, 3, 3]), indices=torch.tensor([1, 2, 0]),
+    ...                 eids=torch.tensor([0, 1, 2]), num_rows=3, num_cols=3, device=torch.device("cpu"))
+    >>> out = sample_layers(csr, torch.tensor([0]), [1, -1], seed=0)
+    >>> out.layers[-1].src_nodes.tolist(), out.layers[-1].eids.tolist()
+    ([0, 1, 2], [0, 1])
+    >>> out.input_nodes.tolist()    # node 1's in-neighbour 0 is already a source
+    [0, 1, 2]
+    """
+    check_nodes(seeds, csr.num_rows, "seed nodes")
+    fanouts, seed = check_fanouts(fanouts), check_seed(seed)
+    if exclude is not None and not isinstance(exclude, torch.Tensor):
+        raise TypeError(f"expected exclude to be a 1-D tensor of edge ids or None (got {type(exclude).__name__}). "
+                        "Fix: pass torch.as_tensor(eids).")
+    if tables is None and choose_path(csr.indptr) == "triton":
+        for _ in fanouts:  # one choice per layer, as on the CPU path
+            record("neighbor_choice", "triton", csr.indptr.device)
+        layers = sample_layers_device(csr, seeds, fanouts, seed=seed, replace=bool(replace), exclude=exclude)
+        return SamplerOutput(seeds, tuple(SampledLayer(*arrays) for arrays in layers))
+    indptr, pairs = host if host is not None else (np64(csr.indptr), pack_pairs(np64(csr.indices), np64(csr.eids)))
+    excl = None if exclude is None else np.unique(np64(exclude))
+    cur, layers = np64(seeds), []
+    for step, fanout in enumerate(reversed(fanouts)):
+        flat, counts = choose_positions(csr, cur, fanout, seed=seed, step=step, num_nodes=csr.num_rows,
+                                        replace=bool(replace), tables=tables, host_indptr=indptr)
+        indptr_b, src_local, new, eid = relabel_block(flat, counts, cur, pairs, excl, csr.num_rows)
+        src_nodes = np.concatenate([cur, new])
+        layers.insert(0, SampledLayer(*(torch.from_numpy(np.asarray(a, dtype=np.int64))
+                                        for a in (cur, src_nodes, indptr_b, src_local, eid))))
+        cur = src_nodes
+    return SamplerOutput(seeds, tuple(layers))
 
 
 def choose_neighbors(indptr, transits, fanout, *, seed, step, num_nodes, replace=False):

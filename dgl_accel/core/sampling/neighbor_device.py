@@ -1,14 +1,18 @@
-"""One layer of neighbour sampling that stays on the CSR's device (family ``neighbor``).
+"""Neighbour sampling that stays on the CSR's device (family ``neighbor``): one layer
+(:func:`sample_neighbors_device`) and multi-layer blocks (:func:`sample_layers_device`).
 
-:func:`.neighbor.sample_neighbors` runs this when the backend picks the Triton path (a CUDA CSR, or
-``DGL_ACCEL_BACKEND=triton`` on the CPU, where the kernel is interpreted) and no ``prob`` is given.
-The choice kernel writes padded positions [T, fanout]; compaction, the destinations and the
-gathers are torch ops on the same device, so nothing graph-sized crosses to the host.
+:func:`.neighbor.sample_neighbors` and :func:`.neighbor.sample_layers` run these when the backend
+picks the Triton path (a CUDA CSR, or ``DGL_ACCEL_BACKEND=triton`` on the CPU, where the kernel is
+interpreted) and no ``prob`` is given.  The choice kernel writes padded positions [T, fanout];
+compaction, exclusion, relabelling (sorts and searches over the sampled edges, no node-sized array)
+and the gathers are torch ops on the same device, so nothing graph-sized crosses to the host.
 
-Host reads (:data:`HOST_READS_PER_LAYER`): the seeds' range check (one read of min and max) and the
-number of sampled edges (the compaction's output size).  The samples are the CPU path's, sample for
-sample: the same counter-based draws (:mod:`.choice`), compacted in the same order (by seed, then
-slot).  This module and its launcher import no numpy (an import-linter contract).
+Host reads: :data:`HOST_READS_PER_LAYER` for one layer (the seeds' range check, one read of min and
+max, and the number of sampled edges); for blocks, the range check once and
+:data:`HOST_READS_PER_BLOCK_LAYER` per layer (sample count, distinct sources, new sources), one more
+per layer with an exclusion (the kept edges).  The samples are the CPU path's, sample for sample:
+the same counter-based draws (:mod:`.choice`), compacted and relabelled in the same order.  This
+module and its launcher import no numpy (an import-linter contract).
 """
 from __future__ import annotations
 
@@ -17,16 +21,17 @@ import torch
 from ..csr import Structure
 from .neighbor_triton import neighbor_choice_triton
 
-__all__ = ["sample_neighbors_device", "HOST_READS_PER_LAYER"]
+__all__ = ["sample_neighbors_device", "sample_layers_device", "relabel_device", "HOST_READS_PER_LAYER",
+           "HOST_READS_PER_BLOCK_LAYER"]
 
-HOST_READS_PER_LAYER = 2  # the seeds' range check, the number of sampled edges
+HOST_READS_PER_LAYER = 2  # sample_neighbors: the seeds' range check, the number of sampled edges
+# sample_layers: one range check in all, then per layer the sample count, the distinct sources and the
+# new ones (and the kept edges with an exclusion)
+HOST_READS_PER_BLOCK_LAYER = 3
 
 
-def sample_neighbors_device(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed: int, step: int,
-                            replace: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(src, dst, eids)`` of :func:`.neighbor.sample_neighbors` for checked arguments, on the
-    CSR's device; ``fanout`` -1 takes every in-edge of each seed, in CSR order."""
-    seeds = seeds.to(device=csr.device, dtype=torch.int64)
+def _choose(csr: Structure, seeds: torch.Tensor, fanout: int, seed: int, step: int, replace: bool):
+    """(CSR positions of the chosen in-edges, grouped by seed then slot; counts per seed)."""
     if fanout == -1:
         starts = csr.indptr[seeds]
         counts = csr.indptr[seeds + 1] - starts
@@ -34,11 +39,61 @@ def sample_neighbors_device(csr: Structure, seeds: torch.Tensor, fanout: int, *,
         firsts = torch.cumsum(counts, 0) - counts  # where each seed's run starts in the output
         flat = torch.arange(total, device=csr.device) + torch.repeat_interleave(starts - firsts, counts,
                                                                                 output_size=total)
-    else:
-        pos = neighbor_choice_triton(csr.indptr, seeds, fanout, seed=seed, step=step, num_nodes=csr.num_rows,
-                                     replace=replace)
-        valid = pos >= 0
-        counts = valid.sum(1)
-        flat = pos[valid]  # the one size read: row-major, so by seed, then slot
+        return flat, counts
+    pos = neighbor_choice_triton(csr.indptr, seeds, fanout, seed=seed, step=step, num_nodes=csr.num_rows,
+                                 replace=replace)
+    valid = pos >= 0
+    return pos[valid], valid.sum(1)  # the one size read: row-major, so by seed, then slot
+
+
+def sample_neighbors_device(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed: int, step: int,
+                            replace: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(src, dst, eids)`` of :func:`.neighbor.sample_neighbors` for checked arguments, on the
+    CSR's device; ``fanout`` -1 takes every in-edge of each seed, in CSR order."""
+    seeds = seeds.to(device=csr.device, dtype=torch.int64)
+    flat, counts = _choose(csr, seeds, fanout, seed, step, replace)
     dst = torch.repeat_interleave(seeds, counts, output_size=flat.numel())
     return csr.indices[flat], dst.to(csr.indices.dtype), csr.eids[flat]
+
+
+def relabel_device(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(new sources, local ids of ``src``) of a block with destinations ``dst``: as
+    :func:`.neighbor.relabel_sources`, the destinations keep 0..T-1 (a repeated one: its last
+    position) and the other sources get T.. in increasing id order.  Work O((E + T) log), no
+    node-sized array; two host reads (the distinct sources, the new ones)."""
+    t = dst.shape[0]
+    u, inv = torch.unique(src, sorted=True, return_inverse=True)
+    if t == 0:
+        return u, inv
+    d_sorted, d_perm = torch.sort(dst, stable=True)
+    at = (torch.searchsorted(d_sorted, u, right=True) - 1).clamp_min(0)  # the last equal destination
+    is_dst = d_sorted[at] == u
+    rank = torch.cumsum(~is_dst, 0) - 1
+    local_u = torch.where(is_dst, d_perm[at], t + rank)
+    new = u[torch.argsort(is_dst.to(torch.uint8), stable=True)[: int((~is_dst).sum())]]
+    return new, local_u[inv]
+
+
+def sample_layers_device(csr: Structure, seeds: torch.Tensor, fanouts: list[int], *, seed: int, replace: bool,
+                         exclude: torch.Tensor | None):
+    """:func:`.neighbor.sample_layers` on the CSR's device, for checked arguments: a list of
+    ``(dst_nodes, src_nodes, indptr, src_local, eids)``, input layer first, all int64."""
+    cur = seeds.to(device=csr.device, dtype=torch.int64)
+    exclude = None if exclude is None or exclude.numel() == 0 else exclude.to(device=csr.device, dtype=torch.int64)
+    layers = []
+    for step, fanout in enumerate(reversed(fanouts)):
+        flat, counts = _choose(csr, cur, fanout, seed, step, replace)
+        src, eid = csr.indices[flat].to(torch.int64), csr.eids[flat].to(torch.int64)
+        if exclude is not None and eid.numel():
+            keep = ~torch.isin(eid, exclude)
+            rows = torch.arange(cur.shape[0], device=cur.device)
+            row = torch.repeat_interleave(rows, counts, output_size=eid.numel())
+            counts = torch.zeros_like(counts).index_add_(0, row, keep.to(counts.dtype))
+            kept = keep.nonzero().squeeze(1)  # the one read of the exclusion
+            src, eid = src[kept], eid[kept]
+        new, src_local = relabel_device(src, cur)
+        indptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+        src_nodes = torch.cat([cur, new])
+        layers.insert(0, (cur, src_nodes, indptr, src_local, eid))
+        cur = src_nodes
+    return layers

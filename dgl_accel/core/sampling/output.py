@@ -1,0 +1,54 @@
+"""The typed result of the core's multi-layer samplers, shared by the CPU and device pipelines and
+by every adapter (PyG's ``SamplerOutput`` plays this part there).
+
+A :class:`SampledLayer` is one message-flow layer (a DGL block): its destination nodes, its source
+nodes (the destinations first, then the other sampled sources in increasing id), and its sampled
+edges in CSC form (grouped by destination): ``indptr``, the local source of each edge (an index
+into ``src_nodes``) and its original edge id.  A :class:`SamplerOutput` holds the seeds and the
+layers, input layer first (DGL's order of blocks).  Every tensor is int64, on the graph's device.
+
+>>> import torch
+>>> layer = SampledLayer(dst_nodes=torch.tensor([3]), src_nodes=torch.tensor([3, 7]),
+...                      indptr=torch.tensor([0, 2]), src_local=torch.tensor([1, 0]), eids=torch.tensor([5, 2]))
+>>> out = SamplerOutput(seeds=torch.tensor([3]), layers=(layer,))
+>>> out.input_nodes.tolist(), layer.num_edges, layer.dst_local.tolist()
+([3, 7], 2, [0, 0])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["SampledLayer", "SamplerOutput"]
+
+
+@dataclass(frozen=True)
+class SampledLayer:
+    dst_nodes: torch.Tensor  # [T] global ids of the destinations (the layer's seeds, in order)
+    src_nodes: torch.Tensor  # [S] global ids: dst_nodes first, then the new sources in increasing id
+    indptr: torch.Tensor     # [T + 1] edges of destination i at indptr[i]:indptr[i + 1]
+    src_local: torch.Tensor  # [E] each edge's source as an index into src_nodes
+    eids: torch.Tensor       # [E] each edge's id in the sampled graph
+
+    @property
+    def num_edges(self) -> int:
+        return self.src_local.shape[0]
+
+    @property
+    def dst_local(self) -> torch.Tensor:
+        """[E] each edge's destination as an index into dst_nodes (COO form)."""
+        counts = self.indptr[1:] - self.indptr[:-1]
+        return torch.repeat_interleave(torch.arange(counts.shape[0], device=counts.device), counts,
+                                       output_size=self.num_edges)
+
+
+@dataclass(frozen=True)
+class SamplerOutput:
+    seeds: torch.Tensor                # the output nodes, as given
+    layers: tuple[SampledLayer, ...]   # input layer first
+
+    @property
+    def input_nodes(self) -> torch.Tensor:
+        """The nodes whose input features the first layer reads."""
+        return self.layers[0].src_nodes if self.layers else self.seeds
