@@ -3,6 +3,11 @@ entries in ``dgl_accel.core.sampling``):
 
 * neighbour sampling, fanouts [15, 10, 5], batch 1,024 seeds (``sample_neighbors`` per layer, the
   next frontier = seeds + new sources): sampled edges/s;
+* the same with the blocks built (``sample_layers``: every layer relabelled, a ``SamplerOutput``),
+  with ``host_reads``, what one batch reads on the host (``testing.HostReads``);
+* one layer, fanout 15, at 1k / 64k / 1M seeds (64 / 256 / 1,024 under ``tiny``), beside a trivial
+  sampler with replacement timed in the same run (one random number per slot, a gather: what a
+  sampler that only reads the CSR costs, the bound): sampled edges/s;
 * DeepWalk (``random_walk``) and node2vec (p=0.5, q=2; ``node2vec_random_walk``), length 80: steps/s;
 * GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper; the node set of
   the walks, then its induced edges by a mask over the edge list): subgraphs/s;
@@ -24,7 +29,7 @@ import torch
 from ..core.backend import use_backend
 from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_layer
-from ..core.sampling.neighbor import sample_neighbors
+from ..core.sampling.neighbor import sample_layers, sample_neighbors
 from ..core.sampling.ppr import ppr_node_sets
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_node2vec import node2vec_random_walk
@@ -45,6 +50,40 @@ def neighbor_sampling(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) 
         total += src.numel()
         frontier = torch.unique(torch.cat([frontier, src.to(frontier.dtype)]))
     return total
+
+
+def neighbor_blocks(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) -> int:
+    """Multi-layer sampling with every layer relabelled (the blocks' arrays); the sampled edges."""
+    return sum(layer.num_edges for layer in sample_layers(csr, seeds, list(fanouts), seed=seed).layers)
+
+
+def _reads_once(fn):
+    """``fn``, whose first call also counts what one call reads on the host (``host_reads``) and
+    returns ``(count, {"host_reads": n})``; later calls (the timed ones) only run ``fn``."""
+    first = [True]
+
+    def run():
+        if not first[0]:
+            return fn()
+        first[0] = False
+        from ..testing.host_reads import HostReads  # the report's one use of the test helpers
+        with HostReads() as reads:
+            count = fn()
+        return count, {"host_reads": len(reads.events)}
+    return run
+
+
+def one_layer(csr, seeds: torch.Tensor, fanout: int = 15) -> int:
+    src, _, _ = sample_neighbors(csr, seeds, fanout, seed=1)
+    return src.numel()
+
+
+def trivial_with_replacement(csr, seeds: torch.Tensor, fanout: int = 15) -> int:
+    """One uniform draw per (seed, slot) among the seed's in-edges, then the gather: the bound."""
+    start = csr.indptr[seeds]
+    deg = csr.indptr[seeds + 1] - start
+    pick = start[:, None] + (torch.rand(seeds.numel(), fanout, device=seeds.device) * deg[:, None]).long()
+    return csr.indices[pick[deg > 0]].numel()
 
 
 def walk_steps(wcsr: WalkCSR, starts: torch.Tensor, length: int, seed: int) -> int:
@@ -100,8 +139,18 @@ def _ppr_cases(g: Graph, s_in, where: str, tiny: bool):
 def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds, path: str):
     """[(name, unit, fn)]: ``fn()`` runs one unit of work and returns its count."""
     src_d, dst_d = g.src.to(dev), g.dst.to(dev)
+    many = {n: _seeds(g.num_nodes, n, dev) for n in sz["one_layer"]}  # drawn once: the timings are the samplers'
     return [
         (f"neighbor [15,10,5] batch {sz['batch']}", "sampled edges/s", lambda: neighbor_sampling(s_in, seeds.to(dev))),
+        (f"neighbor blocks [15,10,5] batch {sz['batch']}", "sampled edges/s",
+         _reads_once(lambda: neighbor_blocks(s_in, seeds.to(dev)))),
+    ] + [
+        case for n in sz["one_layer"] for case in (
+            (f"one layer fanout 15, {n:,} seeds", "sampled edges/s",
+             lambda n=n: one_layer(s_in, many[n])),
+            (f"trivial with replacement fanout 15, {n:,} seeds (bound)", "sampled edges/s",
+             lambda n=n: trivial_with_replacement(s_in, many[n])))
+    ] + [
         (f"DeepWalk length {sz['length']}", "steps/s", lambda: walk_steps(wcsr, starts, sz["length"], 1)),
         (f"node2vec length {sz['length']}", "steps/s", lambda: node2vec_steps(wcsr, n2v_starts, sz["length"], 2)),
         (f"GraphSAINT walk ({sz['roots']} roots, length 2)", "subgraphs/s",
@@ -111,8 +160,13 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
     ]
 
 
+def _seeds(num_nodes: int, count: int, dev) -> torch.Tensor:
+    return torch.randint(num_nodes, (count,), generator=torch.Generator().manual_seed(count)).to(dev)
+
+
 def _sizes(tiny: bool) -> dict:
-    return dict(batch=64 if tiny else 1024, walks=32 if tiny else 100_000, cpu_walks=32 if tiny else 10_000,
+    return dict(one_layer=(64, 256, 1024) if tiny else (1 << 10, 1 << 16, 1 << 20),
+                batch=64 if tiny else 1024, walks=32 if tiny else 100_000, cpu_walks=32 if tiny else 10_000,
                 length=8 if tiny else 80, roots=16 if tiny else 3000, k=4 if tiny else 32, n2v_walks=16 if tiny
                 else 50_000)
 

@@ -76,7 +76,11 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     # torch.sparse.mm on CPU CSR has no bf16 kernel (MKL); on CUDA (cuSPARSE) both dtypes run
     assert all(r["ok"] for r in agg if r["provider"].startswith("torch.sparse") and r["dtype"] == "float32")
     samplers = rows["sampling"]
-    assert len({r["sampler"].split(" ")[0] for r in samplers}) == 6  # with PPR extraction
+    assert len({r["sampler"].split(" ")[0] for r in samplers}) == 8  # with PPR, one layer and its bound
+    blocks = [r for r in samplers if r["sampler"].startswith("neighbor blocks")]
+    assert {r["where"] for r in blocks} == {"device", "cpu"} and all(r["host_reads"] >= 1 for r in blocks), blocks
+    bound = [r for r in samplers if r["sampler"].startswith("trivial")]
+    assert len(bound) == 6 and all(r["count"] > 0 for r in bound), bound  # 3 seed counts x (device, cpu)
     assert all(r["ok"] and r["rate"] > 0 for r in samplers), [r for r in samplers if not r["ok"]]
     assert {r["where"] for r in samplers} == {"device", "cpu"}
     ppr = [r for r in samplers if r["sampler"].startswith("PPR")]
