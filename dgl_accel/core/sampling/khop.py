@@ -2,7 +2,7 @@
 
 Each seed roots one *sample*.  Step k takes the vertices the sample reached at step k - 1 as its
 transits and draws ``fanouts[k]`` in-neighbours of each (individual sampling).  The engine inverts
-the (sample, transit) map first: pairs are sorted by transit (:func:`.engine.group_by_transit`),
+the (sample, transit) map first: pairs are sorted by transit (the order of :func:`.engine.group_by_transit`),
 so every sample that shares a transit is served by the same program (Triton) or by consecutive
 rows of the same pass (CPU), then the draws are scattered back to sample order.
 
@@ -33,10 +33,11 @@ from ..csr import Structure
 from .arrays import np64
 from .checks import check_below, check_fanouts, expected, node_ids, resolve_seed
 from .choice import uniform_choice_np
-from .engine import group_by_transit
 from .neighbor_triton import neighbor_choice_triton
 
-__all__ = ["khop_sample", "KHopSamples"]
+__all__ = ["khop_sample", "KHopSamples", "HOST_READS_PER_STEP"]
+
+HOST_READS_PER_STEP = 1  # the occupied slots of the step's transits (unique: + the widest row)
 
 
 class KHopSamples(NamedTuple):
@@ -83,7 +84,9 @@ def khop_sample(csr: Structure, seeds, fanouts, *, replace: bool = False, unique
     csr: in-edges grouped by destination (``dgl_accel.graph.in_csr(g)``; CPU: native path, CUDA:
     the Triton neighbour-choice kernels).  seeds: 1-D node ids; fanouts: neighbours per transit
     for each step (positive ints).  replace: draw with replacement; unique: drop repeats within a
-    sample's step.  Returns :class:`KHopSamples` of int64 ids on the CPU.
+    sample's step.  Returns :class:`KHopSamples` of int64 ids on the CSR's device: on a CUDA CSR
+    every step stays there, with :data:`HOST_READS_PER_STEP` host reads a step (one more with
+    ``unique``) after the seeds' check.
 
     >>> from dgl_accel.core.csr import Structure
     >>> csr = Structure(indptr=torch.tensor([0, 1, 2, 3]), indices=torch.tensor([1, 2, 0]),
@@ -102,24 +105,26 @@ def khop_sample(csr: Structure, seeds, fanouts, *, replace: bool = False, unique
     # counter ids (s * K + k) * n + v, times ceil(fanout / 4) words, must fit 62 bits
     check_below("samples x steps x nodes", S * K * max(n, 1), "2^60 / max(fanouts)", 2**62 // 4 // max(fanouts),
                 "sample in smaller batches.")
+    dev = csr.indices.device
+    seeds = seeds.to(dev)
     # one -1 sentinel after the CSR ids: empty slots (-1 positions) gather it, no mask pass needed
-    indices = torch.cat([csr.indices.to(torch.int64).cpu(), torch.tensor([-1])])
+    indices = torch.cat([csr.indices.to(torch.int64), torch.tensor([-1], device=dev)])
     E = indices.numel() - 1
     cur = seeds.unsqueeze(1)  # transits of step 0: the roots
     steps = []
     for k, f in enumerate(fanouts):
-        sample, col = (cur >= 0).nonzero(as_tuple=True)
+        sample, col = (cur >= 0).nonzero(as_tuple=True)  # the step's one host read (two with unique)
         v = cur[sample, col]
-        groups = group_by_transit(v)  # invert (sample, transit) -> transit: samples sharing v side by side
-        order = groups.order
+        # invert (sample, transit) -> transit: samples sharing v side by side (the engine's order)
+        order = torch.argsort(v, stable=True)
         # counter id (s * K + k) * n + v with step 0: a sample's draws do not depend on the batch size
         cids = (sample[order] * K + k) * n + v[order]
-        pos_sorted = _choose(csr, v[order], cids, f, seed, 0, S * K * n, replace).cpu()
+        pos_sorted = _choose(csr, v[order], cids, f, seed, 0, S * K * n, replace).to(dev)
         pos = torch.empty_like(pos_sorted)
         pos[order] = pos_sorted  # back to pair order
         nbr = indices[torch.where(pos >= 0, pos, E)]
-        out = torch.full((S, cur.shape[1] * f), -1, dtype=torch.int64)
-        slots = (col * f).unsqueeze(1) + torch.arange(f)
+        out = torch.full((S, cur.shape[1] * f), -1, dtype=torch.int64, device=dev)
+        slots = (col * f).unsqueeze(1) + torch.arange(f, device=dev)
         out[sample.unsqueeze(1).expand(-1, f), slots] = nbr
         if unique:
             out = _unique_rows(out)
