@@ -5,6 +5,8 @@ entries in ``dgl_accel.core.sampling``):
   next frontier = seeds + new sources): sampled edges/s;
 * the same with the blocks built (``sample_layers``: every layer relabelled, a ``SamplerOutput``),
   with ``host_reads``, what one batch reads on the host (``testing.HostReads``);
+* k-hop sampling, fanouts [15, 10, 5], one sample per seed of a 1,024 batch (``khop_sample``):
+  sampled vertices/s;
 * one layer, fanout 15, at 1k / 64k / 1M seeds (64 / 256 / 1,024 under ``tiny``), beside a trivial
   sampler with replacement timed in the same run (one random number per slot, a gather: what a
   sampler that only reads the CSR costs, the bound): sampled edges/s;
@@ -29,6 +31,7 @@ import torch
 from ..core.backend import use_backend
 from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_layer
+from ..core.sampling.khop import khop_sample
 from ..core.sampling.neighbor import sample_layers, sample_neighbors
 from ..core.sampling.ppr import ppr_node_sets
 from ..core.sampling.walks import WalkCSR, random_walk
@@ -71,6 +74,11 @@ def _reads_once(fn):
             count = fn()
         return count, {"host_reads": len(reads.events)}
     return run
+
+
+def khop_vertices(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) -> int:
+    """One k-hop sample per seed; returns the sampled vertices (occupied slots of every step)."""
+    return int(sum((step >= 0).sum() for step in khop_sample(csr, seeds, list(fanouts), seed=seed).steps))
 
 
 def one_layer(csr, seeds: torch.Tensor, fanout: int = 15) -> int:
@@ -144,6 +152,7 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
         (f"neighbor [15,10,5] batch {sz['batch']}", "sampled edges/s", lambda: neighbor_sampling(s_in, seeds.to(dev))),
         (f"neighbor blocks [15,10,5] batch {sz['batch']}", "sampled edges/s",
          _reads_once(lambda: neighbor_blocks(s_in, seeds.to(dev)))),
+        (f"k-hop [15,10,5] batch {sz['batch']}", "sampled vertices/s", lambda: khop_vertices(s_in, seeds.to(dev))),
     ] + [
         case for n in sz["one_layer"] for case in (
             (f"one layer fanout 15, {n:,} seeds", "sampled edges/s",
