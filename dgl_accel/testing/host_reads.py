@@ -5,8 +5,9 @@ block asks for: scalar reads (``item()``, ``int(t)``, ``bool(t)``), ``tolist()``
 copies to the CPU, and ops whose output size depends on the data (``nonzero``, ``masked_select``,
 boolean indexing, ``unique``, ``repeat_interleave`` without ``output_size``).  On CUDA each is a
 synchronisation; on the CPU (interpreted kernels) the same calls are counted, so a test bounds them
-on any machine.  ``with reads.paused(): ...`` leaves out a kernel launch (the interpreter reads
-its arguments on the host; compiled, a launch reads nothing).
+on any machine.  ``HostReads(leave_out=[(module, "launcher")])`` leaves out what those functions
+do for the block's duration (a kernel launch: the interpreter reads its arguments on the host;
+compiled, a launch reads nothing); ``with reads.paused(): ...`` does the same for a stretch of code.
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ _DATA_DEPENDENT = {_aten.nonzero.default: "nonzero", _aten.masked_select.default
 
 
 class HostReads(TorchDispatchMode):
-    def __init__(self):
+    def __init__(self, leave_out=()):
         super().__init__()
         self.events: list[str] = []
         self._paused = 0
         self._saved: dict = {}
+        self._leave_out = [(module, name, getattr(module, name)) for module, name in leave_out]
 
     def _note(self, what: str) -> None:
         if not self._paused:
@@ -65,9 +67,16 @@ class HostReads(TorchDispatchMode):
                 self._note(_name)
                 return _original(t, *a, **k)
             setattr(torch.Tensor, name, counted)
+        for module, name, fn in self._leave_out:
+            def uncounted(*a, _fn=fn, **k):
+                with self.paused():
+                    return _fn(*a, **k)
+            setattr(module, name, uncounted)
         return super().__enter__()
 
     def __exit__(self, *exc):
         for name, original in self._saved.items():
             setattr(torch.Tensor, name, original)
+        for module, name, fn in self._leave_out:
+            setattr(module, name, fn)
         return super().__exit__(*exc)
