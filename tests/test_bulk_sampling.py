@@ -389,3 +389,27 @@ def test_serial_twins_match_parallel_kernels(monkeypatch):
     ser = BulkNeighborSampler([6, 4], bulk=4, seed=8).bulk_sample(g, batches)
     for a, b in zip(par, ser):
         _same_blocks(a[2], b[2])
+
+
+def test_the_triton_relabel_uploads_the_adjacency_once_per_graph(monkeypatch):
+    """A bulk pass relabels every layer of every minibatch: the canonical adjacency's indices and
+    edge ids go to the device once (was: two E-sized copies per call)."""
+    from dgl_accel.core.sampling import bulk_matrix
+    from dgl_accel.core.sampling.bulk_sampling_triton import relabel_triton
+    from dgl_accel.core.sampling.neighbor import relabel_block
+    from dgl_accel.graph import in_csr
+
+    g = dgl.rand_graph(80, 600)
+    csr = in_csr(g)
+    canon = bulk_matrix.canonical_adjacency(csr.indptr.numpy(), csr.indices.numpy(), csr.eids.numpy(), 80)
+    copies = []
+    original = torch.Tensor.to
+    monkeypatch.setattr(torch.Tensor, "to", lambda t, *a, **k: (copies.append(t.numel()), original(t, *a, **k))[1])
+    dst = np.array([3, 7, 11])
+    for _ in range(3):
+        flat = np.array([canon.indptr[3], canon.indptr[7], canon.indptr[11]])
+        got = relabel_triton(flat, np.array([1, 1, 1]), dst, canon, None, 80, "cpu")
+    assert copies.count(canon.indices.size) == 2  # indices and eids, once each
+    want = relabel_block(flat, np.array([1, 1, 1]), dst, canon.pairs, None, 80)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)

@@ -43,12 +43,22 @@ class Canonical:
     ``mult`` (multiplicity per entry), ``unit`` (no parallel edges), ``pairs`` (packed (source,
     edge id) per entry, :func:`.neighbor.pack_pairs`)."""
 
-    __slots__ = ("indptr", "indices", "eids", "mult", "unit", "pairs", "n", "_keys")
+    __slots__ = ("indptr", "indices", "eids", "mult", "unit", "pairs", "n", "_keys", "_on_device")
 
     def __init__(self, indptr, indices, eids, mult, pairs, n):
         self.indptr, self.indices, self.eids, self.mult, self.pairs, self.n = indptr, indices, eids, mult, pairs, n
         self.unit = bool(mult is None)
         self._keys = None
+        self._on_device: dict = {}
+
+    def on_device(self, name: str, device) -> torch.Tensor:
+        """``indices`` or ``eids`` as an int64 tensor on ``device``, copied there once (a bulk pass
+        relabels every layer of every minibatch against them: one upload per graph, not per call)."""
+        key = (name, str(device))
+        if key not in self._on_device:
+            host = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
+            self._on_device[key] = torch.from_numpy(host).to(device)
+        return self._on_device[key]
 
     def keys(self) -> np.ndarray:
         """Sorted ``row * n + column`` of every entry (to find an entry's position)."""

@@ -87,13 +87,13 @@ def relabel_triton(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, canon,
     device = torch.device(device)
     T = dst.shape[0]
     pos = torch.from_numpy(np.ascontiguousarray(flat, dtype=np.int64)).to(device)
-    eid = torch.from_numpy(canon.eids).to(device)[pos]
+    eid = canon.on_device("eids", device)[pos]
     if excl is not None and excl.size and pos.numel():
         keep = ~torch.isin(eid, torch.from_numpy(excl).to(device))
         row = torch.repeat_interleave(torch.arange(T, device=device), torch.from_numpy(counts).to(device))[keep]
         pos, eid = pos[keep], eid[keep]
         counts = torch.bincount(row, minlength=T).cpu().numpy()
-    src_tab = torch.from_numpy(canon.indices).to(device)
+    src_tab = canon.on_device("indices", device)
     dst_t = torch.from_numpy(dst).to(device)
     dstpos = torch.full((n,), -1, dtype=torch.int64, device=device)
     dstpos[dst_t] = torch.arange(T, dtype=torch.int64, device=device)
