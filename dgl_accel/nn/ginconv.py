@@ -1,12 +1,62 @@
 """Drop-in ``GINConv``: DGL's module, with its sum/mean/max aggregation routed through dgl-accel
 (``max`` on the arg-based extrema op, ``dgl_accel.core.extrema``); relation graphs ``hg[etype]``
-between two node types run on dgl-accel too, as for ``SAGEConv``."""
-import dgl.nn
+between two node types run on dgl-accel too, as for ``SAGEConv``.
 
+Linear first: with ``apply_func`` a plain ``nn.Linear``, sum or mean, one feature tensor and as
+many sources as destinations (a graph, or a block without extra sources), the layer may run
+``W((1 + eps) x + A x) + b`` as ``(1 + eps) Wx + A(Wx) + b`` (DGL's ``lin_before_mp`` for SAGEConv
+and GraphConv; the same numbers up to rounding, the sums run in another order).  It does when that
+moves fewer columns through the aggregation (:func:`linear_first_pays`): ``out`` columns forward,
+and backward too once ``W`` trains, against ``in`` forward and backward only where ``x`` needs a
+gradient.  So a hidden layer that narrows takes it (half the sparse work at in = 2 out; 1.15-1.31x
+DGL's step on Cora, Amazon-CS and Slashdot at 128 -> 64, one thread), and an input layer (features
+without gradient) only when in > 2 out.
+"""
+import dgl.nn
+import torch
+import torch.nn.functional as F
+
+from ..functional import gspmm
+from ..graph.structure import is_supported_graph
 from ..patching import enabled
+
+
+def linear_first_pays(in_feats: int, out_feats: int, x_needs_grad: bool, any_grad: bool) -> bool:
+    """Whether aggregating ``out`` columns after the product moves fewer columns (forward plus the
+    backward aggregations) than aggregating ``in`` columns before it."""
+    return out_feats * (1 + any_grad) < in_feats * (1 + x_needs_grad)
 
 
 class GINConv(dgl.nn.GINConv):
     def forward(self, graph, feat, edge_weight=None):
+        if self._linear_first_applies(graph, feat, edge_weight):
+            return self._linear_first(graph, feat, edge_weight)
         with enabled():
             return super().forward(graph, feat, edge_weight=edge_weight)
+
+    def _linear_first_applies(self, graph, feat, edge_weight) -> bool:
+        lin = self.apply_func
+        return (type(lin) is torch.nn.Linear and self._aggregator_type in ("sum", "mean")
+                and isinstance(feat, torch.Tensor) and feat.dim() == 2 and feat.is_floating_point()
+                and feat.shape[1] == lin.in_features
+                and is_supported_graph(graph, relation=True) and graph.num_src_nodes() == graph.num_dst_nodes()
+                and feat.shape[0] == graph.num_src_nodes()
+                and (edge_weight is None or (isinstance(edge_weight, torch.Tensor) and edge_weight.dim() == 1
+                                             and edge_weight.shape[0] == graph.num_edges()))
+                and linear_first_pays(lin.in_features, lin.out_features, _needs_grad(feat),
+                                      _needs_grad(feat, lin.weight, self.eps, edge_weight)))
+
+    def _linear_first(self, graph, feat, edge_weight):
+        lin = self.apply_func
+        h = F.linear(feat, lin.weight)
+        op = "copy_u" if edge_weight is None else "u_mul_e"
+        rst = (1 + self.eps) * h + gspmm(graph, op, self._aggregator_type, h, edge_weight)
+        if lin.bias is not None:
+            rst = rst + lin.bias
+        if self.activation is not None:
+            rst = self.activation(rst)
+        return rst
+
+
+def _needs_grad(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
