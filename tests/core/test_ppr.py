@@ -173,3 +173,17 @@ def test_targets_out_of_range_are_refused():
     csr = TensorGraph(torch.tensor([0]), torch.tensor([1]), num_nodes=2).csr("in")
     with pytest.raises(SamplingInputError, match=r"targets in \[0, 2\).*values in \[0, 5\]"):
         ppr_node_sets(csr, torch.tensor([0, 5]))
+
+
+def test_dense_selection_breaks_ties_by_id_without_sorting_rows():
+    """The selection's topk + tie pass picks the set a stable descending sort would: the k largest
+    positive scores, equal scores by lower id (keys drawn from five values: ties everywhere)."""
+    from dgl_accel.core.sampling.ppr import _best
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(100):
+        t, n = int(torch.randint(1, 5, (1,), generator=gen)), int(torch.randint(1, 30, (1,), generator=gen))
+        key = torch.randint(-1, 4, (t, n), generator=gen).double() / 4
+        vals, idx = torch.sort(key, dim=1, descending=True, stable=True)
+        for k in range(n + 1):
+            want = torch.where(vals[:, :k] > 0, idx[:, :k], torch.full_like(idx[:, :k], n))
+            assert torch.equal(_best(key, k).sort(1).values, want.sort(1).values), (key, k)

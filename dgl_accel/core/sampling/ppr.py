@@ -142,15 +142,30 @@ def select_dense(p: torch.Tensor, tnp: np.ndarray, topk: int, threshold: float):
     ok = (p > 0) & (p >= threshold) & (ids[None, :] != t[:, None])
     key = torch.where(ok, p, torch.full_like(p, -1.0))
     k = min(topk - 1, n)
-    vals, idx = torch.sort(key, dim=1, descending=True, stable=True)  # stable: equal scores by id
-    sel = torch.where(vals[:, :k] > 0, idx[:, :k], torch.full_like(idx[:, :k], n))
-    rows = torch.cat([t[:, None], sel], 1).sort(1).values  # the sentinel n sorts last
+    rows = torch.cat([t[:, None], _best(key, k)], 1).sort(1).values  # the sentinel n sorts last
     valid = rows < n
     nodes = torch.full((T, topk), -1, dtype=torch.int64, device=p.device)
     scores = torch.zeros((T, topk), dtype=torch.float64, device=p.device)
     nodes[:, :k + 1] = torch.where(valid, rows, torch.full_like(rows, -1))
     scores[:, :k + 1] = torch.where(valid, p.gather(1, rows.clamp(max=n - 1)), torch.zeros_like(p[:, :1]))
     return nodes.cpu().numpy(), scores.cpu().numpy(), valid.sum(1).cpu().numpy()
+
+
+def _best(key: torch.Tensor, k: int) -> torch.Tensor:
+    """Per row, the ids of the ``k`` largest positive keys (equal keys: lower id first), in any
+    order, padded with the sentinel ``n``: a ``topk`` for the k-th value and linear passes for the
+    ties at it, not a sort of the whole row."""
+    T, n = key.shape
+    out = torch.full((T, k + 1), n, dtype=torch.int64, device=key.device)  # column k: a dump for the rest
+    if k == 0 or T == 0:
+        return out[:, :k]
+    kth = key.topk(k, dim=1).values[:, -1:]
+    above, tied = key > kth, key == kth
+    need = k - above.sum(1, keepdim=True)  # how many of the tied keys still fit, lowest ids first
+    take = (above | (tied & (tied.cumsum(1) <= need))) & (key > 0)
+    slot = torch.where(take, take.cumsum(1) - 1, torch.full_like(kth, k, dtype=torch.int64))
+    out.scatter_(1, slot, torch.arange(n, device=key.device).expand(T, n))
+    return out[:, :k]
 
 
 def _rows(csr: Structure, tnp, alpha, eps, topk, threshold, compiled):
