@@ -7,6 +7,9 @@ entries in ``dgl_accel.core.sampling``):
   with ``host_reads``, what one batch reads on the host (``testing.HostReads``);
 * k-hop sampling, fanouts [15, 10, 5], one sample per seed of a 1,024 batch (``khop_sample``):
   sampled vertices/s;
+* shaDow-GNN's k-hop extraction (DGL's ``ShaDowKHopSampler``: the merged node list of fanouts
+  [10, 5] from a 1,024 batch, then the subgraph it induces; ``induced_device`` on the device,
+  ``merged_khop_nodes`` and ``induced_entries`` on the CPU): targets/s, with the subgraph's size;
 * one layer, fanout 15, at 1k / 64k / 1M seeds (64 / 256 / 1,024 under ``tiny``), beside a trivial
   sampler with replacement timed in the same run (one random number per slot, a gather: what a
   sampler that only reads the CSR costs, the bound): sampled edges/s;
@@ -31,9 +34,12 @@ import torch
 from ..core.backend import use_backend
 from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_layer
+from ..core.sampling.induced import InCSR, induced_entries
+from ..core.sampling.induced_device import induced_device
 from ..core.sampling.khop import khop_sample
 from ..core.sampling.neighbor import sample_layers, sample_neighbors
 from ..core.sampling.ppr import ppr_node_sets
+from ..core.sampling.shadow import merged_khop_nodes
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_node2vec import node2vec_random_walk
 from .correctness_sampling import structure
@@ -79,6 +85,25 @@ def _reads_once(fn):
 def khop_vertices(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) -> int:
     """One k-hop sample per seed; returns the sampled vertices (occupied slots of every step)."""
     return int(sum((step >= 0).sum() for step in khop_sample(csr, seeds, list(fanouts), seed=seed).steps))
+
+
+SHADOW_FANOUTS = (10, 5)
+
+
+def shadow_khop(csr, seeds: torch.Tensor, host: InCSR | None) -> tuple[int, dict]:
+    """One shaDow k-hop batch: merged nodes, then their induced subgraph (on the CPU: ``host``, the
+    numpy CSR); returns (targets, {"nodes", "edges"} of the subgraph)."""
+    seeds = torch.unique(seeds)  # DGL's sampler takes distinct seeds
+    if host is None:
+        nodes = sample_layers(csr, seeds, list(SHADOW_FANOUTS), seed=4).input_nodes
+        ptr, _, _ = induced_device(csr, nodes)
+        size, edges = nodes.numel(), int(ptr[-1])
+    else:
+        nodes = merged_khop_nodes(csr, seeds.numpy(), list(SHADOW_FANOUTS), seed=4)
+        ptr, _, _ = induced_entries(host.indptr, host.indices, host.eids, np.sort(nodes).astype(host.indptr.dtype),
+                                    host.num_nodes)
+        size, edges = nodes.shape[0], int(ptr[-1])
+    return seeds.numel(), {"nodes": size, "edges": edges}
 
 
 def one_layer(csr, seeds: torch.Tensor, fanout: int = 15) -> int:
@@ -148,11 +173,14 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
     """[(name, unit, fn)]: ``fn()`` runs one unit of work and returns its count."""
     src_d, dst_d = g.src.to(dev), g.dst.to(dev)
     many = {n: _seeds(g.num_nodes, n, dev) for n in sz["one_layer"]}  # drawn once: the timings are the samplers'
+    host = InCSR.from_structure(s_in) if path == "native" else None  # the CPU path's numpy CSR, built once
     return [
         (f"neighbor [15,10,5] batch {sz['batch']}", "sampled edges/s", lambda: neighbor_sampling(s_in, seeds.to(dev))),
         (f"neighbor blocks [15,10,5] batch {sz['batch']}", "sampled edges/s",
          _reads_once(lambda: neighbor_blocks(s_in, seeds.to(dev)))),
         (f"k-hop [15,10,5] batch {sz['batch']}", "sampled vertices/s", lambda: khop_vertices(s_in, seeds.to(dev))),
+        (f"shaDow k-hop [10,5] extraction batch {sz['batch']}", "targets/s",
+         lambda: shadow_khop(s_in, seeds.to(dev), host)),
     ] + [
         case for n in sz["one_layer"] for case in (
             (f"one layer fanout 15, {n:,} seeds", "sampled edges/s",

@@ -1,0 +1,45 @@
+"""Node-induced subgraphs on the CSR's device (family ``induced``): the subgraph GraphSAINT and
+shaDow-GNN train on, built where the graph lives.
+
+:func:`induced_device` gives :func:`.induced.induced_entries`'s arrays (the CPU path, numpy) for
+a node list on any device: every in-edge of each chosen node is gathered from the CSR, sources are
+looked up among the chosen nodes by a sort and a binary search (work O(gathered edges x log k), no
+node-sized array), and the members are kept in CSR order.  Two host reads: the gathered size and
+the kept one.  The node list may be in any order (shaDow-GNN's merged k-hop list: the seeds first);
+node ``i`` of the subgraph is ``nodes[i]``.  This module imports no numpy (an import-linter
+contract).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..csr import Structure
+
+__all__ = ["induced_device", "HOST_READS"]
+
+HOST_READS = 2  # the gathered in-edges, the kept ones
+
+
+def induced_device(csr: Structure, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(sub_indptr [k + 1], local sources [m], parent edge ids [m])``, int64 on the CSR's device:
+    destination ``i`` (= ``nodes[i]``, distinct ids) has the in-edges from chosen nodes at
+    ``sub_indptr[i]:sub_indptr[i + 1]``, in CSR order, their sources as positions in ``nodes``."""
+    nodes = nodes.to(device=csr.device, dtype=torch.int64)
+    k = nodes.shape[0]
+    if k == 0:
+        empty = torch.zeros(0, dtype=torch.int64, device=csr.device)
+        return torch.zeros(1, dtype=torch.int64, device=csr.device), empty, empty
+    starts = csr.indptr[nodes]
+    counts = csr.indptr[nodes + 1] - starts
+    total = int(counts.sum())  # read 1
+    firsts = torch.cumsum(counts, 0) - counts
+    flat = torch.arange(total, device=csr.device) + torch.repeat_interleave(starts - firsts, counts, output_size=total)
+    src = csr.indices[flat].to(torch.int64)
+    chosen, order = torch.sort(nodes)
+    at = torch.searchsorted(chosen, src).clamp_max(k - 1)
+    member = chosen[at] == src
+    row = torch.repeat_interleave(torch.arange(k, device=csr.device), counts, output_size=total)
+    kept_per_row = torch.zeros(k, dtype=torch.int64, device=csr.device).index_add_(0, row, member.to(torch.int64))
+    kept = member.nonzero().squeeze(1)  # read 2
+    sub_indptr = torch.cat([kept_per_row.new_zeros(1), torch.cumsum(kept_per_row, 0)])
+    return sub_indptr, order[at[kept]], csr.eids[flat[kept]].to(torch.int64)
