@@ -272,7 +272,7 @@ def test_rgcn_swapped_matches_dgl(path):
     native = RGCN()
     ours = copy.deepcopy(native)
     report = dgl_accel.nn.swap(ours)
-    assert len(report.swapped) == 9, str(report)
+    assert len(report.swapped) == 12, str(report)  # 3 HeteroGraphConv containers, 9 relation modules
     assert {name for name, _, _ in report.swapped} >= {"layers.0.mods.follows", "layers.0.mods.buys"}
     feats = {"u": torch.randn(10, 5), "i": torch.randn(6, 5)}
     expected = _rgcn_run(native, g, feats)
@@ -318,19 +318,18 @@ def test_swap_report_lists_what_it_left_alone():
         "lin": torch.nn.Linear(3, 3),
     })
     report = dgl_accel.nn.swap(model)
-    assert [r[0] for r in report.swapped] == ["rel.mods.follows", "rel.mods.rates"]
+    assert [r[0] for r in report.swapped] == ["rel", "rel.mods.follows", "rel.mods.rates"]
     kept = dict(report.kept)
-    assert set(kept) == {"rel", "rel.mods.buys", "rel.mods.bought_by", "gat"}, kept
+    assert set(kept) == {"rel.mods.buys", "rel.mods.bought_by", "gat"}, kept
     assert kept["gat"] == kept["rel.mods.buys"] == (
         "NNConv: no dgl-accel drop-in; its aggregation still runs on dgl-accel under enable() where supported")
-    assert kept["rel"].startswith("HeteroGraphConv: a container") and "subclasses a dgl.nn layer" in kept[
-        "rel.mods.bought_by"]
+    assert "subclasses a dgl.nn layer" in kept["rel.mods.bought_by"]
     text = str(report)
     assert "kept gat: NNConv: no dgl-accel drop-in" in text and "kept rel.mods.buys: NNConv" in text
     again = dgl_accel.nn.swap(model)
     assert again.swapped == [] and dict(again.kept) == kept  # idempotent, same report of what stays
     back = dgl_accel.nn.unswap(model)
-    assert [r[0] for r in back.swapped] == ["rel.mods.follows", "rel.mods.rates"] and dict(back.kept) == {
+    assert [r[0] for r in back.swapped] == ["rel", "rel.mods.follows", "rel.mods.rates"] and dict(back.kept) == {
         "rel.mods.bought_by": kept["rel.mods.bought_by"]}
 
 

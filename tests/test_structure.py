@@ -270,3 +270,25 @@ def test_relation_view_links_stay_bounded():
         for _ in range(3 * structure.VIEW_LINKS_PRUNE):
             g[g.canonical_etypes[0]]  # every view dies at once
     assert len(structure._VIEW_OF) <= structure.VIEW_LINKS_PRUNE
+
+
+def test_swapped_hetero_graph_conv_builds_each_relation_once():
+    """HeteroGraphConv cuts hg[etype] per call and DGL's update_all cuts a view of that view; the
+    backward runs after both are gone: every relation's structure is still built on the first call
+    only."""
+    import dgl_accel
+    gen = torch.Generator().manual_seed(0)
+    hg = dgl.heterograph({("u", "follows", "u"): (torch.randint(0, 30, (90,), generator=gen),
+                                                  torch.randint(0, 30, (90,), generator=gen)),
+                          ("u", "buys", "i"): (torch.randint(0, 30, (60,), generator=gen),
+                                               torch.randint(0, 20, (60,), generator=gen))},
+                         num_nodes_dict={"u": 30, "i": 20})
+    conv = dgl.nn.HeteroGraphConv({"follows": dgl.nn.SAGEConv(4, 3, "mean"), "buys": dgl.nn.SAGEConv(4, 3, "mean")})
+    dgl_accel.swap(conv)
+    x = {"u": torch.randn(30, 4, requires_grad=True), "i": torch.randn(20, 4)}
+    misses = []
+    for _ in range(4):
+        out = conv(hg, x)
+        sum(v.sum() for v in out.values()).backward()
+        misses.append(cache_info()["misses"])
+    assert misses[0] > 0 and misses == [misses[0]] * 4, misses

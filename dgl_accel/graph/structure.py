@@ -94,7 +94,7 @@ class _Entry:
 # a view by (that index, relation): one entry per graph version, freed with the index it was cut
 # from (the user's graph, or its old version after a mutation).  The links are pruned when dead.
 _ORIGINAL_GET_RELATION_GRAPH = HeteroGraphIndex.get_relation_graph
-_VIEW_OF: dict[int, tuple] = {}  # id(view index) -> (its weakref, weakref of its parent index, etid)
+_VIEW_OF: dict[int, tuple] = {}  # id(view index) -> (its weakref, weakref of its root index, relation ids)
 VIEW_LINKS_PRUNE = 256  # prune dead links whenever this many more have been recorded
 
 
@@ -104,7 +104,9 @@ def _recording_get_relation_graph(self, etype):
         if len(_VIEW_OF) >= VIEW_LINKS_PRUNE:
             for key in [k for k, (ref, _, _) in _VIEW_OF.items() if ref() is None]:
                 del _VIEW_OF[key]
-        _VIEW_OF[id(view)] = (weakref.ref(view), weakref.ref(self), int(etype))
+        # linked to the root at once: a view of a view outlives the middle one (autograd keeps it)
+        root, etids = _root(self)
+        _VIEW_OF[id(view)] = (weakref.ref(view), weakref.ref(root), etids + (int(etype),))
     return view
 
 
@@ -114,15 +116,12 @@ def record_relation_views(active: bool) -> None:
 
 
 def _root(index) -> tuple[Any, tuple]:
-    """(the index a view index was cut from, the relation ids on the way), or (index, ()) for one
-    that is not a recorded view; under _LOCK."""
-    etids: tuple = ()
-    while (link := _VIEW_OF.get(id(index))) is not None and link[0]() is index:
-        parent = link[1]()
-        if parent is None:
-            break
-        index, etids = parent, (link[2],) + etids
-    return index, etids
+    """(the graph index a view index was cut from, the relation ids on the way), or (index, ()) for
+    one that is not a recorded view (or whose root is gone); under _LOCK."""
+    link = _VIEW_OF.get(id(index))
+    if link is None or link[0]() is not index or (root := link[1]()) is None:
+        return index, ()
+    return root, link[2]
 
 
 def _drop_view_entry(key, ref) -> None:

@@ -6,9 +6,10 @@ from .gatconv import GATConv
 from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
 from .graphconv import GraphConv
+from .heteroconv import HeteroGraphConv
 from .readout import ShaDowReadout
 from .sageconv import SAGEConv
 from .swap import SwapReport, swap, unswap
 
-__all__ = ["GraphConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "DotGatConv", "swap", "unswap", "SwapReport",
-           "ShaDowReadout"]
+__all__ = ["GraphConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "DotGatConv", "HeteroGraphConv", "swap",
+           "unswap", "SwapReport", "ShaDowReadout"]

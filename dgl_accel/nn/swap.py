@@ -4,7 +4,8 @@ Our layers are subclasses that add no state, so swapping is a class change on th
 object: parameters, buffers, hooks and state_dict keys stay exactly as they were, and
 ``load_state_dict`` works both ways.  ``unswap(model)`` reverses it.  Containers are walked through
 (``named_modules``), so the relation modules inside a ``dgl.nn.HeteroGraphConv`` are swapped one by
-one; the report lists every other ``dgl.nn`` module it left alone, with the reason.
+one (and the container itself, whose drop-in keeps its relation graphs' structure cached across
+calls); the report lists every other ``dgl.nn`` module it left alone, with the reason.
 """
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from .gatconv import GATConv
 from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
 from .graphconv import GraphConv
+from .heteroconv import HeteroGraphConv
 from .sageconv import SAGEConv
 
 SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv, dgl.nn.GATConv: GATConv,
-         dgl.nn.GATv2Conv: GATv2Conv, dgl.nn.DotGatConv: DotGatConv}
+         dgl.nn.GATv2Conv: GATv2Conv, dgl.nn.DotGatConv: DotGatConv, dgl.nn.HeteroGraphConv: HeteroGraphConv}
+CONTAINERS = (dgl.nn.HeteroGraphConv,)  # swapped, and their modules reported one by one
 
 
 @dataclasses.dataclass
@@ -56,9 +59,6 @@ def _why_kept(module: torch.nn.Module) -> str | None:
         return f"{_qualname(cls)} subclasses a dgl.nn layer"
     if not cls.__module__.startswith("dgl.nn."):
         return None
-    if isinstance(module, dgl.nn.HeteroGraphConv):
-        return ("HeteroGraphConv: a container, kept; its relation modules are swapped one by one "
-                "(listed under their own names)")
     return (f"{cls.__name__}: no dgl-accel drop-in; its aggregation still runs on dgl-accel under "
             f"enable() where supported")
 
@@ -74,7 +74,8 @@ def _reclass(model: torch.nn.Module, mapping: dict, report: SwapReport, explain:
         if target is not None:
             report.swapped.append((name, _qualname(type(module)), _qualname(target)))
             module.__class__ = target
-            listed.append(name + ".")
+            if not issubclass(target, CONTAINERS):  # a container's relation modules are the user's: reported
+                listed.append(name + ".")
             continue
         why = _why_kept(module) if explain or isinstance(module, tuple(SWAPS)) else None
         if why is not None and not any(name.startswith(p) for p in listed):

@@ -1,0 +1,17 @@
+"""Drop-in ``HeteroGraphConv``: DGL's container with its forward inside ``dgl_accel.enabled()``.
+
+DGL's container cuts every relation graph ``g[etype]`` anew on each call (a new graph object);
+cut while dgl-accel is enabled, each is recorded with the graph it came from, so its relation
+module's structure (CSR views, degree scales) is built once per graph, not once per call
+(``dgl_accel.graph.structure``).  Its relation modules are swapped one by one by ``swap``; one that
+has no drop-in still has its aggregations routed, as under ``enable()``.
+"""
+import dgl.nn
+
+from ..patching import enabled
+
+
+class HeteroGraphConv(dgl.nn.HeteroGraphConv):
+    def forward(self, g, inputs, mod_args=None, mod_kwargs=None):
+        with enabled():
+            return super().forward(g, inputs, mod_args=mod_args, mod_kwargs=mod_kwargs)
