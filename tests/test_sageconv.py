@@ -61,3 +61,37 @@ def test_narrower_layers_and_feature_pairs_keep_dgls_forward(monkeypatch):
     assert calls == []
     wide(g, x)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("block", [False, True])
+@pytest.mark.parametrize("in_feats, out_feats", [(12, 4), (4, 6)])  # fc_neigh before / after the aggregation
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kw", [{}, {"bias": False}, {"activation": torch.tanh, "norm": torch.nn.LayerNorm(4)}])
+def test_gcn_equals_dgls_module(path, block, in_feats, out_feats, weighted, kw):
+    g = _graph()
+    if block:
+        g = dgl.to_block(dgl.in_subgraph(g, torch.arange(20)), torch.arange(20))
+    if "norm" in kw:
+        kw = dict(kw, norm=torch.nn.LayerNorm(out_feats))
+    torch.manual_seed(0)
+    theirs = dgl.nn.SAGEConv(in_feats, out_feats, "gcn", **kw)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.swap(ours)
+    calls = []
+    original = type(ours)._gcn
+    ours._gcn = lambda *a: calls.append(1) or original(ours, *a)
+    x = torch.randn(g.num_src_nodes(), in_feats)
+    ew = torch.rand(g.num_edges()) + 0.5 if weighted else None
+    for _ in range(2):  # the second call reads the cached degrees
+        want, got = _run_weighted(theirs, g, x, ew), _run_weighted(ours, g, x, ew)
+        assert_close(got[0], want[0])
+        for k in want[1]:
+            assert_close(got[1][k], want[1][k], msg=k)
+    assert calls == [1, 1]
+
+
+def _run_weighted(conv, g, x, ew):
+    conv.zero_grad()
+    out = conv(g, x, edge_weight=ew)
+    (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+    return out.detach(), {k: p.grad.clone() for k, p in conv.named_parameters()}
