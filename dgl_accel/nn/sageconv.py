@@ -65,7 +65,8 @@ class SAGEConv(dgl.nn.SAGEConv):
         neigh = gspmm(graph, "copy_u" if edge_weight is None else "u_mul_e", "sum", h, edge_weight)
         key = f"sage.gcn_degrees_plus_one.{h.dtype}"
         degs = cached(graph, key, lambda g: g.in_degrees().to(h).unsqueeze(-1) + 1)
-        rst = (neigh + h[: graph.num_dst_nodes()]) / degs
+        h_dst = h[: graph.num_dst_nodes()] if graph.is_block else h  # a slice's backward copies all of h
+        rst = (neigh + h_dst) / degs
         if self._in_src_feats <= self._out_feats:
             rst = self.fc_neigh(rst)
         if self.bias is not None:
