@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Structure", "sort_by_row"]
+__all__ = ["Structure", "sort_by_row", "row_positions"]
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: tensors have no meaningful ==; identity is enough
@@ -46,3 +46,18 @@ def sort_by_row(rows: torch.Tensor, num_rows: int):
     indptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=num_rows), 0, out=indptr[1:])
     return indptr, torch.argsort(rows, stable=True)
+
+
+def row_positions(indptr: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the CSR positions of every entry of ``rows``, row after row in CSR order; entries per row),
+    on ``indptr``'s device in torch ops, with one host read (the total, the output's size).
+
+    >>> [t.tolist() for t in row_positions(torch.tensor([0, 2, 2, 5]), torch.tensor([2, 0]))]
+    [[2, 3, 4, 0, 1], [3, 2]]
+    """
+    starts = indptr[rows]
+    counts = indptr[rows + 1] - starts
+    total = int(counts.sum())  # the one host read
+    firsts = torch.cumsum(counts, 0) - counts  # where each row's run starts in the output
+    shift = torch.repeat_interleave(starts - firsts, counts, output_size=total)
+    return torch.arange(total, device=indptr.device) + shift, counts

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..csr import Structure
+from ..csr import Structure, row_positions
 
 __all__ = ["induced_device", "HOST_READS"]
 
@@ -29,11 +29,8 @@ def induced_device(csr: Structure, nodes: torch.Tensor) -> tuple[torch.Tensor, t
     if k == 0:
         empty = torch.zeros(0, dtype=torch.int64, device=csr.device)
         return torch.zeros(1, dtype=torch.int64, device=csr.device), empty, empty
-    starts = csr.indptr[nodes]
-    counts = csr.indptr[nodes + 1] - starts
-    total = int(counts.sum())  # read 1
-    firsts = torch.cumsum(counts, 0) - counts
-    flat = torch.arange(total, device=csr.device) + torch.repeat_interleave(starts - firsts, counts, output_size=total)
+    flat, counts = row_positions(csr.indptr, nodes)  # read 1
+    total = flat.shape[0]
     src = csr.indices[flat].to(torch.int64)
     chosen, order = torch.sort(nodes)
     at = torch.searchsorted(chosen, src).clamp_max(k - 1)

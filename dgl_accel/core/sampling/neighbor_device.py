@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..csr import Structure
+from ..csr import Structure, row_positions
 from .neighbor_triton import neighbor_choice_triton
 
 __all__ = ["sample_neighbors_device", "sample_layers_device", "relabel_device", "HOST_READS_PER_LAYER",
@@ -33,13 +33,7 @@ HOST_READS_PER_BLOCK_LAYER = 3
 def _choose(csr: Structure, seeds: torch.Tensor, fanout: int, seed: int, step: int, replace: bool):
     """(CSR positions of the chosen in-edges, grouped by seed then slot; counts per seed)."""
     if fanout == -1:
-        starts = csr.indptr[seeds]
-        counts = csr.indptr[seeds + 1] - starts
-        total = int(counts.sum())  # the one size read
-        firsts = torch.cumsum(counts, 0) - counts  # where each seed's run starts in the output
-        flat = torch.arange(total, device=csr.device) + torch.repeat_interleave(starts - firsts, counts,
-                                                                                output_size=total)
-        return flat, counts
+        return row_positions(csr.indptr, seeds)  # the one size read
     pos = neighbor_choice_triton(csr.indptr, seeds, fanout, seed=seed, step=step, num_nodes=csr.num_rows,
                                  replace=replace)
     valid = pos >= 0
