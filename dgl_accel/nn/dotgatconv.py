@@ -16,7 +16,8 @@ from __future__ import annotations
 import dgl.nn
 
 from ..functional import dot_attention
-from .fused_attention import FusedAttentionForward, plain_features
+from .fused_attention import FusedAttentionForward
+from .inputs import plain_features
 
 
 class DotGatConv(FusedAttentionForward, dgl.nn.DotGatConv):

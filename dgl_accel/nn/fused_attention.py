@@ -4,10 +4,8 @@ exactly what it would or where the routed ops are faster (:mod:`dgl_accel.polici
 DGL's zero-in-degree check (its message, before any work) and the module's fused forward."""
 from __future__ import annotations
 
-import torch
 from dgl.base import DGLError
 
-from ..graph.structure import is_supported_graph
 from ..patching import enabled
 from ..policies.attention import choose_attention
 from .gatconv import ZERO_IN_DEGREE
@@ -33,10 +31,3 @@ class FusedAttentionForward:
         like = feat[0] if isinstance(feat, tuple) else feat
         return choose_attention(self.attention_op, self._num_heads, self._out_feats, like).fused
 
-
-def plain_features(graph, feat) -> bool:
-    """A graph of one relation the fused ops support, and features (or a pair) of 2-D float tensors."""
-    if not is_supported_graph(graph, relation=True):
-        return False
-    feats = feat if isinstance(feat, tuple) else (feat,)
-    return all(isinstance(f, torch.Tensor) and f.dim() == 2 and f.is_floating_point() for f in feats)

@@ -27,13 +27,12 @@ distribution is DGL's.
 from __future__ import annotations
 
 import dgl.nn
-import torch
 from dgl.base import DGLError
 
 from ..functional import gat_attention, gat_layer
-from ..graph.structure import is_supported_graph
 from ..patching import enabled
 from ..policies.attention import choose_attention
+from .inputs import plain_features
 
 ZERO_IN_DEGREE = ("There are 0-in-degree nodes in the graph, output for those nodes will be invalid. This is harmful "
                   "for some applications, causing silent performance regression. Adding self-loop on the input graph "
@@ -84,11 +83,7 @@ class GATConv(dgl.nn.GATConv):
 
     def _fused_applies(self, graph, feat, edge_weight) -> bool:
         """Whether the fused op computes exactly what DGL's forward would (see the module docstring)."""
-        if edge_weight is not None:
+        if edge_weight is not None or not plain_features(graph, feat):
             return False
-        if not is_supported_graph(graph, relation=True):
-            return False
-        feats = feat if isinstance(feat, tuple) else (feat,)
-        if not all(isinstance(f, torch.Tensor) and f.dim() == 2 and f.is_floating_point() for f in feats):
-            return False
-        return choose_attention("gat", self._num_heads, self._out_feats, feats[0]).fused
+        like = feat[0] if isinstance(feat, tuple) else feat
+        return choose_attention("gat", self._num_heads, self._out_feats, like).fused

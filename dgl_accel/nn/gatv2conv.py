@@ -19,7 +19,8 @@ from __future__ import annotations
 import dgl.nn
 
 from ..functional import gatv2_attention
-from .fused_attention import FusedAttentionForward, plain_features
+from .fused_attention import FusedAttentionForward
+from .inputs import plain_features
 
 
 class GATv2Conv(FusedAttentionForward, dgl.nn.GATv2Conv):

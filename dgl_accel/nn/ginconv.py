@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from ..functional import gspmm
-from ..graph.structure import is_supported_graph
 from ..patching import enabled
+from .inputs import one_tensor_on_sources, one_weight_per_edge
 
 
 def linear_first_pays(in_feats: int, out_feats: int, x_needs_grad: bool, any_grad: bool) -> bool:
@@ -37,12 +37,8 @@ class GINConv(dgl.nn.GINConv):
     def _linear_first_applies(self, graph, feat, edge_weight) -> bool:
         lin = self.apply_func
         return (type(lin) is torch.nn.Linear and self._aggregator_type in ("sum", "mean")
-                and isinstance(feat, torch.Tensor) and feat.dim() == 2 and feat.is_floating_point()
-                and feat.shape[1] == lin.in_features
-                and is_supported_graph(graph, relation=True) and graph.num_src_nodes() == graph.num_dst_nodes()
-                and feat.shape[0] == graph.num_src_nodes()
-                and (edge_weight is None or (isinstance(edge_weight, torch.Tensor) and edge_weight.dim() == 1
-                                             and edge_weight.shape[0] == graph.num_edges()))
+                and one_tensor_on_sources(graph, feat, lin.in_features, blocks=False)  # h is also h_dst
+                and one_weight_per_edge(graph, edge_weight)
                 and linear_first_pays(lin.in_features, lin.out_features, _needs_grad(feat),
                                       _needs_grad(feat, lin.weight, self.eps, edge_weight)))
 

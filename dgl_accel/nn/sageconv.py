@@ -26,6 +26,7 @@ import torch
 from ..functional import dense, gspmm
 from ..graph.structure import cached, is_supported_graph
 from ..patching import enabled
+from .inputs import one_tensor_on_sources, one_weight_per_edge
 
 ONE_PRODUCT_MIN_RATIO = 4  # in_feats / out_feats from which the one-product mean forward pays (docstring)
 
@@ -49,13 +50,8 @@ class SAGEConv(dgl.nn.SAGEConv):
                 and (graph.is_block or graph.num_src_nodes() == graph.num_dst_nodes()))
 
     def _gcn_applies(self, graph, feat, edge_weight) -> bool:
-        return (isinstance(feat, torch.Tensor) and feat.dim() == 2 and feat.is_floating_point()
-                and feat.shape[1] == self._in_src_feats and graph.num_edges() > 0
-                and is_supported_graph(graph, relation=True)
-                and (graph.is_block or graph.num_src_nodes() == graph.num_dst_nodes())
-                and feat.shape[0] == graph.num_src_nodes()
-                and (edge_weight is None or (isinstance(edge_weight, torch.Tensor) and edge_weight.dim() == 1
-                                             and edge_weight.shape[0] == graph.num_edges())))
+        return (graph.num_edges() > 0 and one_tensor_on_sources(graph, feat, self._in_src_feats, blocks=True)
+                and one_weight_per_edge(graph, edge_weight))
 
     def _gcn(self, graph, feat, edge_weight):
         """DGL's gcn forward (the same operations in the same order) on our aggregation, with the
