@@ -22,11 +22,11 @@ except ImportError:  # pragma: no cover
 
 from ..core.sampling.checks import expected
 from ..core.sampling.layer import member
-from ..core.sampling.neighbor import pack_pairs, relabel_block
+from ..core.sampling.neighbor import pack_pairs
 from ..graph.structure import cached
 
 __all__ = ["check_homogeneous", "np_idtype", "packed_pairs", "entry_ids", "new_block", "new_typed_block",
-           "finish_block", "blocks_from_output", "device_block", "make_block", "layer_block", "new_subgraph"]
+           "finish_block", "blocks_from_output", "device_block", "layer_block", "new_subgraph"]
 
 
 def check_homogeneous(g, fix: str = "convert it with dgl.to_homogeneous(g) first.") -> None:
@@ -162,15 +162,6 @@ def device_block(layer, idtype):
     block.srcdata[dgl.NID], block.dstdata[dgl.NID] = layer.src_nodes.to(idtype), layer.dst_nodes.to(idtype)
     block.edata[dgl.EID] = layer.eids.to(idtype)
     return block
-
-
-def make_block(flat: np.ndarray, counts: np.ndarray, dst: np.ndarray, pairs: np.ndarray, excl, n: int, idtype):
-    """Block with dst = ``dst`` (unique ids) and in-edges at CSR positions ``flat`` (grouped by
-    destination, ``counts[i]`` of them for ``dst[i]``), see
-    :func:`~dgl_accel.core.sampling.neighbor.relabel_block`.  Returns the block and its source ids
-    (dst first, then the new sources in increasing id)."""
-    indptr_b, src_local, new, eid = relabel_block(flat, counts, dst, pairs, excl, n)
-    return finish_block(indptr_b, src_local, dst, new, eid, idtype)
 
 
 def layer_block(g, v, row_pos, src, eid, w, weight: str):
