@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${DGL_ACCEL_VENV:-$root/.venv}"
-stamp="$venv/.dgl_accel_bootstrap_v3"  # v3: ruff, import-linter, grimp
+stamp="$venv/.dgl_accel_bootstrap_v4"  # v4: torch-geometric
 py="${PYTHON:-python3.11}"
 command -v "$py" >/dev/null 2>&1 || py=python3
 
@@ -43,10 +43,12 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 #                    layers contract has `exhaustive` and the `a | b` sibling syntax the config uses.
 #  grimp==3.20       import-linter's import graph, also read by tests/test_architecture.py (cycles);
 #                    pinned with it so both see the same graph.
+#  torch-geometric==2.8.0   the PyG adapter (dgl_accel.pyg) and its peer tests; pure Python (plus
+#                    xxhash, aiohttp): it leaves torch and numpy as pinned above.
 "${pip[@]}" install -q \
   "torch==2.2.1" "dgl==2.1.0" wheel "numpy<2" "torchdata==0.7.1" "setuptools<70" \
   pandas pydantic pyyaml scipy pytest hypothesis matplotlib "numba==0.60.0" \
-  "ruff==0.17.6" "import-linter==2.17" "grimp==3.20" >&2
+  "ruff==0.17.6" "import-linter==2.17" "grimp==3.20" "torch-geometric==2.8.0" >&2
 #  triton==3.5.1 --no-deps   torch 2.2.1 pins triton 2.2.0, whose interpreter (TRITON_INTERPRET=1)
 #                    is broken; 3.5.1 runs the interpreter on CPU and compiles for sm_80/sm_90
 #                    (its wheel ships ptxas and cuobjdump). --no-deps keeps pip from downgrading it.

@@ -6,7 +6,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${DGL_ACCEL_CORE_VENV:-$root/.venv-core}"
-stamp="$venv/.dgl_accel_core_bootstrap_v1"  # v1: torch 2.11.0, triton 3.6.0, numpy 2.3.5
+stamp="$venv/.dgl_accel_core_bootstrap_v2"  # v2: + torch-geometric 2.8.0
 
 if [ -f "$stamp" ] && "$venv/bin/python" -c "import dgl_accel.core" >/dev/null 2>&1; then
   echo "$venv/bin/python"; exit 0
@@ -41,9 +41,10 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 #  scipy             core/sampling/bulk_matrix.py's SpGEMM and the tests' distribution checks.
 #  pytest hypothesis the tests.   matplotlib   the GPU report's roofline plot.
 #  setuptools<70 wheel   build our editable install without build isolation (offline-safe), as in .venv.
+#  torch-geometric==2.8.0   the GPU image's PyG: the PyG adapter (dgl_accel.pyg) and tests/pyg run here.
 "${pip[@]}" install -q \
   "torch==2.11.0" "triton==3.6.0" "numpy==2.3.5" scipy pytest hypothesis matplotlib \
-  "setuptools<70" wheel >&2
+  "setuptools<70" wheel "torch-geometric==2.8.0" >&2
 # --no-deps: pyproject.toml lists dgl and numba, which this lane must not have.
 "${pip[@]}" install -q --no-deps --no-build-isolation -e "$root" >&2
 if "$venv/bin/python" -c "import dgl" >/dev/null 2>&1 || "$venv/bin/python" -c "import numba" >/dev/null 2>&1; then

@@ -4,7 +4,7 @@
 #   2. ruff check    the lint rules in pyproject.toml ([tool.ruff]; no `ruff format`, see the reason there)
 #   3. pytest        tests/ and the >>> examples in dgl_accel's docstrings (conftest.py at the root sets the
 #                    environment for both); tests/test_architecture.py holds the rules import-linter cannot say
-#   4. core-lane     the second lane: tests/core and the doctests of dgl_accel/core on the GPU image's stack
+#   4. core-lane     the second lane: tests/core, tests/pyg and the doctests of dgl_accel/core and dgl_accel/pyg on the GPU image's stack
 #                    (Python 3.12, torch 2.11, triton 3.6) without DGL or numba, in .venv-core
 #                    (scripts/bootstrap_core.sh creates it once, ~90 s, and reuses it after)
 # Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
@@ -53,13 +53,13 @@ core_env() {  # .venv-core, created once; its python goes to $core_py
 }
 core_lane() {
   [ -n "$core_py" ] || { echo "core-lane: no .venv-core (see core-env above)"; return 1; }
-  "$core_py" -m pytest -q tests/core dgl_accel/core
+  "$core_py" -m pytest -q tests/core tests/pyg dgl_accel/core dgl_accel/pyg
 }
 step core-env "create or reuse .venv-core (scripts/bootstrap_core.sh)" core_env
 versions="$([ -n "$core_py" ] && "$core_py" -c 'import sys, torch, triton
 print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}")' 2>/dev/null ||
   echo "no environment")"
-step core-lane "tests/core (with the GPU report's --interpret --tiny run) and the doctests of dgl_accel/core on $versions, without DGL and numba" core_lane
+step core-lane "tests/core, tests/pyg (with the GPU report's --interpret --tiny run) and the doctests of dgl_accel/core and dgl_accel/pyg on $versions, without DGL and numba" core_lane
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}"
