@@ -24,8 +24,11 @@ weights; an eval-mode forward of each (their max |difference| goes in the row); 
 step as users run it, in train mode (forward as users call the module, loss on a fixed 10% of the
 rows, backward, Adam step, zero_grad), ``--warmup`` steps of each (default 2: numba compiles, DGL builds its
 formats; the last one sizes the repeats: at least ``--repeat``, more up to 8x while the cell stays
-under a few seconds), then the providers interleaved repeat by repeat (``bench.harness.interleaved``).
-Ratio = DGL's median / dgl-accel's median (> 1: the drop-in is faster).
+under a few seconds), then the providers interleaved repeat by repeat (``bench.harness.interleaved``),
+batch after batch of that size while the ratio's 95% bootstrap interval is wider than +-3% (at most
+4 batches: noisy cells, such as two threads on a two-core machine, get more repeats, whatever their
+ratio).  Ratio = DGL's median / dgl-accel's median (> 1: the drop-in is faster); the interval goes in
+the row (``ratio_low``, ``ratio_high``).
 
 Bars: every cell >= 0.95x; geomean >= 1.5x over the attention modules' cells (GATConv, GATv2Conv,
 DotGatConv) and >= 1.2x over all cells.  Rows (one per cell and provider, with a ``run_id``) are
@@ -44,6 +47,7 @@ import gc
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -51,6 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py` from anywhere
 
 import dgl  # noqa: E402  (DGL's modules are the baseline)
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import dgl_accel  # noqa: E402
@@ -62,6 +67,8 @@ BENCH = "dropins"
 PROVIDERS = ("dgl", "dgl_accel")
 ATTENTION = ("GATConv", "GATv2Conv", "DotGatConv")
 BARS = {"cell": 0.95, "attention": 1.5, "overall": 1.2}
+PRECISION = 0.03  # a cell's repeats go on until its ratio's 95% interval is within about +-3% ...
+CAP = 4           # ... or this many batches of repeats ran
 PLOTTER = "bench/bench_dropins.py --plot-only"  # this bench draws its own figure (bench/plot.py's would not fit)
 AXES = ("base", "width", "hidden", "heads", "dropout", "extra", "threads")
 
@@ -83,8 +90,20 @@ def set_threads(n: int) -> dict:
     return {"torch_threads": torch.get_num_threads(), "dgl_threads": dgl.utils.get_num_threads(), **counts}
 
 
+def ratio_interval(times: dict, resamples: int = 400) -> tuple[float, float]:
+    """95% bootstrap interval of DGL's median / dgl-accel's median (each provider's times resampled)."""
+    rng = np.random.default_rng(0)
+    a, b = (np.asarray(times[p]) for p in PROVIDERS)
+    ra = np.median(rng.choice(a, (resamples, a.size)), axis=1)
+    rb = np.median(rng.choice(b, (resamples, b.size)), axis=1)
+    low, high = np.percentile(ra / rb, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def time_cell(steps: dict, warmup: int, repeat: int, budget_s: float) -> dict:
-    """Warm-up steps (the last one's time sizes the repeats), then the providers interleaved."""
+    """Warm-up steps (the last one's time sizes a batch of repeats), then batches of the providers
+    interleaved repeat by repeat, until the ratio's 95% interval is within ``PRECISION`` of it (in
+    log terms: the stop depends on the spread, never on the ratio itself) or ``CAP`` batches ran."""
     pair = 0.0
     for _ in range(warmup):
         pair = 0.0
@@ -93,7 +112,18 @@ def time_cell(steps: dict, warmup: int, repeat: int, budget_s: float) -> dict:
             fn()
             pair += time.perf_counter() - start
     reps = max(repeat, min(8 * repeat, int(budget_s / max(pair, 1e-9))))
-    return interleaved(steps, warmup=0, repeat=reps)
+    times = {p: [] for p in steps}
+    for _ in range(CAP):
+        batch = interleaved(steps, warmup=0, repeat=reps, raw=True)
+        for p in steps:
+            times[p] += batch[p]
+        low, high = ratio_interval(times)
+        if math.log(high / low) / 2 <= PRECISION:
+            break
+    out = {p: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
+           for p, v in times.items()}
+    out["dgl_accel"].update(ratio_low=low, ratio_high=high)
+    return out
 
 
 def geomean(values) -> float:
@@ -239,7 +269,8 @@ def run(args) -> int:
             del graphs[cell.graph]
         gc.collect()
         print(f"[{i}/{len(cells)}] {cell.case}: DGL {times['dgl']['median'] * 1e3:.1f} ms, ours "
-              f"{times['dgl_accel']['median'] * 1e3:.1f} ms, {ratio:.2f}x ({times['dgl']['repeat']} repeats, "
+              f"{times['dgl_accel']['median'] * 1e3:.1f} ms, {ratio:.2f}x [{times['dgl_accel']['ratio_low']:.2f}, "
+              f"{times['dgl_accel']['ratio_high']:.2f}] ({times['dgl']['repeat']} repeats, "
               f"|diff| {facts['max_abs_diff']:.0e}); {time.perf_counter() - started:.0f} s", file=sys.stderr)
     elapsed = time.perf_counter() - started
     met = summary(rows, elapsed, mode)

@@ -58,10 +58,10 @@ def time_fn(fn: Callable[[], object], warmup: int = 2, repeat: int = 5, min_time
     return {"median": statistics.median(times), "min": min(times), "max": max(times), "repeat": len(times)}
 
 
-def interleaved(fns: dict, warmup: int, repeat) -> dict:
+def interleaved(fns: dict, warmup: int, repeat, raw: bool = False) -> dict:
     """Time several providers repeat by repeat, in turn, so background load hits all alike.
     ``repeat``: an int, or a dict of repeats per provider (a slow provider may run fewer).
-    Returns ``{name: {median, min, max, repeat}}`` in seconds."""
+    Returns ``{name: {median, min, max, repeat}}`` in seconds (``raw``: ``{name: [times]}``)."""
     reps = repeat if isinstance(repeat, dict) else dict.fromkeys(fns, repeat)
     for _ in range(warmup):
         for f in fns.values():
@@ -73,6 +73,8 @@ def interleaved(fns: dict, warmup: int, repeat) -> dict:
                 t0 = time.perf_counter()
                 f()
                 times[k].append(time.perf_counter() - t0)
+    if raw:
+        return times
     return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
             for k, v in times.items()}
 

@@ -9,9 +9,11 @@ Messages are computed in fp32 (fp64 for fp64 inputs) and the result is stored in
 Rows without in-edges hold ``fill`` (0, as DGL's ``update_all`` gives; DGL's ``gspmm`` itself leaves
 -inf for max and +inf for min).  Ties go to the FIRST in-CSR position that carries the extremum, on
 both paths.  The forward keeps ``arg`` [num_dst, F] (int64 in-CSR position, -1 for empty rows) and
-nothing of size E x F; the backward reads the argument's source and edge from it and scatters
-``grad_out`` there, as DGL's GSpMM backward does (rows without in-edges pass no gradient on: DGL
-sends theirs to node/edge 0, its default arg, which is no derivative of anything).
+nothing of size E x F (where no input needs a gradient and ``return_arg`` is off, the native paths
+compute the values alone: GIN's max over input features, 1.05-1.09x DGL's step on Amazon-CS); the
+backward reads the argument's source and edge from it and scatters ``grad_out`` there, as DGL's
+GSpMM backward does (rows without in-edges pass no gradient on: DGL sends theirs to node/edge 0, its
+default arg, which is no derivative of anything).
 
 Naming chain: ``_extrema_fwd_kernel`` (kernels/extrema.py) -> :func:`extrema_forward` (launcher) and
 the native path: :func:`extrema_compiled` (numba, one pass per row, ``core/jit/extrema.py``) where
@@ -124,9 +126,10 @@ def _messages(rows: Structure, op: str, x: torch.Tensor, w: torch.Tensor | None)
 
 
 def extrema_native(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: torch.Tensor | None,
-                   fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+                   fill: float, want_arg: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`extrema_forward` in vectorised torch: scatter_reduce amax of the messages per row, then
-    scatter_reduce amin of the CSR positions that reach it (the first one: ties in CSR order)."""
+    scatter_reduce amin of the CSR positions that reach it (the first one: ties in CSR order).
+    ``want_arg=False``: the values alone (arg None), one scatter instead of two."""
     num_rows, num_feat, num_edges = rows.num_rows, x.shape[1], rows.num_edges
     acc = acc_dtype(x.dtype)
     if not (num_rows and num_feat and num_edges):
@@ -139,6 +142,9 @@ def extrema_native(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: t
     index = entry_rows[:, None].expand(-1, num_feat)
     best = torch.full((num_rows, num_feat), float("-inf"), dtype=acc, device=x.device)
     best.scatter_reduce_(0, index, m, "amax")
+    if not want_arg:
+        filled = _fill_empty(rows, best.neg_() if negate else best, fill)
+        return filled.to(x.dtype), None
     positions = torch.arange(num_edges, device=x.device)[:, None].expand(-1, num_feat)
     candidates = torch.where(m == best.index_select(0, entry_rows), positions, num_edges)
     arg = torch.full((num_rows, num_feat), num_edges, dtype=torch.int64, device=x.device)
@@ -150,15 +156,25 @@ def extrema_native(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: t
 
 
 def extrema_compiled(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: torch.Tensor | None,
-                     fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+                     fill: float, want_arg: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`extrema_native` as one compiled pass per row (CPU tensors; half types in fp32)."""
     acc = acc_dtype(x.dtype)
     xa = x.detach().to(acc).contiguous().numpy()
     wa = (torch.zeros((1, 1), dtype=acc) if w is None else w.detach().to(acc).contiguous()).numpy()
     cols = rows.eids if op == "copy_e" else rows.indices
-    out, arg = loops.extrema_rows(np64(rows.indptr), np64(cols), np64(rows.eids), xa, wa, _LOOP_OP[_KERNEL_OP[op]],
-                                  bool(negate), float(fill))
+    arrays = (np64(rows.indptr), np64(cols), np64(rows.eids), xa, wa, _LOOP_OP[_KERNEL_OP[op]], bool(negate),
+              float(fill))
+    if not want_arg:
+        return torch.from_numpy(loops.extrema_values(*arrays)).to(x.dtype), None
+    out, arg = loops.extrema_rows(*arrays)
     return torch.from_numpy(out).to(x.dtype), torch.from_numpy(arg)
+
+
+def _fill_empty(rows: Structure, best: torch.Tensor, fill: float) -> torch.Tensor:
+    """``best`` with ``fill`` where the arg pass would find no position: rows without entries
+    (scatter_reduce left -inf there) and NaN results (no message equals them)."""
+    empty = (rows.indptr[1:] == rows.indptr[:-1])[:, None] | best.isnan()
+    return torch.where(empty, torch.tensor(float(fill), dtype=best.dtype, device=best.device), best)
 
 
 def _weight_at(w: torch.Tensor, eid: torch.Tensor) -> torch.Tensor:
@@ -220,14 +236,15 @@ class ExtremaFunction(torch.autograd.Function):
     """(out, arg) of the max/min aggregation on ``path``; differentiable in ``x`` and ``w``."""
 
     @staticmethod
-    def forward(ctx, rows: Structure, op: str, negate: bool, fill: float, path: str, x, w):
+    def forward(ctx, rows: Structure, op: str, negate: bool, fill: float, path: str, want_arg: bool, x, w):
+        """``want_arg``: keep the positions; False only where no gradient will be asked for (the
+        native paths then compute the values alone; arg comes back empty)."""
         if path == "triton":
-            run = extrema_forward
-        elif jit_runtime.worth(rows.num_edges) and x.device.type == "cpu":
-            run = extrema_compiled
+            out, arg = extrema_forward(rows, op, negate, x, w, fill)
         else:
-            run = extrema_native
-        out, arg = run(rows, op, negate, x, w, fill)
+            compiled = jit_runtime.worth(rows.num_edges) and x.device.type == "cpu"
+            out, arg = (extrema_compiled if compiled else extrema_native)(rows, op, negate, x, w, fill, want_arg)
+            arg = torch.empty((0, out.shape[1]), dtype=torch.int64, device=out.device) if arg is None else arg
         ctx.mark_non_differentiable(arg)
         ctx.rows, ctx.op, ctx.name = rows, op, f"{op}_{'min' if negate else 'max'}"
         ctx.x_meta = (tuple(x.shape), x.dtype)
@@ -239,7 +256,7 @@ class ExtremaFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad, _grad_arg):
         arg, x, w = ctx.saved_tensors
-        need_x, need_w = ctx.needs_input_grad[5], ctx.needs_input_grad[6]
+        need_x, need_w = ctx.needs_input_grad[6], ctx.needs_input_grad[7]
         backend.record(f"{ctx.name}_backward", "native", grad.device)  # torch ops or the compiled loop
         compiled = (not torch.is_grad_enabled() and grad.device.type == "cpu"  # create_graph: torch ops
                     and jit_runtime.worth(ctx.rows.num_edges))
@@ -248,7 +265,7 @@ class ExtremaFunction(torch.autograd.Function):
             need_x, need_w)
         grad_x = None if grad_x is None else grad_x.to(ctx.x_meta[1])
         grad_w = None if grad_w is None else grad_w.to(ctx.w_meta[1])
-        return None, None, None, None, None, grad_x, grad_w
+        return None, None, None, None, None, None, grad_x, grad_w
 
 
 def _operands(views: GraphViews, op: str, ufeat, efeat):
@@ -287,7 +304,8 @@ def aggregate_extrema(views: GraphViews, op: str, reduce: str, ufeat: torch.Tens
     x, w, feat = _operands(views, op, ufeat, efeat)
     path = backend.choose_path(*(t for t in (x, w) if t is not None))
     backend.record(f"{op}_{reduce}", path, x.device)
-    out, arg = ExtremaFunction.apply(rows, op, reduce == "min", float(fill), path, x, w)
+    want_arg = return_arg or (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w)))
+    out, arg = ExtremaFunction.apply(rows, op, reduce == "min", float(fill), path, want_arg, x, w)
     shape = (rows.num_rows,) + feat
     return (out.reshape(shape), arg.reshape(shape)) if return_arg else out.reshape(shape)
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
+from dgl_accel.core import extrema as extrema_module
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.extrema import EXTREMA_OPS, aggregate_extrema, extrema_reference
 from dgl_accel.core.jit import runtime as jit_runtime
@@ -226,6 +227,35 @@ def test_compiled_loops_equal_the_torch_path(e, op, reduce, feat, w_shape, dtype
     for got, want in zip(grads, torch_grads):
         assert got.dtype == want.dtype
         assert_close(got, want.double(), dtype)
+
+
+@settings(max_examples=12)
+@given(e=SMALL, op=st.sampled_from(EXTREMA_OPS), reduce=st.sampled_from(["max", "min"]),
+       feat=st.sampled_from([(1,), (4,), (2, 3)]), w_shape=st.sampled_from(["E", "E1", "EF"]),
+       dtype=st.sampled_from(DTYPES), integer=st.booleans(), seed=tst.SEEDS)
+def test_without_gradients_the_values_alone_equal_the_reference(e, op, reduce, feat, w_shape, dtype, integer, seed):
+    # no input needs a gradient and no arg is asked for: the native paths skip the positions (the
+    # compiled values-only loop where numba is there, one scatter in torch), with the same values
+    g = tst.tensor_graph(e)
+    ufeat, efeat = operands(g, op, feat, w_shape, dtype, seed % 2**31, integer)
+    ref_out, _ = extrema_reference(g.csr("in"), op, reduce, ufeat, efeat)
+    for min_work in (0, 2**62):  # compiled (where numba is), then the vectorised torch code
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(jit_runtime, "MIN_WORK", min_work)
+            mp.setattr(extrema_module.loops, "extrema_rows", positions_not_wanted)
+            out = run("native", g, op, reduce, ufeat, efeat, fill=0.5)
+            assert torch.equal(out, torch.where(ref_arg_is_empty(g, feat), torch.tensor(0.5, dtype=dtype), ref_out))
+            assert not out.requires_grad
+
+
+def positions_not_wanted(*args):
+    raise AssertionError("the positions pass ran where no gradient or arg was wanted")
+
+
+def ref_arg_is_empty(g, feat):
+    """[num_dst, *feat] True on the rows without in-edges (where ``fill`` goes)."""
+    indptr = g.csr("in").indptr
+    return (indptr[1:] == indptr[:-1]).reshape((-1,) + (1,) * len(feat)).expand((g.num_dst,) + feat)
 
 
 # ------------------------------------------------------------------------------------------ bad input

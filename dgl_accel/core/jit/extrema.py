@@ -3,7 +3,8 @@
 Same contract as the Triton kernel and the vectorised torch path: messages in the arrays' dtype
 (float32 or float64), the first entry of a row taken, then a later one only when strictly larger
 (``negate``: strictly smaller, the min; ties stay with the first CSR position); rows without
-entries hold ``fill`` and arg -1.
+entries hold ``fill`` and arg -1.  :func:`extrema_values` is the same pass without the positions,
+for callers no gradient will reach (half the bytes written, a shorter vectorised loop).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from .row_ranges import bounds_of
 from .runtime import njit, pick, prange, twins
 
-__all__ = ["extrema_rows", "extrema_scatter"]
+__all__ = ["extrema_rows", "extrema_values", "extrema_scatter"]
 
 
 @njit(cache=True, inline="always")
@@ -159,6 +160,81 @@ def extrema_rows(indptr, cols, eids, x, w, op: int, negate: bool, fill: float):
     pick(_extrema_parallel, _extrema_serial)(indptr, cols, eids, x, w, op, negate, x.dtype.type(fill), out, arg,
                                              pos_like)
     return out, arg
+
+
+@njit(cache=True, inline="always")
+def _take3(best, src, s0, s1, s2, negate):
+    """:func:`_merge3` without positions: the values alone (the same selects, so the same results)."""
+    if negate:
+        for f in range(best.shape[0]):
+            b = best[f]
+            v = src[s0, f]
+            b = v if v < b else b
+            v = src[s1, f]
+            b = v if v < b else b
+            v = src[s2, f]
+            best[f] = v if v < b else b
+    else:
+        for f in range(best.shape[0]):
+            b = best[f]
+            v = src[s0, f]
+            b = v if v > b else b
+            v = src[s1, f]
+            b = v if v > b else b
+            v = src[s2, f]
+            best[f] = v if v > b else b
+
+
+def _values_impl(indptr, cols, eids, x, w, op, negate, fill, out):
+    """:func:`_extrema_impl`'s values without its positions: the first entry, then three at a time
+    (:func:`_take3`, a repeated source for the one or two left over), messages of ops 1, 2 in ``msg``."""
+    num_feat = out.shape[1]
+    wide = w.shape[1] != 1
+    nch = 64
+    bounds = bounds_of(indptr, nch)
+    for ch in prange(nch):
+        best = np.empty(num_feat, dtype=out.dtype)
+        msg = np.empty((3, num_feat), dtype=out.dtype)
+        for r in range(bounds[ch], bounds[ch + 1]):
+            lo = indptr[r]
+            hi = indptr[r + 1]
+            if lo == hi:
+                for f in range(num_feat):
+                    out[r, f] = fill
+                continue
+            if op == 0:
+                c = cols[lo]
+                for f in range(num_feat):
+                    best[f] = x[c, f]
+                k = lo + 1
+                while k < hi:  # the last group repeats its final entry: max(a, a) = a
+                    k1 = min(k + 1, hi - 1)
+                    k2 = min(k + 2, hi - 1)
+                    _take3(best, x, cols[k], cols[k1], cols[k2], negate)
+                    k += 3
+            else:
+                _messages(msg, x, w, cols, eids, lo, 1, op, wide)
+                for f in range(num_feat):
+                    best[f] = msg[0, f]
+                k = lo + 1
+                while k < hi:
+                    n = min(3, hi - k)
+                    _messages(msg, x, w, cols, eids, k, n, op, wide)
+                    _take3(best, msg, 0, min(1, n - 1), min(2, n - 1), negate)
+                    k += n
+            for f in range(num_feat):
+                out[r, f] = best[f]
+
+
+_values_parallel, _values_serial = twins(_values_impl)
+
+
+def extrema_values(indptr, cols, eids, x, w, op: int, negate: bool, fill: float):
+    """:func:`extrema_rows`'s ``out`` alone (no positions: nothing to send a gradient back with)."""
+    num_rows = indptr.shape[0] - 1
+    out = np.empty((num_rows, x.shape[1]), dtype=x.dtype)
+    pick(_values_parallel, _values_serial)(indptr, cols, eids, x, w, op, negate, x.dtype.type(fill), out)
+    return out
 
 
 @njit(cache=True)
