@@ -9,9 +9,10 @@ messages and a dozen E x H temporaries.  These loops make one pass per CSR row i
   buffer of the row's scores), then one pass over v's in-edges summing exp(s - m) feat[u] into an
   accumulator of H x D floats, writing ``out[v]`` and ``lse[v] = m + log(l)``;
 * GAT backward, pass A over destinations: p_e = exp(s_e - lse[v]) and g_e = <grad_out[v], feat[u]>
-  recomputed (times the dropout weight), delta[v] = sum_e p_e g_e and grad_er; pass B over sources
-  (out-CSR rows) recomputes p_e and g_e itself (one more D-long dot per edge: the price of storing
-  nothing per edge) for grad_feat and grad_el.  Each output row is written by the one task owning
+  recomputed (times the dropout weight), delta[v] = sum_e p_e g_e and grad_er, p_e and g_e kept
+  per edge and head (two E x H scratch arrays, freed on return); pass B over sources (out-CSR rows)
+  reads them for grad_feat and grad_el (one exp and one D-long dot per edge and head in all: the
+  exps were most of the backward with many narrow heads).  Each output row is written by the one task owning
   it: no atomics, no races;
 * attention dropout (``core/attention/dropout.py``): a hash of (edge id, head key) recomputed
   where needed, or a uint8 mask [E, H] drawn as DGL's ``nn.Dropout`` (:func:`edge_drop`);
@@ -156,7 +157,7 @@ _gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fast
 @njit(cache=True, inline="always")
 def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr, drop):
     """(p_e, w_e, g_e = w_e (<grad_out[v, h], feat[u, h]> + grad_attn[e, h]), raw score) of one edge
-    and head: what both backward passes recompute, in one order."""
+    and head, in pass A (pass B reads p_e and g_e from it)."""
     D = feat.shape[2]
     raw = el[u, h] + er[v, h]
     s = raw if raw > 0 else raw * params[0]
@@ -171,10 +172,10 @@ def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_
 
 
 def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr,
-                      drop, delta, grad_er):
+                      drop, delta, grad_er, pe, ge):
     """Pass A over destinations, one pass over v's in-edges: delta[v, h] = sum_e p_e g_e
     (:func:`_edge_terms`) and grad_er[v, h] = sum_e p_e (g_e - delta) leaky'_e, summed as
-    sum_e p_e g_e leaky'_e - delta sum_e p_e leaky'_e (no second pass, no per-edge buffer)."""
+    sum_e p_e g_e leaky'_e - delta sum_e p_e leaky'_e (no second pass); p_e, g_e kept in pe, ge [E, H]."""
     H = feat.shape[1]
     bounds = bounds_of(indptr, CHUNKS)
     sl = params[0]
@@ -193,6 +194,8 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 for h in range(H):
                     p, _, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
                                                keys, keep, thr, drop)
+                    pe[e, h] = p
+                    ge[e, h] = g
                     pg = p * g
                     dl[h] += pg
                     if raw > 0:
@@ -210,11 +213,12 @@ _gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=R
 
 
 def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr,
-                      drop, delta, grad_feat, grad_el, halves, attn_l, attn_r, grad_er, part_l, part_r):
+                      drop, delta, grad_feat, grad_el, halves, attn_l, attn_r, grad_er, part_l, part_r, pe, ge):
     """Pass B over sources (out-CSR rows): grad_feat[u, h] = sum over u's out-edges of p_e w_e
-    grad_out[v, h] and grad_el[u, h] = sum of p_e (g_e - delta[v, h]) leaky'(raw_e), recomputing p_e
-    and g_e (:func:`_edge_terms`) from lse and pass A's delta.  With ``halves`` (el, er = <feat, attn_l/r>)
-    also grad_el attn_l + grad_er attn_r into grad_feat[u], sums of grad_el/er feat into part_l/r[ch].
+    grad_out[v, h] and grad_el[u, h] = sum of p_e (g_e - delta[v, h]) leaky'(raw_e), with pass A's
+    p_e, g_e (pe, ge) and delta; w_e (the dropout weight) and raw_e recomputed: no exp, no D-long dot.
+    With ``halves`` (el, er = <feat, attn_l/r>) also grad_el attn_l + grad_er attn_r into grad_feat[u],
+    sums of grad_el/er feat into part_l/r[ch].
     Row u reads feat only at u, each entry before writing it: grad_feat may be feat (``gat_layer``)."""
     H = feat.shape[1]
     D = feat.shape[2]
@@ -232,8 +236,10 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 v = indices[k]
                 e = eids[k]
                 for h in range(H):
-                    p, w, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
-                                               keys, keep, thr, drop)
+                    p = pe[e, h]
+                    g = ge[e, h]
+                    raw = el[u, h] + er[v, h]
+                    w = edge_drop(keep, keys, h, e, thr, params[1]) if drop else params[1]
                     gs = p * (g - delta[v, h])
                     gl[h] += gs if raw > 0 else gs * sl
                     pw = p * w
@@ -402,7 +408,8 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     indices, eids) int64 triples (in: rows = destinations, indices = sources; out: the reverse),
     ``grad_attn`` [E, H] or None, ``dropout`` as in :func:`gat_forward`.  ``halves`` = (attn_l, attn_r)
     [H, D] (el, er made from them): their gradient is in grad_feat, (grad_attn_l, grad_attn_r) follow;
-    ``into_feat``: grad_feat overwrites ``feat``.  Temporaries: delta [num_dst, H]; nothing per edge."""
+    ``into_feat``: grad_feat overwrites ``feat``.  Temporaries: delta [num_dst, H] and pass A's p_e, g_e
+    [E, H] (pass B reads them instead of a second exp and D-long dot per edge and head)."""
     dt = feat.dtype
     heads = feat.shape[1]
     keys, keep, thr, drop, scale = _dropout(dropout, heads)
@@ -414,11 +421,12 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
     params = _params(slope, scale, dt)
     common = (feat, el, er, params, lse, grad_out, ga, has_attn, keys, keep, thr, drop)
-    pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, *common, delta, grad_er)
+    pe, ge = (np.empty((in_csr[1].shape[0], heads), dtype=dt) for _ in "pg")
+    pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, *common, delta, grad_er, pe, ge)
     parts, parts_r = (np.zeros((CHUNKS if halves is not None else 0,) + feat.shape[1:], dtype=dt) for _ in "lr")
     a_l, a_r = halves if halves is not None else (np.empty((0, feat.shape[2]), dtype=dt),) * 2
     pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, *common, delta, grad_feat, grad_el,
-                                                     halves is not None, a_l, a_r, grad_er, parts, parts_r)
+                                                     halves is not None, a_l, a_r, grad_er, parts, parts_r, pe, ge)
     if halves is None:
         return grad_feat, grad_el, grad_er
     return grad_feat, grad_el, grad_er, parts.sum(0), parts_r.sum(0)

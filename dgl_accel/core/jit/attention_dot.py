@@ -8,13 +8,13 @@ v's in-edges, out[v, h] = sum_e p_e val[u, h].
   buffer of max-degree x H, then exp and the weighted sum of value rows into ``out[v]``,
   ``lse[v] = m + log(l)``;
 * backward, with t_e = <grad_out[v], val[u]> (+ grad_attn_e), c[v, h] = sum over v's in-edges of
-  p_e t_e and ds_e = p_e (t_e - c[v]): a pass over destinations sweeps v's edges twice, first summing
-  c[v] (in the arrays' dtype, from the recomputed p_e: the output rounded to a half type is too coarse)
-  into the c array, then writing grad_q[v] = scale sum_e ds_e k[u]; a pass over sources (out-CSR rows)
-  reads c and writes
-  grad_k[u] = scale sum_e ds_e q[v] and grad_val[u] = sum_e p_e grad_out[v].  Each pass recomputes
-  s_e and p_e from lse: no per-edge scratch, and each output row is written by the one task owning it
-  (no atomics).
+  p_e t_e and ds_e = p_e (t_e - c[v]): a pass over destinations sweeps v's edges twice, first
+  recomputing p_e from lse (in the arrays' dtype: the output rounded to a half type is too coarse)
+  and summing c[v], then writing grad_q[v] = scale sum_e ds_e k[u]; a pass over sources (out-CSR rows)
+  writes grad_k[u] = scale sum_e ds_e q[v] and grad_val[u] = sum_e p_e grad_out[v].  p_e and ds_e
+  are kept per edge and head between the passes (two E x H scratch arrays, freed on return): one
+  exp and two H-long dots per edge and head instead of three of each (at 8 heads of 8 features the
+  exps were most of the backward).  Each output row is written by the one task owning it (no atomics).
 
 Rows are cut into ``CHUNKS`` ranges of about equal edge counts (:func:`bounds_of`), one task each;
 (parallel, serial) twins as every loop here.
@@ -81,8 +81,9 @@ def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
 _dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fastmath=REASSOC)
 
 
-def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q):
-    """c[v] = sum over v's in-edges of p_e t_e, then grad_q[v] = scale * sum over them of ds_e k[u]."""
+def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q, pe, ds):
+    """Per in-edge e: pe[e] = p_e, then ds[e] = scale p_e (t_e - c[v]) (t_e kept in ds in between),
+    c[v] = sum over v's in-edges of p_e t_e, and grad_q[v] = sum over them of ds_e k[u]."""
     H = q.shape[1]
     DK = q.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
@@ -95,45 +96,49 @@ def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
             den[:] = 0
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
+                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
-                    pe = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
-                    c[v, h] += pe * t
-                    den[h] += pe
+                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, e)
+                    p = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
+                    pe[e, h] = p
+                    ds[e, h] = t
+                    c[v, h] += p * t
+                    den[h] += p
             for h in range(H):
                 if den[h] > 0:  # 1 up to lse's rounding: dividing keeps sum_e ds_e = 0
                     c[v, h] /= den[h]
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
+                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
-                    ds = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h]) * (t - c[v, h]) * sc
+                    d_e = pe[e, h] * (ds[e, h] - c[v, h]) * sc
+                    ds[e, h] = d_e
                     for d in range(DK):
-                        grad_q[v, h, d] += ds * k[u, h, d]
+                        grad_q[v, h, d] += d_e * k[u, h, d]
 
 
 _dot_bwd_dst_parallel, _dot_bwd_dst_serial = twins(_dot_bwd_dst_impl, fastmath=REASSOC)
 
 
-def _dot_bwd_src_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_k, grad_val):
-    """grad_k[u] = scale * sum over u's out-edges of ds_e q[v]; grad_val[u] = sum p_e grad_out[v]."""
+def _dot_bwd_src_impl(indptr, indices, eids, q, grad_out, pe, ds, grad_k, grad_val):
+    """grad_k[u] = sum over u's out-edges of ds_e q[v]; grad_val[u] = sum p_e grad_out[v] (from the
+    destination pass's pe and ds)."""
     H = q.shape[1]
     DK = q.shape[2]
-    DV = val.shape[2]
+    DV = grad_out.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
-    sc = scale[0]
     for ch in prange(CHUNKS):
         for u in range(bounds[ch], bounds[ch + 1]):
             grad_k[u] = 0
             grad_val[u] = 0
             for j in range(indptr[u], indptr[u + 1]):
                 v = indices[j]
+                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
-                    p = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
-                    ds = p * (t - c[v, h]) * sc
+                    d_e = ds[e, h]
+                    p = pe[e, h]
                     for d in range(DK):
-                        grad_k[u, h, d] += ds * q[v, h, d]
+                        grad_k[u, h, d] += d_e * q[v, h, d]
                     for d in range(DV):
                         grad_val[u, h, d] += p * grad_out[v, h, d]
 
@@ -173,7 +178,8 @@ def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, grad_out, grad_a
     ga = grad_attn if has_ga else np.empty((0, q.shape[1]), dtype=dt)
     sc = _scale(scale, dt)
     grad_q, grad_k, grad_val = np.empty(q.shape, dtype=dt), np.empty(k.shape, dtype=dt), np.empty(val.shape, dtype=dt)
-    pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q)
-    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(*out_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_k,
-                                                     grad_val)
+    pe, ds = np.empty((in_csr[1].shape[0], q.shape[1]), dtype=dt), np.empty((in_csr[1].shape[0], q.shape[1]), dtype=dt)
+    pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q,
+                                                     pe, ds)
+    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(*out_csr, q, grad_out, pe, ds, grad_k, grad_val)
     return grad_q, grad_k, grad_val

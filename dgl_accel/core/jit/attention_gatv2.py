@@ -8,11 +8,12 @@ s_e = sum_d attn[h, d] leaky(z_e[d]), p_e its softmax over v's in-edges, out[v, 
   buffer of max-degree x H, then exp and the weighted sum of source rows, ``lse[v] = m + log(l)``;
 * backward, with t_e = <grad_out[v], fs[u]> (+ grad_attn_e), c[v, h] = sum over v's in-edges of
   p_e t_e and ds_e = p_e (t_e - c[v]): a pass over destinations sweeps v's edges twice, first summing
-  c[v] into the c array (in the arrays' dtype, from the recomputed p_e), then writing
+  c[v] into the c array (in the arrays' dtype, from p_e recomputed from lse), then writing
   grad_fd[v] = sum_e ds_e attn leaky'(z_e) and each task's share of grad_attn = sum_e ds_e leaky(z_e)
   (one H x D partial per task, summed after); a pass over sources (out-CSR rows) writes
-  grad_fs[u] = sum_e p_e grad_out[v] + ds_e attn leaky'(z_e).  Both recompute s_e and p_e from lse: no
-  per-edge scratch, each output row written by the one task owning it (no atomics).
+  grad_fs[u] = sum_e p_e grad_out[v] + ds_e attn leaky'(z_e).  p_e and ds_e are kept per edge and
+  head between the passes (two E x H scratch arrays, freed on return): one score, exp and t_e per
+  edge and head instead of three.  Each output row is written by the one task owning it (no atomics).
 """
 from __future__ import annotations
 
@@ -85,7 +86,9 @@ _gatv2_attention_parallel, _gatv2_attention_serial = twins(_gatv2_attention_impl
 
 
 def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad_out, ga, has_ga, grad_fd,
-                        grad_attn_parts):
+                        grad_attn_parts, pe, dse):
+    """c[v], grad_fd[v] and the task's share of grad_attn; per in-edge e, pe[e] = p_e and
+    dse[e] = ds_e (t_e kept in dse in between) for the source pass."""
     H = fs.shape[1]
     D = fs.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
@@ -102,19 +105,23 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
             den[:] = 0
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
+                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
-                    pe = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
-                    c[v, h] += pe * t
-                    den[h] += pe
+                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, e)
+                    p = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
+                    pe[e, h] = p
+                    dse[e, h] = t
+                    c[v, h] += p * t
+                    den[h] += p
             for h in range(H):
                 if den[h] > 0:  # 1 up to lse's rounding: dividing keeps sum_e ds_e = 0
                     c[v, h] /= den[h]
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
+                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
-                    ds = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h]) * (t - c[v, h])
+                    ds = pe[e, h] * (dse[e, h] - c[v, h])
+                    dse[e, h] = ds
                     for d in range(D):
                         z = fs[u, h, d] + fd[v, h, d]
                         if z > 0:
@@ -128,7 +135,8 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
 _gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial = twins(_gatv2_bwd_dst_impl, fastmath=REASSOC)
 
 
-def _gatv2_bwd_src_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad_out, ga, has_ga, grad_fs):
+def _gatv2_bwd_src_impl(indptr, indices, eids, fs, fd, attn, slope, grad_out, grad_fs, pe, dse):
+    """grad_fs[u] from the destination pass's p_e and ds_e (pe, dse): no exp, no score."""
     H = fs.shape[1]
     D = fs.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
@@ -138,10 +146,10 @@ def _gatv2_bwd_src_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
             grad_fs[u] = 0
             for j in range(indptr[u], indptr[u + 1]):
                 v = indices[j]
+                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
-                    p = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
-                    ds = p * (t - c[v, h])
+                    p = pe[e, h]
+                    ds = dse[e, h]
                     for d in range(D):
                         z = fs[u, h, d] + fd[v, h, d]
                         g = ds * attn[h, d]
@@ -185,8 +193,8 @@ def gatv2_backward(in_csr, out_csr, fs, fd, attn, slope: float, lse, grad_out, g
     sl = _slope(slope, dt)
     grad_fs, grad_fd = np.empty(fs.shape, dtype=dt), np.empty(fd.shape, dtype=dt)
     parts = np.empty((CHUNKS,) + attn.shape, dtype=dt)
+    pe, dse = (np.empty((in_csr[1].shape[0], fs.shape[1]), dtype=dt) for _ in "pd")
     pick(_gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial)(*in_csr, fs, fd, attn, sl, lse, c, grad_out, ga, has_ga,
-                                                         grad_fd, parts)
-    pick(_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial)(*out_csr, fs, fd, attn, sl, lse, c, grad_out, ga, has_ga,
-                                                         grad_fs)
+                                                         grad_fd, parts, pe, dse)
+    pick(_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial)(*out_csr, fs, fd, attn, sl, grad_out, grad_fs, pe, dse)
     return grad_fs, grad_fd, parts.sum(axis=0)
