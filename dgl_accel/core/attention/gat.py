@@ -11,8 +11,10 @@ asks for the attention (``return_attention=True``, which then is differentiable 
 
 Backward, with g_e = w_e <grad_out[v], feat[u]> (w_e the dropout weight): grad_s_e = p_e (g_e -
 delta[v]) with delta[v] = sum over v's in-edges of p g (the softmax backward), times leaky'.  Pass 1
-over the in-CSR (destinations) sums delta and grad_er; pass 2 over the out-CSR (sources) recomputes
-p_e and g_e for grad_feat and grad_el: no atomics, nothing per edge stored between the passes.
+over the in-CSR (destinations) sums delta and grad_er; pass 2 over the out-CSR (sources) needs p_e
+and g_e again for grad_feat and grad_el: the Triton kernels recompute them (nothing per edge between
+the passes), the compiled CPU loops keep them from pass 1 (E x H scratch, freed when the backward
+returns: an exp costs more there than the bytes).  No atomics.
 Triton path: ``_gat_fwd_kernel``, ``_gat_bwd_dst_kernel``, ``_gat_bwd_src_kernel``.  Native path:
 vectorised torch over edges (:mod:`.native`); from ``runtime.MIN_WORK`` edges with numba, the same
 passes as compiled loops (:mod:`.compiled`).
