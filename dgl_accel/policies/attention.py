@@ -9,18 +9,19 @@ dropout hash, and in backward both again in each of two passes; the D-long produ
 part that grows with the head width.  With many narrow heads that fixed price dominates and the
 routed ops win; with wide heads, or one head, the fused loops do.
 
-Measured on this workplace's 2-core machine (2026-11-27, Amazon-CS with self-loops, 505k edges, one
-``GATConv`` training step in 767 -> H x D, one thread, interleaved; ratio = DGL's time / ours):
+Measured on this workplace's 2-core machine (2026-11-27, evening, with the compiled backward that
+keeps p_e per edge between its passes; Amazon-CS with self-loops, 505k edges, one ``GATConv``
+training step in 767 -> H x D, one thread, interleaved; ratio = DGL's time / ours):
 
 =========  =====  =====  =====  =====  =====  =====  =====
 H x D      1 x 8  2 x 8  8 x 8  4 x 16 8 x 16 4 x 32 1 x 64
-fused      1.05   1.07   1.10   0.89   0.96   1.59   1.65
-routed     0.91   1.31   1.38   1.20   1.20   1.25   0.96
+fused      1.12   1.08   1.07   1.10   1.18   1.68   1.73
+routed     0.92   1.10   1.32   1.29   1.53   1.30   0.96
 =========  =====  =====  =====  =====  =====  =====  =====
 
-The same step for the other two ops (4x32 / 8x8, fused and routed): ``GATv2Conv`` 2.28 / 1.43 and
-1.09 / 1.68; ``DotGatConv`` 1.64 / 1.08 and 0.86 / 1.03 (its fused loops have no leaky ReLU or
-dropout hash per edge and head: fused at every width).
+``DotGatConv``, the same step (2 x 8, 8 x 8, 4 x 16, 4 x 32): fused 1.28, 1.37, 1.75, 2.04; routed
+0.98, 1.05, 0.90, 0.99 (its fused loops have no leaky ReLU or dropout hash per edge and head: fused
+at every width).  ``GATv2Conv`` (earlier loops; 4x32 / 8x8): fused 2.28 / 1.09, routed 1.43 / 1.68.
 
 Rule (CPU tensors on the native path): fused where one head, or heads of at least
 :data:`FUSED_MIN_DIM` [op] features; otherwise the routed ops. CUDA tensors and the Triton backend
