@@ -35,7 +35,7 @@ _LAZY = {
     "execution_paths": "patching", "swap": "nn.swap", "unswap": "nn.swap",
 }
 _SUBPACKAGES = ("core", "kernels", "graph", "policies", "functional", "patching", "nn", "sampling", "grouping",
-                "data", "distributed", "testing")
+                "data", "distributed", "testing", "pyg")
 
 
 def __getattr__(name):

@@ -9,11 +9,10 @@ calls); the report lists every other ``dgl.nn`` module it left alone, with the r
 """
 from __future__ import annotations
 
-import dataclasses
-
 import dgl.nn
 import torch
 
+from ..swap_report import SwapReport, qualname
 from .dotgatconv import DotGatConv
 from .gatconv import GATConv
 from .gatv2conv import GATv2Conv
@@ -25,22 +24,6 @@ from .sageconv import SAGEConv
 SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv, dgl.nn.GATConv: GATConv,
          dgl.nn.GATv2Conv: GATv2Conv, dgl.nn.DotGatConv: DotGatConv, dgl.nn.HeteroGraphConv: HeteroGraphConv}
 CONTAINERS = (dgl.nn.HeteroGraphConv,)  # swapped, and their modules reported one by one
-
-
-@dataclasses.dataclass
-class SwapReport:
-    swapped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (name, from, to)
-    kept: list[tuple[str, str]] = dataclasses.field(default_factory=list)         # (name, why)
-
-    def __str__(self) -> str:
-        lines = [f"swapped {len(self.swapped)} module(s)"]
-        lines += [f"  {name or '<root>'}: {a} -> {b}" for name, a, b in self.swapped]
-        lines += [f"  kept {name or '<root>'}: {why}" for name, why in self.kept]
-        return "\n".join(lines)
-
-
-def _qualname(cls) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _checked(model) -> torch.nn.Module:
@@ -56,7 +39,7 @@ def _why_kept(module: torch.nn.Module) -> str | None:
         return None  # already a dgl-accel layer: swap is idempotent
     if isinstance(module, tuple(SWAPS)):
         # A user subclass may override forward itself; changing its class would drop that.
-        return f"{_qualname(cls)} subclasses a dgl.nn layer"
+        return f"{qualname(cls)} subclasses a dgl.nn layer"
     if not cls.__module__.startswith("dgl.nn."):
         return None
     return (f"{cls.__name__}: no dgl-accel drop-in; its aggregation still runs on dgl-accel under "
@@ -72,7 +55,7 @@ def _reclass(model: torch.nn.Module, mapping: dict, report: SwapReport, explain:
     for name, module in model.named_modules():
         target = mapping.get(type(module))
         if target is not None:
-            report.swapped.append((name, _qualname(type(module)), _qualname(target)))
+            report.swapped.append((name, qualname(type(module)), qualname(target)))
             module.__class__ = target
             if not issubclass(target, CONTAINERS):  # a container's relation modules are the user's: reported
                 listed.append(name + ".")

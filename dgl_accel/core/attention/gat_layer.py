@@ -63,7 +63,7 @@ class GATLayerFunction(torch.autograd.Function):
             grad_h, grad_l, grad_r = halves_backward(views, ctx.path, ctx.slope, ctx.drop, h, attn_l, attn_r, el, er,
                                                      lse, grad_out, grad_attn)
         del h  # on the compiled path grad_h is h's buffer; elsewhere h goes now
-        gh = grad_h.reshape(x.shape[0], -1)
+        gh = grad_h.reshape(x.shape[0], weight.shape[0])  # H * D columns (-1 is ambiguous with 0 rows)
         grad_x = torch.mm(gh, weight) if ctx.needs_input_grad[5] else None
         grad_w = torch.mm(gh.t(), x) if ctx.needs_input_grad[6] else None
         grad_b = None

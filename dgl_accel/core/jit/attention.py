@@ -184,18 +184,16 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
         pgl = np.empty(H, dtype=grad_er.dtype)
         pl = np.empty(H, dtype=grad_er.dtype)
         for v in range(bounds[ch], bounds[ch + 1]):
-            for h in range(H):
-                dl[h] = 0
-                pgl[h] = 0
-                pl[h] = 0
+            dl[:] = 0
+            pgl[:] = 0
+            pl[:] = 0
             for k in range(indptr[v], indptr[v + 1]):
                 u = indices[k]
                 e = eids[k]
                 for h in range(H):
                     p, _, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
                                                keys, keep, thr, drop)
-                    pe[e, h] = p
-                    ge[e, h] = g
+                    pe[e, h], ge[e, h] = p, g
                     pg = p * g
                     dl[h] += pg
                     if raw > 0:
@@ -236,8 +234,7 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 v = indices[k]
                 e = eids[k]
                 for h in range(H):
-                    p = pe[e, h]
-                    g = ge[e, h]
+                    p, g = pe[e, h], ge[e, h]
                     raw = el[u, h] + er[v, h]
                     w = edge_drop(keep, keys, h, e, thr, params[1]) if drop else params[1]
                     gs = p * (g - delta[v, h])
@@ -363,8 +360,7 @@ def max_degree(indptr) -> int:
     return int((indptr[1:] - indptr[:-1]).max()) if indptr.shape[0] > 1 else 0
 
 
-def _params(slope: float, scale: float, dtype) -> np.ndarray:
-    # [slope, dropout scale] as an array of the data's dtype: Python floats would turn float32 sums into float64
+def _params(slope: float, scale: float, dtype) -> np.ndarray:  # in the data's dtype: floats would make sums f64
     return np.array([slope, scale], dtype=dtype)
 
 
@@ -410,13 +406,10 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     [H, D] (el, er made from them): their gradient is in grad_feat, (grad_attn_l, grad_attn_r) follow;
     ``into_feat``: grad_feat overwrites ``feat``.  Temporaries: delta [num_dst, H] and pass A's p_e, g_e
     [E, H] (pass B reads them instead of a second exp and D-long dot per edge and head)."""
-    dt = feat.dtype
-    heads = feat.shape[1]
+    dt, heads = feat.dtype, feat.shape[1]
     keys, keep, thr, drop, scale = _dropout(dropout, heads)
-    delta = np.empty(er.shape, dtype=dt)
-    grad_er = np.empty(er.shape, dtype=dt)
-    grad_el = np.empty(el.shape, dtype=dt)
-    grad_feat = feat if into_feat else np.empty(feat.shape, dtype=dt)
+    delta, grad_er = np.empty(er.shape, dtype=dt), np.empty(er.shape, dtype=dt)
+    grad_el, grad_feat = np.empty(el.shape, dtype=dt), feat if into_feat else np.empty(feat.shape, dtype=dt)
     has_attn = grad_attn is not None
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
     params = _params(slope, scale, dt)
@@ -427,9 +420,8 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     a_l, a_r = halves if halves is not None else (np.empty((0, feat.shape[2]), dtype=dt),) * 2
     pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, *common, delta, grad_feat, grad_el,
                                                      halves is not None, a_l, a_r, grad_er, parts, parts_r, pe, ge)
-    if halves is None:
-        return grad_feat, grad_el, grad_er
-    return grad_feat, grad_el, grad_er, parts.sum(0), parts_r.sum(0)
+    grads = (grad_feat, grad_el, grad_er)
+    return grads if halves is None else grads + (parts.sum(0), parts_r.sum(0))
 
 
 def partitions(num_edges: int, num_rows: int, heads: int) -> int:

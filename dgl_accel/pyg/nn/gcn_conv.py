@@ -1,0 +1,110 @@
+"""Drop-in ``torch_geometric.nn.GCNConv``: PyG's module (constructor, parameters, state_dict keys,
+``cached`` state) with its aggregation on dgl-accel's core.
+
+The forward is PyG's, step for step: ``gcn_norm`` (PyG's own function: ``add_remaining_self_loops``
+with fill value 1, or 2 when ``improved``, then deg^-1/2 w deg^-1/2 over target in-degrees), the
+``lin`` product, the weighted sum into every target, the bias.  The sum runs as the core's
+``u_mul_e`` aggregation (:func:`dgl_accel.core.aggregation.function.aggregate`) on the graph's cached
+views (:mod:`dgl_accel.pyg.graph`), differentiable in the features and the edge weights.  Without
+``edge_weight`` the normalised edges and weights depend on the graph only, so they are computed once
+per graph, node count, option set and dtype and kept with the graph; with ``edge_weight`` the
+normalised structure is reused and the weights come from ``gcn_norm`` on every call (their gradient
+reaches ``edge_weight`` through it, as in PyG).  ``cached=True`` keeps PyG's semantics (the first
+call's normalisation serves every later call, in ``_cached_edge_index``).  ``normalize=False`` sums
+``edge_weight * x`` (or ``x``) over the given edges.  A ``torch.sparse`` adjacency (CSR or
+coalesced COO) is normalised by ``gcn_norm`` too and aggregated with its values.
+
+Left to PyG's forward (``pyg.GCNConv: fallthrough: <reason>`` in ``dgl_accel.stats()``): an ``aggr``
+other than add / sum / mean, features other than [N, F] floats, float ``edge_weight`` not of shape
+[E] or of another dtype than the features (PyG promotes the output), a sparse adjacency with
+``edge_weight``, with values that need a gradient or of another dtype, ``torch_sparse.SparseTensor``
+and ``EdgeIndex`` inputs, and PyG's explain mode, message passing hooks, ``decomposed_layers`` and
+the ``target_to_source`` flow.
+"""
+from __future__ import annotations
+
+import torch
+import torch_geometric.nn as pyg_nn
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+from ...core.aggregation.function import aggregate
+from ..graph import edges_of, sparse_values, storage_key
+from .inputs import (
+    check_device,
+    check_edge_weight,
+    fall_back,
+    features_reason,
+    graph_for,
+    graph_reason,
+    machinery_reason,
+    reduce_of,
+)
+
+PygGCNConv = pyg_nn.GCNConv
+
+
+class GCNConv(PygGCNConv):
+    def forward(self, x, edge_index, edge_weight=None):
+        if isinstance(x, (tuple, list)):
+            return PygGCNConv.forward(self, x, edge_index, edge_weight)  # PyG's ValueError: no bipartite GCN
+        why = self._why_pyg(x, edge_index, edge_weight)
+        if why is not None:
+            return fall_back(self, PygGCNConv, why, x, edge_index, edge_weight)
+        n = x.shape[0]
+        check_device(edge_index, x, edge_weight)
+        if edge_index.layout == torch.strided:
+            check_edge_weight(edge_weight, edge_index.shape[1], x)
+        edges, views = graph_for(edge_index, n, n, homogeneous=True)  # PyG's IndexError before any work
+        weight = sparse_values(edge_index) if edges.sparse else edge_weight
+        if self.normalize:
+            graph, weight = self._normalized(edges, edge_index, edge_weight, x)
+            views = edges_of(graph).views(n, n, homogeneous=True)
+            if weight is None:  # a sparse adjacency: its values are the normalised weights
+                weight = sparse_values(graph)
+        h = self.lin(x)
+        op = "copy_u" if weight is None else "u_mul_e"
+        out = aggregate(views, op, reduce_of(self), h, weight)
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+
+    def _normalized(self, edges, edge_index, edge_weight, x):
+        """(normalised graph, its edge weights or None for a sparse one) as PyG's forward takes
+        them: from ``_cached_edge_index`` if PyG's ``cached`` filled it, else from ``gcn_norm``."""
+        if self._cached_edge_index is not None:
+            return self._cached_edge_index
+        args = (x.shape[0], self.improved, self.add_self_loops, self.flow, x.dtype)
+        key = ("gcn_norm", *args)
+        if edges.sparse:  # the values are part of the graph: a new key once they change in place
+            key += (storage_key(sparse_values(edge_index)),)
+        if None in key:  # inference-mode values: no version counter to key them by
+            graph, weight = gcn_norm(edge_index, None, *args)
+        else:
+            graph, weight = edges.derived(key, lambda: gcn_norm(edge_index, None, *args))
+        if edge_weight is not None:  # the same structure; the weights (and their gradient) from gcn_norm
+            weight = gcn_norm(edge_index, edge_weight, *args)[1]
+        if self.cached:
+            self._cached_edge_index = (graph, weight)
+        return graph, weight
+
+    def _why_pyg(self, x, edge_index, edge_weight) -> str | None:
+        """Why this call runs PyG's forward (module docstring), or None; raises on a malformed graph."""
+        why = machinery_reason(self) or graph_reason(edge_index) or features_reason(x)
+        if why is not None:
+            return why
+        if reduce_of(self) not in ("sum", "mean"):
+            return f"aggr {self.aggr!r}"
+        if edge_index.layout != torch.strided:
+            if edge_weight is not None:
+                return "edge_weight with a sparse adjacency"
+            values = sparse_values(edge_index)
+            if values.requires_grad and torch.is_grad_enabled():
+                return "sparse values that need a gradient"
+            if values.dtype != x.dtype:
+                return "sparse values of another dtype than the features"
+        elif isinstance(edge_weight, torch.Tensor) and edge_weight.is_floating_point():
+            if edge_weight.dim() != 1:
+                return f"edge_weight of shape {list(edge_weight.shape)}"
+            if edge_weight.dtype != x.dtype:  # PyG promotes the output's dtype
+                return "edge_weight of another dtype than the features"
+        return None

@@ -1,0 +1,36 @@
+"""Drop-in ``torch_geometric.nn.GINConv``: PyG's module (constructor, ``nn``, ``eps`` parameter or
+buffer as ``train_eps`` says, state_dict keys) with its neighbour sum on dgl-accel's core.
+
+PyG's forward step for step: ``x`` or ``(x_src, x_dst)``, the aggregation of the source rows into
+every target (``aggr`` add/sum and mean on :func:`dgl_accel.core.aggregation.function.aggregate`,
+max/min on the extrema op, as :mod:`.sage_conv` describes), plus ``(1 + eps) * x_dst`` when there
+are target features, then ``nn``.  A ``torch.sparse`` adjacency (CSR or coalesced COO) aggregates
+its values as edge weights, as PyG's ``spmm`` does.
+
+Left to PyG's forward (``pyg.GINConv: fallthrough: <reason>``): other aggregations, max/min over a
+sparse adjacency, features other than [N, F] floats of one dtype, ``torch_sparse.SparseTensor`` and
+``EdgeIndex`` inputs, and PyG's explain mode, message passing hooks, ``decomposed_layers`` and the
+``target_to_source`` flow.
+"""
+from __future__ import annotations
+
+import torch_geometric.nn as pyg_nn
+
+from .inputs import fall_back, prepare, run_aggregation
+
+PygGINConv = pyg_nn.GINConv
+
+
+class GINConv(PygGINConv):
+    def forward(self, x, edge_index, size=None):
+        found = prepare(self, x, edge_index, size)
+        if isinstance(found, str):
+            return fall_back(self, PygGINConv, found, x, edge_index, size)
+        x_src, x_dst, edges, views = found
+        out = run_aggregation(self, edges, views, edge_index, x_src)
+        if x_dst is not None:
+            out = out + (1 + self.eps) * x_dst
+        return self.nn(out)
+
+
+__all__ = ["GINConv"]

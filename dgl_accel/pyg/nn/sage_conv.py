@@ -1,0 +1,45 @@
+"""Drop-in ``torch_geometric.nn.SAGEConv``: PyG's module (constructor, parameters, state_dict keys)
+with its neighbour aggregation on dgl-accel's core.
+
+PyG's forward step for step: ``x`` or ``(x_src, x_dst)`` (``x_dst`` may be None), ``project``'s
+``lin(x_src).relu()``, the aggregation of the source rows into every target, ``lin_l``, plus
+``lin_r(x_dst)`` with ``root_weight``, then ``normalize``'s L2 normalisation.  ``aggr`` mean and
+add/sum run on :func:`dgl_accel.core.aggregation.function.aggregate` (``copy_u``), max and min on the
+extrema op (:func:`dgl_accel.core.extrema.aggregate_extrema`: targets without in-edges get 0, as
+PyG's scatter gives; the gradient goes to the first in-edge that reaches the extremum, where PyG's
+``scatter_reduce`` splits it between tied messages: the same input gradient unless two different
+sources tie exactly).  A ``torch.sparse`` adjacency (CSR or coalesced COO) aggregates its values
+as edge weights (``u_mul_e``), as PyG's ``spmm`` does, for mean and sum.
+
+Left to PyG's forward (``pyg.SAGEConv: fallthrough: <reason>``): other aggregations (lists,
+``Aggregation`` modules, ``"lstm"``, ...), max/min over a sparse adjacency, features other than [N, F]
+floats of one dtype, ``torch_sparse.SparseTensor`` and ``EdgeIndex`` inputs, and PyG's explain mode,
+message passing hooks, ``decomposed_layers`` and the ``target_to_source`` flow.
+"""
+from __future__ import annotations
+
+import torch.nn.functional as F
+import torch_geometric.nn as pyg_nn
+
+from .inputs import fall_back, prepare, run_aggregation
+
+PygSAGEConv = pyg_nn.SAGEConv
+
+
+class SAGEConv(PygSAGEConv):
+    def forward(self, x, edge_index, size=None):
+        found = prepare(self, x, edge_index, size)
+        if isinstance(found, str):
+            return fall_back(self, PygSAGEConv, found, x, edge_index, size)
+        x_src, x_dst, edges, views = found
+        if self.project and hasattr(self, "lin"):
+            x_src = self.lin(x_src).relu()
+        out = self.lin_l(run_aggregation(self, edges, views, edge_index, x_src))
+        if self.root_weight and x_dst is not None:
+            out = out + self.lin_r(x_dst)
+        if self.normalize:
+            out = F.normalize(out, p=2.0, dim=-1)
+        return out
+
+
+__all__ = ["SAGEConv"]

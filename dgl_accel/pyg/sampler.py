@@ -1,0 +1,229 @@
+"""``NeighborSampler``: dgl-accel's neighbour sampling as a PyG sampler (a
+``torch_geometric.sampler.BaseSampler``), for PyG's ``NodeLoader``, ``LinkLoader``, ``NeighborLoader``
+(``neighbor_sampler=``) and ``LinkNeighborLoader``, without pyg-lib or torch-sparse.
+
+It takes PyG's ``NeighborSampler`` arguments in PyG's order (a positional call written for PyG means
+the same here) and returns PyG's ``SamplerOutput`` / ``HeteroSamplerOutput`` layout: ``node`` the
+sampled global ids per node type, seeds first, then each hop's new nodes; ``row`` / ``col`` local
+indices into ``node`` of each sampled edge's source and destination (messages flow row -> col, the
+seeds are destinations of hop 0); ``edge`` the original edge ids (positions in ``edge_index``, so
+``edge_permutation`` is None and ``e_id`` / edge attributes come out right); ``num_sampled_nodes``
+(seeds, then per hop) and ``num_sampled_edges`` (per hop); ``batch`` None (``disjoint=False``).
+Within a hop the new nodes are listed in increasing id (PyG's sampler: first appearance).
+
+The graph is read once (:mod:`.sampler_graph`: one in-CSR per edge type, on the device of its
+``edge_index``); a call samples hop by hop (:mod:`dgl_accel.core.sampling.hops`) with the core's counter-based
+choice, so on a CUDA graph everything stays on the device (the core's device pipeline) and the CPU
+gives the same samples.  Each hop draws ``min(fanout, in-degree)`` distinct in-edges of each node
+first reached at the previous hop (``replace=True``: ``fanout`` draws with replacement; -1: every
+in-edge).
+
+Randomness: call ``c`` (in this process, or this DataLoader worker ``w``) is keyed by
+``call_seed(seed, c, w + 1)`` (``w + 1`` = 0 outside workers); ``seed`` defaults to a draw from
+torch's generator at construction, so ``torch.manual_seed`` makes runs reproducible.
+
+Supported: homogeneous graphs and heterographs (``num_neighbors`` a list for every edge type, or a
+dict {edge type: list} as in PyG), ``subgraph_type`` "directional" and "bidirectional" (PyG's own
+conversion), ``replace``, node-wise and link-wise loaders (negative sampling through PyG's helper),
+``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``.  Refused with ``NotImplementedError``,
+before any sampling: ``subgraph_type="induced"`` (or ``directed=False``), ``disjoint=True``,
+temporal sampling (``time_attr``, seed times), ``weight_attr`` and ``sample_direction="backward"``.
+
+>>> import torch
+>>> from torch_geometric.data import Data
+>>> from torch_geometric.loader import NodeLoader
+>>> data = Data(x=torch.randn(4, 2), edge_index=torch.tensor([[1, 2, 3, 0], [0, 0, 1, 2]]))
+>>> loader = NodeLoader(data, node_sampler=NeighborSampler(data, [2, 2], seed=0), input_nodes=torch.tensor([0]),
+...                     batch_size=1)
+>>> batch = next(iter(loader))
+>>> batch.n_id.tolist(), batch.edge_index.tolist(), batch.e_id.tolist(), batch.num_sampled_edges
+([0, 1, 2, 3], [[1, 2, 3, 0], [0, 0, 1, 2]], [0, 1, 2, 3], [2, 2])
+"""
+from __future__ import annotations
+
+import torch
+from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, SamplerOutput
+from torch_geometric.sampler.base import NumNeighbors, SubgraphType
+from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
+
+from ..core.sampling.checks import check_fanout, check_nodes, expected, resolve_seed
+from ..core.sampling.hops import sample_hops
+from ..core.sampling.rng import call_seed
+from .sampler_graph import read_graph
+
+__all__ = ["NeighborSampler"]
+
+PYG_FIX = "or use torch_geometric's own NeighborSampler with pyg-lib installed"
+
+
+def _refuse(what: str, fix: str):
+    return NotImplementedError(f"dgl_accel.pyg.NeighborSampler does not support {what}. Fix: {fix}.")
+
+
+def _hop_list(values, name: str) -> list[int]:
+    """One edge type's fanouts: a list (or tuple) of ints >= -1, one per hop."""
+    if not isinstance(values, (list, tuple)):
+        raise expected(f"{name} to be a list of ints, one per hop (-1 = every in-neighbour)",
+                       f"{type(values).__name__} {values!r}", "pass e.g. num_neighbors=[15, 10].")
+    return [check_fanout(f, f"{name}[{i}]") for i, f in enumerate(values)]
+
+
+class NeighborSampler(BaseSampler):
+    """PyG's in-memory neighbour sampler on dgl-accel's core (see the module docstring).
+
+    Parameters are ``torch_geometric.sampler.NeighborSampler``'s, in its order and with its defaults;
+    ``temporal_strategy`` (used only with ``time_attr``), ``is_sorted`` (the edges are sorted here
+    either way, stably) and ``share_memory`` (CPU tensors moved to shared memory) are accepted.
+
+    Keyword-only: ``seed`` (int in [0, 2^64)), the sampler seed; default: drawn from torch's
+    generator at construction.
+    """
+
+    def __init__(self, data, num_neighbors, subgraph_type="directional", replace=False, disjoint=False,
+                 temporal_strategy="uniform", time_attr=None, weight_attr=None, is_sorted=False, share_memory=False,
+                 directed=True, sample_direction="forward", *, seed=None):
+        if not directed:  # PyG's deprecated spelling of induced subgraphs
+            subgraph_type = SubgraphType.induced
+        try:
+            self.subgraph_type = SubgraphType(subgraph_type)
+        except ValueError:
+            raise expected("subgraph_type to be 'directional', 'bidirectional' or 'induced'", repr(subgraph_type),
+                           "pass subgraph_type='directional'.") from None
+        if self.subgraph_type == SubgraphType.induced:
+            raise _refuse("subgraph_type='induced' (directed=False)",
+                          "use subgraph_type='directional' or 'bidirectional', or torch_geometric's own "
+                          "NeighborSampler with torch-sparse installed")
+        if disjoint is not False:
+            raise _refuse(f"disjoint={disjoint!r} (one subgraph per seed)",
+                          f"pass disjoint=False: one shared subgraph per mini-batch, {PYG_FIX}")
+        if time_attr is not None:
+            raise _refuse(f"temporal sampling (time_attr={time_attr!r})", f"drop time_attr, {PYG_FIX}")
+        if weight_attr is not None:
+            raise _refuse(f"weighted sampling (weight_attr={weight_attr!r})",
+                          "drop weight_attr, or use torch_geometric's own NeighborSampler with pyg-lib>=0.3 installed")
+        if sample_direction != "forward":
+            raise _refuse(f"sample_direction={sample_direction!r}", "sample in-edges (sample_direction='forward'), "
+                          "or reverse the edges (edge_index.flip(0)) to sample out-edges")
+        if not isinstance(replace, bool):
+            raise expected("replace to be a bool", repr(replace), "pass replace=True or replace=False.")
+        self.replace = replace
+        self.temporal_strategy = temporal_strategy
+        self.keep_orig_edges = False
+        self.graph = read_graph(data)
+        self.num_neighbors = num_neighbors
+        self.seed = resolve_seed(seed)
+        self.calls = 0
+        for rel in self.graph.rels:
+            if rel.csr.device.type == "cpu":
+                if share_memory:  # first: it moves the storage that the host arrays below may view
+                    for t in (rel.csr.indptr, rel.csr.indices, rel.csr.eids):
+                        t.share_memory_()
+                rel.host()  # the CPU path's arrays, built here so that forked DataLoader workers share them
+
+    # ------------------------------------------------------------------------------ attributes
+    @property
+    def is_hetero(self) -> bool:
+        return self.graph.node_types is not None
+
+    @property
+    def node_types(self):
+        return self.graph.node_types
+
+    @property
+    def edge_types(self):
+        return self.graph.edge_types
+
+    @property
+    def num_nodes(self):
+        """PyG's: an int on a homogeneous graph, {node type: count} on a heterograph."""
+        g = self.graph
+        return dict(zip(g.node_types, g.num_nodes)) if self.is_hetero else g.num_nodes[0]
+
+    @property
+    def disjoint(self) -> bool:
+        return False
+
+    @property
+    def is_temporal(self) -> bool:
+        return False
+
+    @property
+    def num_neighbors(self) -> NumNeighbors:
+        return self._num_neighbors
+
+    @num_neighbors.setter
+    def num_neighbors(self, num_neighbors):
+        """Checked here, before any sampling: per edge type one list of fanouts, all of one length."""
+        values, default = (num_neighbors.values, num_neighbors.default) if isinstance(num_neighbors, NumNeighbors) \
+            else (num_neighbors, None)
+        if not self.is_hetero:
+            if isinstance(values, dict):
+                raise expected("num_neighbors to be a list of ints on a homogeneous graph", "a dict per edge type",
+                               "pass one list, e.g. num_neighbors=[15, 10].")
+            self._fanouts = [_hop_list(values, "num_neighbors")]
+        else:
+            if not isinstance(values, dict):
+                values = _hop_list(values, "num_neighbors")
+            for k, v in (values.items() if isinstance(values, dict) else ()):
+                _hop_list(v, f"num_neighbors[{k!r}]")
+            if default is not None:
+                _hop_list(default, "num_neighbors.default")
+            per_type = NumNeighbors(values, default).get_values(self.edge_types)  # PyG's rules: names, one length
+            self._fanouts = [_hop_list(per_type[et], f"num_neighbors[{et!r}]") for et in self.edge_types]
+        self._num_neighbors = num_neighbors if isinstance(num_neighbors, NumNeighbors) else NumNeighbors(values)
+
+    # ------------------------------------------------------------------------------- sampling
+    def sample_from_nodes(self, inputs, **kwargs):
+        out = node_sample(inputs, self._sample)
+        if self.subgraph_type == SubgraphType.bidirectional:
+            out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
+        return out
+
+    def sample_from_edges(self, inputs, neg_sampling=None):
+        out = edge_sample(inputs, self._sample, self.num_nodes, False, None, neg_sampling)
+        if self.subgraph_type == SubgraphType.bidirectional:
+            out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
+        return out
+
+    def _seeds(self, seed) -> list[torch.Tensor]:
+        """One checked 1-D id tensor per node type."""
+        g = self.graph
+        if not self.is_hetero:
+            if isinstance(seed, dict):
+                raise expected("seed nodes as a tensor on a homogeneous graph", f"a dict with keys {list(seed)}",
+                               "pass the node ids as one tensor.")
+            check_nodes(seed, g.num_nodes[0], "seed nodes")
+            return [seed]
+        if not isinstance(seed, dict):
+            raise expected("seed nodes as a dict {node type: ids} on a heterograph", type(seed).__name__,
+                           f"name the seeds' type, e.g. input_nodes=({g.node_types[0]!r}, ids).")
+        for nt in seed:
+            if nt not in g.node_types:
+                raise expected(f"seed node types among {g.node_types}", repr(nt), "use the graph's node type names.")
+        out = []
+        for nt, n in zip(g.node_types, g.num_nodes):
+            ids = seed.get(nt, torch.empty(0, dtype=torch.int64))
+            check_nodes(ids, n, f"seed nodes of type {nt!r}")
+            out.append(ids)
+        return out
+
+    def _sample(self, seed, seed_time=None, **kwargs):
+        """One mini-batch (``node_sample`` / ``edge_sample`` call this): seeds as a tensor, or a dict
+        {node type: ids} on a heterograph."""
+        if seed_time is not None:
+            raise _refuse("temporal sampling (seed times)", f"drop input_time / edge_label_time, {PYG_FIX}")
+        seeds = self._seeds(seed)
+        info = torch.utils.data.get_worker_info()
+        key = call_seed(self.seed, self.calls, 0 if info is None else info.id + 1)
+        g = self.graph
+        hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes)
+        self.calls += 1  # only a call that sampled counts
+        if not self.is_hetero:
+            return SamplerOutput(node=hops.nodes[0], row=hops.row[0], col=hops.col[0], edge=hops.edge[0],
+                                 num_sampled_nodes=hops.num_sampled_nodes[0],
+                                 num_sampled_edges=hops.num_sampled_edges[0])
+        return HeteroSamplerOutput(
+            node=dict(zip(g.node_types, hops.nodes)), row=dict(zip(g.edge_types, hops.row)),
+            col=dict(zip(g.edge_types, hops.col)), edge=dict(zip(g.edge_types, hops.edge)),
+            num_sampled_nodes=dict(zip(g.node_types, hops.num_sampled_nodes)),
+            num_sampled_edges=dict(zip(g.edge_types, hops.num_sampled_edges)))

@@ -1,0 +1,362 @@
+"""``dgl_accel.pyg.NeighborSampler`` against PyG's sampler contract, through PyG's own loaders
+(``NodeLoader``, ``NeighborLoader(neighbor_sampler=...)``, ``LinkNeighborLoader``): every sampled
+edge is that edge of the graph (``n_id`` / ``e_id`` / edge attributes agree), the seeds come first,
+hop k holds exactly ``min(fanout, in-degree)`` distinct in-edges of each node first reached at hop
+k-1, the per-hop counts add up, a run is reproducible, full fanouts give the k-hop subgraph (a model
+on the batch equals the model on the whole graph at the seeds), heterographs per edge type, links
+with negative sampling, bad input refused before sampling, and the device pipeline (the Triton
+kernels, interpreted here; compiled on a CUDA graph where there is one) gives the CPU path's batches."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch_geometric")
+
+import torch  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from torch_geometric.data import Data, HeteroData  # noqa: E402
+from torch_geometric.loader import LinkNeighborLoader, NeighborLoader, NodeLoader  # noqa: E402
+from torch_geometric.nn import GraphConv, SAGEConv  # noqa: E402
+from torch_geometric.sampler import NodeSamplerInput  # noqa: E402
+from torch_geometric.utils import is_undirected, k_hop_subgraph  # noqa: E402
+
+import dgl_accel  # noqa: E402
+from dgl_accel.pyg.sampler import NeighborSampler  # noqa: E402
+from dgl_accel.testing import tensors as tst  # noqa: E402
+
+
+def graph(n=60, e=400, seed=0) -> Data:
+    """A multigraph with self-loops, multi-edges and isolated nodes (the last 5), features on both."""
+    g = torch.Generator().manual_seed(seed)
+    src, dst = torch.randint(0, n - 5, (2, e), generator=g)
+    src[:10] = dst[:10]                                     # self-loops
+    src[10:30], dst[10:30] = src[30:50], dst[30:50]         # multi-edges
+    return Data(x=torch.randn(n, 4, generator=g), edge_index=torch.stack([src, dst]),
+                edge_attr=torch.randn(e, 3, generator=g), num_nodes=n)
+
+
+def wanted(deg: torch.Tensor, fanout: int, replace: bool) -> torch.Tensor:
+    if fanout < 0:
+        return deg
+    return torch.where(deg > 0, fanout, 0) if replace else deg.clamp(max=fanout)
+
+
+def check_hops(n_id, row, col, e_id, nodes, edges, fanouts, replace, in_deg, src_ids=None):
+    """Hop k of one (homogeneous or single-relation) batch: destinations are the nodes first reached
+    at hop k-1, each with wanted(...) in-edges (distinct without replacement); the next hop's nodes
+    are exactly the sources not seen before.  ``src_ids``: the sources' node list (heterographs)."""
+    src_ids = n_id if src_ids is None else src_ids
+    assert len(edges) == len(fanouts) and sum(edges) == col.numel() == row.numel() == e_id.numel()
+    n0 = e0 = 0
+    for k, f in enumerate(fanouts):
+        n1, e1 = n0 + nodes[k], e0 + edges[k]
+        c, eid = col[e0:e1], e_id[e0:e1]
+        assert ((c >= n0) & (c < n1)).all()
+        assert torch.equal(torch.bincount(c - n0, minlength=n1 - n0), wanted(in_deg[n_id[n0:n1]], f, replace))
+        if not replace:
+            assert torch.unique(torch.stack([c, eid]), dim=1).shape[1] == eid.numel()
+        n0, e0 = n1, e1
+    return n0
+
+
+def check_batch(batch, data, fanouts, replace, seeds):
+    """PyG's output contract for one homogeneous batch."""
+    n_id, ei, e_id, bs = batch.n_id, batch.edge_index, batch.e_id, batch.batch_size
+    assert bs == seeds.numel() and torch.equal(n_id[:bs], seeds)
+    assert torch.equal(batch.x, data.x[n_id]) and torch.equal(batch.edge_attr, data.edge_attr[e_id])
+    assert torch.equal(data.edge_index[:, e_id], n_id[ei])  # every sampled edge is that edge of the graph
+    nodes, edges = batch.num_sampled_nodes, batch.num_sampled_edges
+    assert len(nodes) == len(fanouts) + 1 and sum(nodes) == n_id.numel() == batch.num_nodes
+    assert n_id.unique().numel() == n_id.numel()
+    in_deg = torch.bincount(data.edge_index[1], minlength=data.num_nodes)
+    check_hops(n_id, ei[0], ei[1], e_id, nodes, edges, fanouts, replace, in_deg)
+    n1 = e1 = 0
+    for k in range(len(fanouts)):  # hop k+1's nodes: hop k's sources not seen before, each once
+        n1, e0, e1 = n1 + nodes[k], e1, e1 + edges[k]
+        new = set(n_id[ei[0, e0:e1]].tolist()) - set(n_id[:n1].tolist())
+        assert sorted(new) == n_id[n1:n1 + nodes[k + 1]].tolist()
+
+
+def batches(loader):
+    return [(b.n_id, b.edge_index, b.e_id) for b in loader]
+
+
+# ------------------------------------------------------------------------------ homogeneous
+@pytest.mark.parametrize("fanouts", [[3, 2], [-1, 2, 1], [0, 4]])
+@pytest.mark.parametrize("replace", [False, True])
+def test_node_loader_batches_follow_pygs_contract(fanouts, replace):
+    data = graph()
+    input_nodes = torch.randperm(data.num_nodes, generator=torch.Generator().manual_seed(1))[:40]
+    sampler = NeighborSampler(data, fanouts, replace=replace, seed=1)
+    loader = NodeLoader(data, node_sampler=sampler, input_nodes=input_nodes, batch_size=16)
+    for i, batch in enumerate(loader):
+        check_batch(batch, data, fanouts, replace, input_nodes[16 * i:16 * (i + 1)])
+        assert torch.equal(batch.input_id, torch.arange(16 * i, 16 * i + batch.batch_size))
+    assert sampler.calls == 3
+
+
+def test_neighbor_loader_takes_it_and_runs_reproduce():
+    data = graph()
+    runs = [batches(NeighborLoader(data, [4, 3], batch_size=20, neighbor_sampler=NeighborSampler(data, [4, 3], seed=7)))
+            for _ in range(2)]
+    for a, b in zip(*runs):
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(3)  # the default seed is drawn from torch's generator
+        runs.append(batches(NodeLoader(data, node_sampler=NeighborSampler(data, [4, 3]), batch_size=20)))
+    assert all(torch.equal(x, y) for a, b in zip(*runs) for x, y in zip(a, b))
+    other = batches(NodeLoader(data, node_sampler=NeighborSampler(data, [4, 3], seed=8), batch_size=20))
+    assert any(not torch.equal(a[2], b[2]) for a, b in zip(runs[0], other))
+
+
+def test_dataloader_workers_with_shared_memory():
+    """Batches in two worker processes keep the contract and repeat run to run (worker w keys its
+    calls by w); the CPU path's host arrays view the graph's shared storage, not the storage that
+    share_memory_() replaced."""
+    data = graph()
+    runs = []
+    for _ in range(2):
+        sampler = NeighborSampler(data, [3, 2], share_memory=True, seed=0)
+        indptr = sampler.graph.rels[0].csr.indptr
+        assert indptr.is_shared() and np.shares_memory(sampler.graph.rels[0].host()[0], indptr.numpy())
+        runs.append(list(NodeLoader(data, node_sampler=sampler, batch_size=15, num_workers=2)))
+        for i, b in enumerate(runs[-1]):
+            check_batch(b, data, [3, 2], False, torch.arange(15 * i, 15 * (i + 1)))
+    assert all(torch.equal(a.e_id, b.e_id) for a, b in zip(*runs))
+
+
+@settings(max_examples=30)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=150), replace=st.booleans(),
+       fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 3]), min_size=1, max_size=3), seed=st.integers(0, 2**64 - 1),
+       data=st.data())
+def test_hypothesis_graphs(e, replace, fanouts, seed, data):
+    g = Data(x=torch.arange(e.num_src), edge_index=torch.stack([e.src, e.dst]).long(), num_nodes=e.num_src,
+             edge_attr=torch.arange(e.src.numel()) * 10)
+    seeds = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=8, unique=True)))
+    loader = NodeLoader(g, node_sampler=NeighborSampler(g, fanouts, replace=replace, seed=seed), input_nodes=seeds,
+                        batch_size=seeds.numel())
+    check_batch(loader(torch.arange(seeds.numel())), g, fanouts, replace, seeds)
+
+
+def test_duplicated_seeds_each_get_their_in_edges():
+    data = graph()
+    b = NodeLoader(data, node_sampler=NeighborSampler(data, [3], seed=0), input_nodes=torch.tensor([7, 7, 2]),
+                   batch_size=3)(torch.arange(3))
+    assert b.n_id[:3].tolist() == [7, 7, 2] and b.batch_size == 3
+    assert torch.equal(data.edge_index[:, b.e_id], b.n_id[b.edge_index])
+    got = torch.bincount(b.edge_index[1], minlength=3)
+    assert got[0] == got[1] == min(3, int((data.edge_index[1] == 7).sum())) > 0
+
+
+def test_full_fanout_is_the_k_hop_subgraph_and_the_model_agrees():
+    data = graph(n=80, e=300, seed=4)
+    seeds = torch.tensor([3, 17, 42])
+    batch = next(iter(NeighborLoader(data, [-1, -1], input_nodes=seeds, batch_size=3,
+                                     neighbor_sampler=NeighborSampler(data, [-1, -1], seed=0))))
+    subset = k_hop_subgraph(seeds, 2, data.edge_index, num_nodes=data.num_nodes)[0]
+    assert sorted(batch.n_id.tolist()) == subset.tolist()
+    torch.manual_seed(0)
+    convs = torch.nn.ModuleList([GraphConv(4, 8), GraphConv(8, 2)])
+
+    def model(x, edge_index, w):
+        return convs[1](convs[0](x, edge_index, w).relu(), edge_index, w)
+    full = model(data.x, data.edge_index, data.edge_attr[:, 0])[seeds]
+    assert torch.allclose(model(batch.x, batch.edge_index, batch.edge_attr[:, 0])[:3], full, atol=1e-5)
+
+
+def test_training_smoke_sage_loss_decreases():
+    """A 2-layer PyG SAGEConv model trained through NodeLoader on a two-community graph."""
+    g = torch.Generator().manual_seed(0)
+    n = 200
+    y = torch.arange(n) % 2
+    src, dst = torch.randint(0, n, (2, 1600), generator=g)
+    keep = (y[src] == y[dst]) | (torch.rand(1600, generator=g) < 0.1)
+    data = Data(x=torch.randn(n, 8, generator=g) + y[:, None] * 0.5, y=y,
+                edge_index=torch.stack([src[keep], dst[keep]]), num_nodes=n)
+    torch.manual_seed(0)
+    convs = torch.nn.ModuleList([SAGEConv(8, 16), SAGEConv(16, 2)])
+    opt = torch.optim.Adam(convs.parameters(), lr=0.02)
+    loader = NodeLoader(data, node_sampler=NeighborSampler(data, [5, 5], seed=0), batch_size=50, shuffle=True)
+    losses = []
+    for _ in range(4):
+        total = 0.0
+        for b in loader:
+            out = convs[1](convs[0](b.x, b.edge_index).relu(), b.edge_index)[:b.batch_size]
+            loss = torch.nn.functional.cross_entropy(out, b.y[:b.batch_size])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        losses.append(total)
+    assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_bidirectional_subgraphs_are_undirected():
+    data = graph()
+    sampler = NeighborSampler(data, [3, 3], subgraph_type="bidirectional", seed=0)
+    for b in NodeLoader(data, node_sampler=sampler, batch_size=20):
+        assert is_undirected(b.edge_index)
+        ends = set(map(tuple, data.edge_index.t().tolist()))
+        assert all((u, v) in ends or (v, u) in ends for u, v in b.n_id[b.edge_index].t().tolist())
+
+
+# ------------------------------------------------------------------------------- heterographs
+def hetero(seed=0) -> HeteroData:
+    g = torch.Generator().manual_seed(seed)
+    h = HeteroData()
+    h["paper"].x, h["author"].x = torch.arange(40), torch.arange(100, 125)
+    for (s, rel, d), e in ((("paper", "cites", "paper"), 160), (("author", "writes", "paper"), 90),
+                           (("paper", "rev_writes", "author"), 90)):
+        ns, nd = h[s].num_nodes, h[d].num_nodes
+        h[s, rel, d].edge_index = torch.stack([torch.randint(0, ns - 3, (e,), generator=g),
+                                               torch.randint(0, nd - 3, (e,), generator=g)])
+        h[s, rel, d].edge_attr = torch.randn(e, 2, generator=g)
+    return h
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_hetero_batches_follow_pygs_contract_per_edge_type(replace):
+    h = hetero()
+    fan = {("paper", "cites", "paper"): [2, 1], ("author", "writes", "paper"): [-1, 3],
+           ("paper", "rev_writes", "author"): [1, 2]}
+    seeds = torch.arange(0, 40, 3)
+    loader = NodeLoader(h, node_sampler=NeighborSampler(h, fan, replace=replace, seed=2),
+                        input_nodes=("paper", seeds), batch_size=7)
+    for i, b in enumerate(loader):
+        assert b["paper"].batch_size == min(7, seeds.numel() - 7 * i)
+        assert torch.equal(b["paper"].n_id[:b["paper"].batch_size], seeds[7 * i:7 * (i + 1)])
+        for nt in h.node_types:
+            assert torch.equal(b[nt].x, h[nt].x[b[nt].n_id]) and sum(b[nt].num_sampled_nodes) == b[nt].num_nodes
+        for et in h.edge_types:
+            s, _, d = et
+            row, col = b[et].edge_index
+            e_id = b[et].e_id
+            assert torch.equal(h[et].edge_index[:, e_id], torch.stack([b[s].n_id[row], b[d].n_id[col]]))
+            assert torch.equal(b[et].edge_attr, h[et].edge_attr[e_id])
+            in_deg = torch.bincount(h[et].edge_index[1], minlength=h[d].num_nodes)
+            check_hops(b[d].n_id, row, col, e_id, b[d].num_sampled_nodes, b[et].num_sampled_edges, fan[et],
+                       replace, in_deg, src_ids=b[s].n_id)
+        for nt in h.node_types:  # hop k+1's nodes of a type: sources of hop k (any relation) not seen before
+            n1 = 0
+            for k in range(2):
+                n1 += b[nt].num_sampled_nodes[k]
+                srcs = set()
+                for et in (et for et in h.edge_types if et[0] == nt):
+                    e0 = sum(b[et].num_sampled_edges[:k])
+                    srcs |= set(b[nt].n_id[b[et].edge_index[0, e0:e0 + b[et].num_sampled_edges[k]]].tolist())
+                new = srcs - set(b[nt].n_id[:n1].tolist())
+                assert sorted(new) == b[nt].n_id[n1:n1 + b[nt].num_sampled_nodes[k + 1]].tolist()
+
+
+def test_hetero_list_fanouts_apply_to_every_edge_type():
+    h = hetero(1)
+    b = next(iter(NeighborLoader(h, [2, 2], input_nodes=("author", torch.arange(5)), batch_size=5,
+                                 neighbor_sampler=NeighborSampler(h, [2, 2], seed=0))))
+    assert torch.equal(b["author"].n_id[:5], torch.arange(5)) and b["author"].batch_size == 5
+    assert b["paper", "rev_writes", "author"].num_sampled_edges[0] > 0
+
+
+# ------------------------------------------------------------------------------------- links
+@pytest.mark.parametrize("neg", ["binary", "triplet"])
+def test_link_loader_maps_seed_edges_back(neg):
+    data = graph()
+    pos = data.edge_index[:, :30]
+    loader = LinkNeighborLoader(data, [3, 2], edge_label_index=pos, batch_size=10, neg_sampling=neg,
+                                neighbor_sampler=NeighborSampler(data, [3, 2], seed=0))
+    for b in loader:
+        assert torch.equal(data.edge_index[:, b.e_id], b.n_id[b.edge_index])
+        want = pos[:, b.input_id]
+        if neg == "binary":
+            assert torch.equal(b.n_id[b.edge_label_index[:, :10]], want)
+            assert b.edge_label.tolist() == [1.0] * 10 + [0.0] * 10
+        else:
+            assert torch.equal(b.n_id[b.src_index], want[0]) and torch.equal(b.n_id[b.dst_pos_index], want[1])
+            assert b.dst_neg_index.numel() == 10
+
+
+# --------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(num_neighbors=5), ValueError, "num_neighbors to be a list of ints"),
+    (dict(num_neighbors=["a"]), ValueError, r"num_neighbors\[0\]"),
+    (dict(num_neighbors=[2.0]), ValueError, r"num_neighbors\[0\]"),
+    (dict(num_neighbors=[-2]), ValueError, r"num_neighbors\[0\]"),
+    (dict(num_neighbors={("v", "to", "v"): [1]}), ValueError, "homogeneous"),
+    (dict(disjoint=True), NotImplementedError, "disjoint=False"),
+    (dict(subgraph_type="induced"), NotImplementedError, "induced"),
+    (dict(directed=False), NotImplementedError, "induced"),
+    (dict(subgraph_type="sideways"), ValueError, "subgraph_type"),
+    (dict(time_attr="t"), NotImplementedError, "temporal"),
+    (dict(weight_attr="w"), NotImplementedError, "weighted"),
+    (dict(sample_direction="backward"), NotImplementedError, "forward"),
+    (dict(replace="yes"), ValueError, "replace to be a bool"),
+])
+def test_bad_arguments_are_refused_at_construction(kwargs, error, match):
+    kwargs = {"num_neighbors": [2], **kwargs}
+    with pytest.raises(error, match=match):
+        NeighborSampler(graph(), **kwargs)
+
+
+def test_bad_graphs_and_seeds_are_refused_before_sampling():
+    data = graph()
+    with pytest.raises(ValueError, match=r"destinations in \[0, 30\)"):
+        NeighborSampler(Data(edge_index=data.edge_index, num_nodes=30), [2])
+    sampler = NeighborSampler(data, [2], seed=0)
+    with pytest.raises(ValueError, match=r"seed nodes in \[0, 60\) \(got values in \[0, 60\]\)"):
+        sampler.sample_from_nodes(NodeSamplerInput(None, torch.tensor([0, 60])))
+    with pytest.raises(ValueError, match="1-D integer tensor"):
+        sampler.sample_from_nodes(NodeSamplerInput(None, torch.tensor([0.5])))
+    with pytest.raises(ValueError, match=r"seed nodes in \[0, 60\)"):
+        next(iter(NodeLoader(data, node_sampler=sampler, input_nodes=torch.tensor([70]), batch_size=1)))
+    assert sampler.calls == 0
+    h = hetero()
+    with pytest.raises(ValueError, match="Not all edge types"):
+        NeighborSampler(h, {("paper", "likes", "paper"): [1]})
+    hs = NeighborSampler(h, [1], seed=0)
+    with pytest.raises(ValueError, match="seed node types among"):
+        hs.sample_from_nodes(NodeSamplerInput(None, torch.tensor([0]), input_type="venue"))
+    with pytest.raises(ValueError, match=r"of type 'author' in \[0, 25\)"):
+        hs.sample_from_nodes(NodeSamplerInput(None, torch.tensor([25]), input_type="author"))
+    assert hs.calls == 0
+
+
+# ------------------------------------------------------------------------------------ devices
+def sample_all(data, **kw):
+    return [(b.n_id, b.edge_index, b.e_id, b.num_sampled_edges)
+            for b in NodeLoader(data, node_sampler=NeighborSampler(data, [3, -1], seed=5, **kw), batch_size=25)]
+
+
+def same(a, b):
+    return all(torch.equal(x.cpu(), y.cpu()) if isinstance(x, torch.Tensor) else x == y
+               for p, q in zip(a, b) for x, y in zip(p, q)) and len(a) == len(b)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("replace", [False, True])
+def test_device_pipeline_gives_the_cpu_paths_batches(replace):
+    """The Triton path (the device pipeline of a CUDA graph, its kernels interpreted here)."""
+    data = graph(n=40, e=200)
+    with dgl_accel.use_backend("native"):
+        cpu = sample_all(data, replace=replace)
+    dgl_accel.reset_stats()
+    with dgl_accel.use_backend("triton"):
+        dev = sample_all(data, replace=replace)
+    assert same(cpu, dev)
+    assert dgl_accel.stats()["neighbor_choice"] == {"triton-interpreter": 4}  # 2 batches x 2 hops
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graph_samples_on_the_device_as_the_cpu_does():
+    data = graph(n=400, e=4000)
+    cpu = sample_all(data)
+    cuda = sample_all(data.to("cuda"))
+    assert cuda[0][0].is_cuda and cuda[0][1].is_cuda and same(cpu, cuda)
+
+
+def test_import_of_the_package_does_not_load_torch_geometric():
+    code = ("import sys, dgl_accel.pyg as p; assert 'torch_geometric' not in sys.modules; "
+            "assert p.NeighborSampler.__module__ == 'dgl_accel.pyg.sampler'")
+    subprocess.run([sys.executable, "-c", code], check=True)
