@@ -21,12 +21,18 @@ import torch_geometric.nn as pyg_nn
 
 from ...core.attention.gatv2 import gatv2_attention
 from .attention import attention_dropout, attention_graph, attention_inputs, finish
-from .inputs import fall_back
+from .inputs import call_types, fall_back, scriptable
 
 PygGATv2Conv = pyg_nn.GATv2Conv
 
 
 class GATv2Conv(PygGATv2Conv):
+    propagate_type = call_types(PygGATv2Conv, "propagate")  # see inputs.call_types
+    edge_updater_type = call_types(PygGATv2Conv, "edge_updater")  # see inputs.call_types
+
+    def __prepare_scriptable__(self):  # torch.jit.script: PyG's forward (inputs.scriptable)
+        return scriptable(self, PygGATv2Conv)
+
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         found = attention_inputs(self, x, edge_index, edge_attr)
         if isinstance(found, str) or attention_dropout(self) > 0:

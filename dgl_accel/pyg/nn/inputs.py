@@ -15,8 +15,11 @@
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch_geometric import EdgeIndex
+from torch_geometric.inspector import Inspector
 from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.typing import SparseTensor
 
@@ -31,6 +34,29 @@ HOOKS = ("_propagate_forward_pre_hooks", "_propagate_forward_hooks", "_message_f
          "_message_and_aggregate_forward_pre_hooks", "_message_and_aggregate_forward_hooks",
          "_edge_update_forward_pre_hooks", "_edge_update_forward_hooks")
 REDUCES = {"add": "sum", "sum": "sum", "mean": "mean", "max": "max", "min": "min"}  # PyG aggr -> the core's
+
+
+def call_types(pyg_class, call: str) -> dict:
+    """``{name: type}`` of the keyword arguments ``pyg_class``'s forward passes to ``self.<call>(...)``,
+    read by a fresh ``Inspector`` of PyG's class: the value of our drop-in's ``<call>_type``
+    attribute.  PyG builds a layer's ``propagate`` / ``edge_updater`` template from those arguments,
+    reading class sources cached by class NAME, which our subclass shares with PyG's; without the
+    attribute our source stands in for PyG's, no arguments are found, and PyG's own forward (a
+    fallback) fails where our class was built before PyG's."""
+    found = Inspector(pyg_class).get_params_from_method_call(call, exclude=[0, "edge_index", "size"])
+    return {name: param.type for name, param in found.items()}
+
+
+def scriptable(module, pyg_class):
+    """What ``torch.jit.script`` compiles for a drop-in (its ``__prepare_scriptable__``): a shallow
+    copy with PyG's class, sharing the parameters.  Our forward is Python (the core's kernels run
+    outside TorchScript), so a scripted layer runs PyG's own forward, as it would unswapped."""
+    twin = copy.copy(module)
+    twin.__class__ = pyg_class
+    for name in ("propagate", "edge_updater"):  # per-instance bindings (decomposition, explain) are not scripted
+        twin.__dict__.pop(name, None)
+    twin._set_jittable_templates()  # PyG's class templates, where no PyG layer of the class was built yet
+    return twin
 
 
 def fall_back(module, pyg_class, reason: str, *args, **kwargs):

@@ -1,0 +1,43 @@
+"""Runs PyG 2.8.0's own tests with dgl-accel substituted: our layers for PyG's (NN=1: ``GCNConv``,
+``SAGEConv``, ``GINConv``, ``GATConv``, ``GATv2Conv`` of ``dgl_accel.pyg.nn`` bound in
+``torch_geometric.nn`` and ``torch_geometric.nn.conv`` before the tests import them), our sampler
+for PyG's (SAMPLER=1: ``dgl_accel.pyg.NeighborSampler`` in ``NeighborLoader`` and
+``LinkNeighborLoader``, and the ``onlyNeighborSampler`` guard lifted: PyG skips those tests when
+neither pyg-lib nor torch-sparse is installed, and ours needs neither), or plain PyG (neither).
+
+Put this file in the folder ABOVE a copy of PyG's ``test/`` folder at tag 2.8.0 (``fetch``
+github:pyg-team/pytorch_geometric, then ``git archive 2.8.0 test | tar -x -C DIR``), so that PyG's
+own ``test/conftest.py`` (its fixtures) still loads, then from DIR:
+
+    NN=1 python -m pytest -q test/nn/conv/test_gcn_conv.py test/nn/conv/test_sage_conv.py \\
+        test/nn/conv/test_gin_conv.py test/nn/conv/test_gat_conv.py test/nn/conv/test_gatv2_conv.py
+    SAMPLER=1 python -m pytest -q test/loader/test_neighbor_loader.py test/loader/test_link_neighbor_loader.py
+
+and the same without NN / SAMPLER for plain PyG's counts (docs/pyg.md has both).
+"""
+import os
+
+if os.environ.get("NN") == "1":
+    import torch_geometric.nn
+    import torch_geometric.nn.conv
+
+    import dgl_accel.pyg.nn as ours_nn
+
+    for _name in ("GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv"):
+        setattr(torch_geometric.nn, _name, getattr(ours_nn, _name))
+        setattr(torch_geometric.nn.conv, _name, getattr(ours_nn, _name))
+
+if os.environ.get("SAMPLER") == "1":
+    import torch_geometric.loader.link_neighbor_loader as _link_loader
+    import torch_geometric.loader.neighbor_loader as _node_loader
+    import torch_geometric.testing
+    import torch_geometric.testing.decorators
+
+    from dgl_accel.pyg import NeighborSampler
+
+    def _no_guard(fn):
+        return fn
+
+    torch_geometric.testing.onlyNeighborSampler = _no_guard
+    torch_geometric.testing.decorators.onlyNeighborSampler = _no_guard
+    _node_loader.NeighborSampler = _link_loader.NeighborSampler = NeighborSampler
