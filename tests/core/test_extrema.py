@@ -24,6 +24,13 @@ PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
 SMALL = st.one_of(tst.edge_lists(max_nodes=20, max_edges=60), tst.block_edge_lists(max_dst=10, max_edges=60))
 
 
+def cases(feats: list) -> dict:
+    """The arguments of this file's hypothesis tests over every op, with ``feats`` feature shapes."""
+    return dict(e=SMALL, op=st.sampled_from(EXTREMA_OPS), reduce=st.sampled_from(["max", "min"]),
+                feat=st.sampled_from(feats), w_shape=st.sampled_from(["E", "E1", "EF"]),
+                dtype=st.sampled_from(DTYPES), integer=st.booleans(), seed=tst.SEEDS)
+
+
 def operands(g: TensorGraph, op: str, feat: tuple, w_shape: str, dtype, seed: int, integer: bool = False):
     """(ufeat, efeat) for ``op``; ``integer=True`` draws small integers (many exact ties)."""
     def draw(shape, s):
@@ -204,9 +211,7 @@ def test_backward_keeps_the_arg_and_no_edge_sized_tensor(path):
 
 @pytest.mark.skipif(not jit_runtime.enabled(), reason="the compiled loops need numba (absent in the core lane)")
 @settings(max_examples=12)
-@given(e=SMALL, op=st.sampled_from(EXTREMA_OPS), reduce=st.sampled_from(["max", "min"]),
-       feat=st.sampled_from([(1,), (3,), (2, 2)]), w_shape=st.sampled_from(["E", "E1", "EF"]),
-       dtype=st.sampled_from(DTYPES), integer=st.booleans(), seed=tst.SEEDS)
+@given(**cases([(1,), (3,), (2, 2)]))
 def test_compiled_loops_equal_the_torch_path(e, op, reduce, feat, w_shape, dtype, integer, seed):
     # the numba forward is bit-identical to the reference (values and args, ties included); its
     # serial backward equals the torch scatter within the tolerance (another summation order)
@@ -230,9 +235,7 @@ def test_compiled_loops_equal_the_torch_path(e, op, reduce, feat, w_shape, dtype
 
 
 @settings(max_examples=12)
-@given(e=SMALL, op=st.sampled_from(EXTREMA_OPS), reduce=st.sampled_from(["max", "min"]),
-       feat=st.sampled_from([(1,), (4,), (2, 3)]), w_shape=st.sampled_from(["E", "E1", "EF"]),
-       dtype=st.sampled_from(DTYPES), integer=st.booleans(), seed=tst.SEEDS)
+@given(**cases([(1,), (4,), (2, 3)]))
 def test_without_gradients_the_values_alone_equal_the_reference(e, op, reduce, feat, w_shape, dtype, integer, seed):
     # no input needs a gradient and no arg is asked for: the native paths skip the positions (the
     # compiled values-only loop where numba is there, one scatter in torch), with the same values

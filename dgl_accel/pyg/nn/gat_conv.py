@@ -29,18 +29,13 @@ import torch_geometric.nn as pyg_nn
 from ...core.attention.gat import gat_attention
 from ...core.attention.gat_layer import gat_layer
 from .attention import attention_dropout, attention_graph, attention_inputs, finish
-from .inputs import call_types, fall_back, scriptable
+from .inputs import dropin, fall_back
 
 PygGATConv = pyg_nn.GATConv
 
 
+@dropin(PygGATConv, "propagate", "edge_updater")
 class GATConv(PygGATConv):
-    propagate_type = call_types(PygGATConv, "propagate")  # see inputs.call_types
-    edge_updater_type = call_types(PygGATConv, "edge_updater")  # see inputs.call_types
-
-    def __prepare_scriptable__(self):  # torch.jit.script: PyG's forward (inputs.scriptable)
-        return scriptable(self, PygGATConv)
-
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
         found = attention_inputs(self, x, edge_index, edge_attr, size)
         if isinstance(found, str):

@@ -21,18 +21,13 @@ import torch_geometric.nn as pyg_nn
 
 from ...core.attention.gatv2 import gatv2_attention
 from .attention import attention_dropout, attention_graph, attention_inputs, finish
-from .inputs import call_types, fall_back, scriptable
+from .inputs import dropin, fall_back
 
 PygGATv2Conv = pyg_nn.GATv2Conv
 
 
+@dropin(PygGATv2Conv, "propagate", "edge_updater")
 class GATv2Conv(PygGATv2Conv):
-    propagate_type = call_types(PygGATv2Conv, "propagate")  # see inputs.call_types
-    edge_updater_type = call_types(PygGATv2Conv, "edge_updater")  # see inputs.call_types
-
-    def __prepare_scriptable__(self):  # torch.jit.script: PyG's forward (inputs.scriptable)
-        return scriptable(self, PygGATv2Conv)
-
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         found = attention_inputs(self, x, edge_index, edge_attr)
         if isinstance(found, str) or attention_dropout(self) > 0:

@@ -30,27 +30,22 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from ...core.aggregation.function import aggregate
 from ..graph import edges_of, sparse_values, storage_key
 from .inputs import (
-    call_types,
     check_device,
     check_edge_weight,
+    dropin,
     fall_back,
     features_reason,
     graph_for,
     graph_reason,
     machinery_reason,
     reduce_of,
-    scriptable,
 )
 
 PygGCNConv = pyg_nn.GCNConv
 
 
+@dropin(PygGCNConv, "propagate")
 class GCNConv(PygGCNConv):
-    propagate_type = call_types(PygGCNConv, "propagate")  # see inputs.call_types
-
-    def __prepare_scriptable__(self):  # torch.jit.script: PyG's forward (inputs.scriptable)
-        return scriptable(self, PygGCNConv)
-
     def forward(self, x, edge_index, edge_weight=None):
         if isinstance(x, (tuple, list)):
             return PygGCNConv.forward(self, x, edge_index, edge_weight)  # PyG's ValueError: no bipartite GCN

@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import torch_geometric.nn as pyg_nn
 
-from .inputs import call_types, fall_back, prepare, run_aggregation, scriptable
+from .inputs import dropin, fall_back, prepare, run_aggregation
 
 PygGINConv = pyg_nn.GINConv
 
 
+@dropin(PygGINConv, "propagate")
 class GINConv(PygGINConv):
-    propagate_type = call_types(PygGINConv, "propagate")  # see inputs.call_types
-
-    def __prepare_scriptable__(self):  # torch.jit.script: PyG's forward (inputs.scriptable)
-        return scriptable(self, PygGINConv)
-
     def forward(self, x, edge_index, size=None):
         found = prepare(self, x, edge_index, size)
         if isinstance(found, str):

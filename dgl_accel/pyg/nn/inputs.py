@@ -36,6 +36,17 @@ HOOKS = ("_propagate_forward_pre_hooks", "_propagate_forward_hooks", "_message_f
 REDUCES = {"add": "sum", "sum": "sum", "mean": "mean", "max": "max", "min": "min"}  # PyG aggr -> the core's
 
 
+def dropin(pyg_class, *calls: str):
+    """Class decorator of a drop-in: ``<call>_type`` for each of ``calls`` (:func:`call_types`) and
+    ``__prepare_scriptable__`` (:func:`scriptable`); the class itself overrides ``forward`` only."""
+    def wrap(cls):
+        for call in calls:
+            setattr(cls, f"{call}_type", call_types(pyg_class, call))
+        cls.__prepare_scriptable__ = lambda self: scriptable(self, pyg_class)
+        return cls
+    return wrap
+
+
 def call_types(pyg_class, call: str) -> dict:
     """``{name: type}`` of the keyword arguments ``pyg_class``'s forward passes to ``self.<call>(...)``,
     read by a fresh ``Inspector`` of PyG's class: the value of our drop-in's ``<call>_type``

@@ -21,17 +21,13 @@ from __future__ import annotations
 import torch.nn.functional as F
 import torch_geometric.nn as pyg_nn
 
-from .inputs import call_types, fall_back, prepare, run_aggregation, scriptable
+from .inputs import dropin, fall_back, prepare, run_aggregation
 
 PygSAGEConv = pyg_nn.SAGEConv
 
 
+@dropin(PygSAGEConv, "propagate")
 class SAGEConv(PygSAGEConv):
-    propagate_type = call_types(PygSAGEConv, "propagate")  # see inputs.call_types
-
-    def __prepare_scriptable__(self):  # torch.jit.script: PyG's forward (inputs.scriptable)
-        return scriptable(self, PygSAGEConv)
-
     def forward(self, x, edge_index, size=None):
         found = prepare(self, x, edge_index, size)
         if isinstance(found, str):
