@@ -83,3 +83,31 @@ def test_other_cases_keep_dgls_forward():
     block = dgl.to_block(dgl.in_subgraph(g, torch.arange(10)), torch.arange(10))
     conv(block, torch.randn(block.num_src_nodes(), 12, requires_grad=True))  # more sources than destinations
     assert calls == [1]
+
+
+@pytest.mark.parametrize("aggregator", ["sum", "mean", "max"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kw", [{"init_eps": 0.3}, {"learn_eps": True, "init_eps": -0.2, "activation": torch.tanh}])
+@pytest.mark.parametrize("apply_func", ["wide_linear", "mlp"])
+def test_direct_forward_equals_dgls_module(path, aggregator, weighted, kw, apply_func):
+    # where linear first does not apply (a layer that widens, an MLP, max), DGL's forward runs with
+    # the aggregation called directly, not through update_all: the same outputs and gradients
+    g = _graph()
+    torch.manual_seed(0)
+    func = (torch.nn.Linear(12, 30) if apply_func == "wide_linear"
+            else torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.ReLU(), torch.nn.Linear(8, 5)))
+    theirs = dgl.nn.GINConv(func, aggregator, **kw)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.swap(ours)
+    calls = []
+    original = type(ours)._direct
+    ours._direct = lambda *a: calls.append(1) or original(ours, *a)
+    x, ew = torch.randn(40, 12), (torch.rand(g.num_edges()) + 0.5 if weighted else None)
+    want, got = _run(theirs, g, x, ew), _run(ours, g, x, ew)
+    assert calls, "the direct forward did not run"
+    for name, a, b in (("out", got[0], want[0]), ("dx", got[1], want[1]), ("dw", got[2], want[2])):
+        if b is not None:
+            assert_close(a, b, msg=name)
+    assert got[3].keys() == want[3].keys()
+    for k in want[3]:
+        assert_close(got[3][k], want[3][k], msg=k)

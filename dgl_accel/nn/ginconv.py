@@ -11,6 +11,11 @@ and backward too once ``W`` trains, against ``in`` forward and backward only whe
 gradient.  So a hidden layer that narrows takes it (half the sparse work at in = 2 out; 1.15-1.31x
 DGL's step on Cora, Amazon-CS and Slashdot at 128 -> 64, one thread), and an input layer (features
 without gradient) only when in > 2 out.
+
+Otherwise, for sum, mean and max over one feature tensor on a graph (or a block without extra
+sources), DGL's forward runs as written with the aggregation called directly rather than through
+``update_all`` (the same operations in the same order; on Cora its Python was the whole gap: GIN
+sum 0.92x -> 1.05x, max about 1.0x -> 1.36x DGL's step, one thread).
 """
 import dgl.nn
 import torch
@@ -31,6 +36,8 @@ class GINConv(dgl.nn.GINConv):
     def forward(self, graph, feat, edge_weight=None):
         if self._linear_first_applies(graph, feat, edge_weight):
             return self._linear_first(graph, feat, edge_weight)
+        if self._direct_applies(graph, feat, edge_weight):
+            return self._direct(graph, feat, edge_weight)
         with enabled():
             return super().forward(graph, feat, edge_weight=edge_weight)
 
@@ -41,6 +48,24 @@ class GINConv(dgl.nn.GINConv):
                 and one_weight_per_edge(graph, edge_weight)
                 and linear_first_pays(lin.in_features, lin.out_features, _needs_grad(feat),
                                       _needs_grad(feat, lin.weight, self.eps, edge_weight)))
+
+    def _direct_applies(self, graph, feat, edge_weight) -> bool:
+        lin = self.apply_func
+        width = lin.in_features if type(lin) is torch.nn.Linear else feat.shape[-1] if feat.dim() == 2 else -1
+        return (self._aggregator_type in ("sum", "mean", "max")
+                and one_tensor_on_sources(graph, feat, width, blocks=False)
+                and one_weight_per_edge(graph, edge_weight))
+
+    def _direct(self, graph, feat, edge_weight):
+        """DGL's forward, the same operations in the same order, with the aggregation called
+        directly (not through ``update_all``: its Python was the whole gap on small graphs)."""
+        op = "copy_u" if edge_weight is None else "u_mul_e"
+        rst = (1 + self.eps) * feat + gspmm(graph, op, self._aggregator_type, feat, edge_weight)
+        if self.apply_func is not None:
+            rst = self.apply_func(rst)
+        if self.activation is not None:
+            rst = self.activation(rst)
+        return rst
 
     def _linear_first(self, graph, feat, edge_weight):
         lin = self.apply_func
