@@ -30,6 +30,25 @@ def _run(conv, g, x, ew):
     return out.detach(), x.grad, None if ew is None else ew.grad, grads
 
 
+def _assert_swapped_equals(theirs, g, weighted: bool, path_method: str):
+    """The swapped copy of DGL's module ``theirs`` takes ``path_method`` and gives DGL's outputs and
+    gradients (input, edge weights, every parameter)."""
+    ours = copy.deepcopy(theirs)
+    dgl_accel.swap(ours)
+    calls = []
+    original = getattr(type(ours), path_method)
+    setattr(ours, path_method, lambda *a: calls.append(1) or original(ours, *a))
+    x, ew = torch.randn(40, 12), (torch.rand(g.num_edges()) + 0.5 if weighted else None)
+    want, got = _run(theirs, g, x, ew), _run(ours, g, x, ew)
+    assert calls, f"{path_method} did not run"
+    for name, a, b in (("out", got[0], want[0]), ("dx", got[1], want[1]), ("dw", got[2], want[2])):
+        if b is not None:
+            assert_close(a, b, msg=name)
+    assert got[3].keys() == want[3].keys()
+    for k in want[3]:
+        assert_close(got[3][k], want[3][k], msg=k)
+
+
 @pytest.mark.parametrize("aggregator", ["sum", "mean"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("kw", [{}, {"learn_eps": True, "activation": torch.tanh}, {"init_eps": 0.3}])
@@ -38,20 +57,7 @@ def test_linear_first_equals_dgls_module(path, aggregator, weighted, kw, bias):
     g = _graph()
     torch.manual_seed(0)
     theirs = dgl.nn.GINConv(torch.nn.Linear(12, 5, bias=bias), aggregator, **kw)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.swap(ours)
-    calls = []
-    original = type(ours)._linear_first
-    ours._linear_first = lambda *a: calls.append(1) or original(ours, *a)
-    x, ew = torch.randn(40, 12), (torch.rand(g.num_edges()) + 0.5 if weighted else None)
-    want, got = _run(theirs, g, x, ew), _run(ours, g, x, ew)
-    assert calls, "the linear-first forward did not run"
-    for name, a, b in (("out", got[0], want[0]), ("dx", got[1], want[1]), ("dw", got[2], want[2])):
-        if b is not None:
-            assert_close(a, b, msg=name)
-    assert got[3].keys() == want[3].keys()
-    for k in want[3]:
-        assert_close(got[3][k], want[3][k], msg=k)
+    _assert_swapped_equals(theirs, g, weighted, "_linear_first")
 
 
 def test_linear_first_pays_only_where_fewer_columns_move():
@@ -97,17 +103,16 @@ def test_direct_forward_equals_dgls_module(path, aggregator, weighted, kw, apply
     func = (torch.nn.Linear(12, 30) if apply_func == "wide_linear"
             else torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.ReLU(), torch.nn.Linear(8, 5)))
     theirs = dgl.nn.GINConv(func, aggregator, **kw)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.swap(ours)
-    calls = []
-    original = type(ours)._direct
-    ours._direct = lambda *a: calls.append(1) or original(ours, *a)
-    x, ew = torch.randn(40, 12), (torch.rand(g.num_edges()) + 0.5 if weighted else None)
-    want, got = _run(theirs, g, x, ew), _run(ours, g, x, ew)
-    assert calls, "the direct forward did not run"
-    for name, a, b in (("out", got[0], want[0]), ("dx", got[1], want[1]), ("dw", got[2], want[2])):
-        if b is not None:
-            assert_close(a, b, msg=name)
-    assert got[3].keys() == want[3].keys()
-    for k in want[3]:
-        assert_close(got[3][k], want[3][k], msg=k)
+    _assert_swapped_equals(theirs, g, weighted, "_direct")
+
+
+def test_a_pair_of_features_keeps_dgls_forward():
+    # (x_src, x_dst) is DGL's bipartite input: neither own path takes it, whatever apply_func is
+    g = _graph()
+    x = torch.randn(40, 12)
+    for func in (torch.nn.Linear(12, 5), torch.nn.Sequential(torch.nn.Linear(12, 5))):
+        theirs = dgl.nn.GINConv(func, "sum", init_eps=0.3)
+        ours = copy.deepcopy(theirs)
+        dgl_accel.swap(ours)
+        ours._direct = ours._linear_first = None  # calling either would fail here
+        assert_close(ours(g, (x, x)), theirs(g, (x, x)))

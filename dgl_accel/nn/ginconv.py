@@ -50,10 +50,9 @@ class GINConv(dgl.nn.GINConv):
                                       _needs_grad(feat, lin.weight, self.eps, edge_weight)))
 
     def _direct_applies(self, graph, feat, edge_weight) -> bool:
-        lin = self.apply_func
-        width = lin.in_features if type(lin) is torch.nn.Linear else feat.shape[-1] if feat.dim() == 2 else -1
-        return (self._aggregator_type in ("sum", "mean", "max")
-                and one_tensor_on_sources(graph, feat, width, blocks=False)
+        # apply_func comes after the aggregation, as in DGL's forward: any width aggregates alike
+        return (self._aggregator_type in ("sum", "mean", "max") and isinstance(feat, torch.Tensor)
+                and one_tensor_on_sources(graph, feat, feat.shape[-1], blocks=False)
                 and one_weight_per_edge(graph, edge_weight))
 
     def _direct(self, graph, feat, edge_weight):
