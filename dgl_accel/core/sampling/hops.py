@@ -20,7 +20,8 @@ order): where the backend picks the Triton path (a CUDA CSR; a CPU one under
 :func:`~dgl_accel.core.sampling.neighbor.sample_neighbors`'s device pipeline and a hop's new nodes
 come from :func:`~dgl_accel.core.sampling.neighbor_device.relabel_device` (sorts and searches, no
 node-sized array), all in torch ops on the device.  Host reads per relation and hop: the frontier's
-range check and the sample count; per node type and hop: two (the relabelling).  On the native CPU
+range check and the sample count; per node type and hop: two (the relabelling); in all
+:func:`host_read_bound`.  On the native CPU
 path the choice is :func:`~dgl_accel.core.sampling.neighbor.choose_positions` on numpy views, the
 gather and relabelling the compiled loops of the DGL adapter's blocks
 (:func:`~dgl_accel.core.sampling.neighbor.gather_pairs`,
@@ -46,9 +47,17 @@ from ..backend import choose_path
 from ..csr import Structure
 from .arrays import np64
 from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources, sample_neighbors
-from .neighbor_device import relabel_device
+from .neighbor_device import HOST_READS_PER_LAYER, relabel_device
 
-__all__ = ["Relation", "Hops", "sample_hops", "chosen_counts"]
+__all__ = ["Relation", "Hops", "sample_hops", "chosen_counts", "HOST_READS_PER_RELABEL", "host_read_bound"]
+
+HOST_READS_PER_RELABEL = 2  # relabel_device: the distinct sources, the new ones
+
+
+def host_read_bound(num_relations: int, num_types: int, hops: int) -> int:
+    """Host reads of :func:`sample_hops` on the device: per hop, each relation's choice
+    (``HOST_READS_PER_LAYER``: range check, sample count) and each node type's relabelling."""
+    return hops * (num_relations * HOST_READS_PER_LAYER + num_types * HOST_READS_PER_RELABEL)
 
 
 @dataclass(frozen=True, eq=False)

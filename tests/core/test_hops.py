@@ -1,0 +1,48 @@
+"""``dgl_accel.core.sampling.hops`` (hop-by-hop sampling in PyG's layout, the PyG sampler's
+pipeline): its device pipeline reads the host at most :func:`host_read_bound` times, for one
+relation and for two relations into two node types, and gives the CPU path's samples.  (Its
+output contract through PyG's loaders: tests/pyg/test_sampler.py.)"""
+import pytest
+import torch
+
+import dgl_accel
+from dgl_accel.core.csr import Structure, sort_by_row
+from dgl_accel.core.sampling import neighbor_device
+from dgl_accel.core.sampling.hops import Relation, host_read_bound, sample_hops
+from dgl_accel.testing.host_reads import HostReads
+
+
+def _relation(num_src, num_dst, num_edges, seed, src_type=0, dst_type=0):
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_src, (num_edges,), generator=gen)
+    dst = torch.randint(0, num_dst, (num_edges,), generator=gen)
+    indptr, order = sort_by_row(dst, num_dst)
+    csr = Structure(indptr=indptr, indices=src[order], eids=order, num_rows=num_dst, num_cols=num_src,
+                    device=torch.device("cpu"))
+    return Relation(csr, src_type, dst_type)
+
+
+CASES = {  # name: (relations, seeds per node type, node counts)
+    "homogeneous": (lambda: [_relation(60, 60, 400, 1)], [torch.arange(0, 60, 7)], [60]),
+    "two types": (lambda: [_relation(50, 30, 300, 2, 0, 1), _relation(30, 50, 200, 3, 1, 0)],
+                  [torch.tensor([], dtype=torch.int64), torch.arange(0, 30, 4)], [50, 30]),
+}
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("fanouts", [[4, 3], [-1, 2]])
+def test_device_pipeline_reads_the_host_at_most_its_bound_and_samples_as_the_cpu(case, fanouts):
+    build, seeds, num_nodes = CASES[case]
+    rels = build()
+    per_rel = [fanouts] * len(rels)
+    with dgl_accel.use_backend("native"):
+        cpu = sample_hops(rels, seeds, per_rel, key=5, replace=False, num_nodes=num_nodes)
+    # the interpreter reads the kernel's arguments on the host; a compiled launch does not
+    with HostReads(leave_out=[(neighbor_device, "neighbor_choice_triton")]) as reads:
+        with dgl_accel.use_backend("triton"):
+            dev = sample_hops(rels, seeds, per_rel, key=5, replace=False, num_nodes=num_nodes)
+    assert 0 < len(reads.events) <= host_read_bound(len(rels), len(num_nodes), len(fanouts)), reads.events
+    for name in ("nodes", "row", "col", "edge"):
+        assert all(torch.equal(a, b) for a, b in zip(getattr(cpu, name), getattr(dev, name))), name
+    assert cpu.num_sampled_nodes == dev.num_sampled_nodes and cpu.num_sampled_edges == dev.num_sampled_edges
