@@ -16,7 +16,8 @@ seed; the loss of every epoch must agree (``--tolerance``, relative).  Graphs (`
 ``rmat:SCALE`` (Graph500 R-MAT, symmetrised, 128 random features, 16 random classes),
 ``tiny`` (a 300-node random graph, for the test command).  ``--device cuda`` keeps graph, features
 and the sampler on the GPU (peak memory is reported there).  One JSON row per model and provider
-goes to ``--results`` when given.
+goes to ``--results`` when given.  The training loop is :mod:`dgl_accel.gpu_report.training`'s,
+the one the GPU report's ``training`` section runs.
 
 Usage: python examples/pyg_train.py [--graph rmat:16] [--models gcn,gat,sage] [--epochs 20]
                                     [--device cpu] [--tiny] [--results rows.jsonl]
@@ -24,151 +25,29 @@ Usage: python examples/pyg_train.py [--graph rmat:16] [--models gcn,gat,sage] [-
 from __future__ import annotations
 
 import argparse
-import copy
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-import dgl_accel.pyg  # noqa: E402
 from dgl_accel.gpu_report.rmat import rmat_graph  # noqa: E402  (DGL-free graph generator)
+from dgl_accel.gpu_report.training import MODELS, OURS, PYG, random_data, train  # noqa: E402
 
-MODELS = ("gcn", "gat", "sage")
 
-
-def graph(spec: str, device, feats: int = 128, classes: int = 16, seed: int = 0):
-    """A PyG ``Data`` with features, labels and a 10% training mask, on ``device``."""
-    from torch_geometric.data import Data
-
-    gen = torch.Generator().manual_seed(seed)
+def graph(spec: str, device, seed: int = 0):
+    """A PyG ``Data`` (128 random features, 16 random classes, a 10% training mask) on ``device``."""
     if spec == "tiny":
+        gen = torch.Generator().manual_seed(seed)
         n = 300
         src, dst = torch.randint(0, n, (2, 3000), generator=gen)
     elif spec.startswith("rmat:"):
         src, dst, n = rmat_graph(int(spec.split(":")[1]), seed=seed)
     else:
         raise ValueError(f"expected --graph tiny or rmat:SCALE (got {spec!r}). Fix: --graph rmat:16")
-    data = Data(x=torch.randn(n, feats, generator=gen), edge_index=torch.stack([src, dst]),
-                y=torch.randint(0, classes, (n,), generator=gen), train_mask=torch.rand(n, generator=gen) < 0.1)
-    return data.to(device), classes
-
-
-def build(name: str, feats: int, classes: int) -> torch.nn.Module:
-    """The model as a PyG user writes it (PyG's classes)."""
-    from torch_geometric import nn as pyg_nn
-
-    class Net(torch.nn.Module):
-        def __init__(self, convs, act):
-            super().__init__()
-            self.convs, self.act = torch.nn.ModuleList(convs), act
-
-        def forward(self, x, edge_index):
-            for i, conv in enumerate(self.convs):
-                x = conv(x, edge_index)
-                x = self.act(x) if i + 1 < len(self.convs) else x
-            return x
-
-    if name == "gcn":
-        return Net([pyg_nn.GCNConv(feats, 256), pyg_nn.GCNConv(256, classes)], F.relu)
-    if name == "gat":
-        return Net([pyg_nn.GATConv(feats, 8, heads=8), pyg_nn.GATConv(64, classes, heads=1)], F.elu)
-    return Net([pyg_nn.SAGEConv(feats, 256), pyg_nn.SAGEConv(256, 256), pyg_nn.SAGEConv(256, classes)], F.relu)
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def full_epoch(model, opt, data, device) -> tuple[float, dict]:
-    sync(device)
-    start = time.perf_counter()
-    opt.zero_grad()
-    out = model(data.x, data.edge_index)
-    loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
-    loss.backward()
-    opt.step()
-    sync(device)
-    return float(loss), {"step": time.perf_counter() - start}
-
-
-def sage_epoch(model, opt, data, device, batches: int, sampler) -> tuple[float, dict]:
-    from torch_geometric.loader import NodeLoader
-
-    seeds = data.train_mask.nonzero().flatten()
-    loader = NodeLoader(data, node_sampler=sampler, input_nodes=seeds, batch_size=1024)
-    parts, losses = dict.fromkeys(("sample", "gather", "forward", "backward"), 0.0), []
-    it = iter(loader)
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        batch = next(it, None)
-        if batch is None:
-            break
-        sync(device)
-        t1 = time.perf_counter()
-        x, ei, y = batch.x.to(device), batch.edge_index.to(device), batch.y[: batch.batch_size].to(device)
-        sync(device)
-        t2 = time.perf_counter()
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x, ei)[: batch.batch_size], y)
-        sync(device)
-        t3 = time.perf_counter()
-        loss.backward()
-        opt.step()
-        sync(device)
-        t4 = time.perf_counter()
-        for key, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
-            parts[key] += dt
-        losses.append(float(loss))
-    return statistics.fmean(losses), {**parts, "step": sum(parts.values())}
-
-
-def train(name: str, data, classes: int, args, device) -> list[dict]:
-    """Both providers, epoch by epoch in turn, from one set of initial weights."""
-    torch.manual_seed(args.seed)
-    theirs = build(name, data.num_features, classes).to(device)
-    ours = copy.deepcopy(theirs)
-    report = dgl_accel.pyg.swap(ours)
-    models = {"pyg": theirs, "dgl_accel": ours}
-    opts = {k: torch.optim.Adam(m.parameters(), lr=0.01) for k, m in models.items()}
-    # one sampler per provider, one seed: both see the same batches (the graph is read once each)
-    samplers = {k: dgl_accel.pyg.NeighborSampler(data, [15, 10, 5], seed=args.seed) for k in models
-                } if name == "sage" else {}
-    times = {k: [] for k in models}
-    losses = {k: [] for k in models}
-    for epoch in range(args.epochs):
-        for key, model in models.items():
-            torch.manual_seed(args.seed + epoch)  # the same dropout / sampling stream for both
-            if device.type == "cuda":
-                torch.cuda.reset_peak_memory_stats(device)
-            if name == "sage":
-                loss, parts = sage_epoch(model, opts[key], data, device, args.batches, samplers[key])
-            else:
-                loss, parts = full_epoch(model, opts[key], data, device)
-            times[key].append(parts)
-            losses[key].append(loss)
-        print(f"  {name} epoch {epoch}: loss PyG {losses['pyg'][-1]:.4f}, ours {losses['dgl_accel'][-1]:.4f}; "
-              f"step PyG {times['pyg'][-1]['step'] * 1e3:.1f} ms, ours {times['dgl_accel'][-1]['step'] * 1e3:.1f} ms",
-              file=sys.stderr)
-    rows = []
-    for key in models:
-        later = times[key][1:] or times[key]  # the first epoch builds caches and compiles
-        row = {"model": name, "provider": key, "graph": args.graph, "device": str(device), "epochs": args.epochs,
-               "swapped": len(report.swapped) if key == "dgl_accel" else 0, "final_loss": losses[key][-1],
-               "losses": losses[key], "step_times": [t["step"] for t in later],
-               **{f"{p}_s": statistics.median(t[p] for t in later) for p in later[0]}}
-        if device.type == "cuda":
-            row["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
-        rows.append(row)
-    gap = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(losses["pyg"], losses["dgl_accel"]))
-    rows[1].update(speedup=rows[0]["step_s"] / rows[1]["step_s"], max_relative_loss_gap=gap)
-    return rows
+    return random_data(src.to(device), dst.to(device), n, seed=seed), 16
 
 
 def main(argv=None) -> int:
@@ -195,8 +74,10 @@ def main(argv=None) -> int:
           f"on {device}", file=sys.stderr)
     rows, ok = [], True
     for name in names:
-        pair = train(name, data, classes, args, device)
-        rows += pair
+        pair = train(name, data, classes, [PYG, OURS], epochs=args.epochs, batches=args.batches, seed=args.seed,
+                     progress=lambda msg: print(msg, file=sys.stderr))
+        pair[1]["speedup"] = pair[0]["step_s"] / pair[1]["step_s"]
+        rows += [{**r, "graph": args.graph, "device": str(device)} for r in pair]
         within = pair[1]["max_relative_loss_gap"] <= args.tolerance
         ok &= within
         print(f"{name}: step PyG {pair[0]['step_s'] * 1e3:.1f} ms, ours {pair[1]['step_s'] * 1e3:.1f} ms "

@@ -6,7 +6,8 @@ torch / triton / CUDA versions, mode and a timestamp), ``<out>/docs/gpu_report.m
 temporary folder under ``--interpret`` when none is given).  Sections: correctness on the device
 (every registered kernel specialisation, the test suite's tolerance rule, launch coverage),
 aggregation against torch.sparse / PyG / DGL, sampling, a GAT layer fused / unfused / PyG (time and
-peak memory), execution paths.  Exit status 1 when any
+peak memory), training end to end (PyG's models as written against the same models swapped: full
+graph GCN / GAT, minibatch GraphSAGE, accuracy on the labelled shared graph), execution paths.  Exit status 1 when any
 check mismatched or a registered specialisation was never launched.
 
 Modes:
@@ -61,6 +62,9 @@ def parse(argv):
                    help="which graphs the aggregation section times (e.g. shared: the small graphs alone)")
     p.add_argument("--budget-s", type=float, default=None,
                    help="wall-clock budget in seconds: later sections and cases are skipped, what ran is written")
+    p.add_argument("--correctness", choices=("all", "sampling"), default="all",
+                   help="which correctness checks run: all (every kernel: minutes of compiling on a GPU) or "
+                        "sampling (the samplers alone, when no kernel changed since a run that checked all)")
     p.add_argument("--warm-jobs", type=int, default=0,
                    help="compile the correctness kernels first in this many worker processes (CUDA only)")
     return p.parse_args(argv)
@@ -95,4 +99,4 @@ def main(argv=None) -> int:
     command = "python -m dgl_accel.gpu_report " + " ".join(argv if argv is not None else sys.argv[1:])
     return runner.run(device, size, out, args.data, SIZES[size], skip, command, progress, started,
                       budget=args.budget_s, warm_jobs=args.warm_jobs,
-                      aggregation_graphs=args.aggregation_graphs)
+                      aggregation_graphs=args.aggregation_graphs, correctness_part=args.correctness)

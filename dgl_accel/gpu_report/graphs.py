@@ -3,10 +3,11 @@ call carries) and R-MAT graphs generated on the device.
 
 Staging (on the machine that has ``../shared/datasets``; never writes there)::
 
-    python -m dgl_accel.gpu_report.graphs stage            # -> data/gpu/*.npz, adjacency only
+    python -m dgl_accel.gpu_report.graphs stage            # -> data/gpu/*.npz
 
-keeps ``num_nodes``, ``adj_indptr`` and ``adj_indices`` of every shared npz graph (features are
-not needed: the report draws random features of each width), about 9 MB together.
+keeps ``num_nodes``, ``adj_indptr`` and ``adj_indices`` of every shared npz graph (the report draws
+random features of each width), and the features and labels of the labelled graph with the most
+nodes (:data:`LABELLED`: the training section's accuracy runs on it), about 25 MB together.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STAGED = ROOT / "data" / "gpu"
 SHARED = ROOT.parent / "shared" / "datasets" / "npz"
 KEYS = ("num_nodes", "adj_indptr", "adj_indices")
+LABELLED = "graphdata_coauthor_cs"  # the labelled graph with features of the most nodes (18,333)
+FEATURE_KEYS = ("x", "x_indptr", "x_indices", "x_shape", "x_data", "y")
 
 
 @dataclasses.dataclass
@@ -73,8 +76,22 @@ def shared_paths(data: Path | None) -> list[Path]:
     staged folder, else the shared datasets beside the checkout; [] where none exists."""
     for folder in ([data] if data is not None else []) + [STAGED, SHARED]:
         if folder is not None and folder.is_dir() and any(folder.glob("*.npz")):
-            return sorted(folder.glob("*.npz"), key=lambda p: -p.stat().st_size)
+            return sorted(folder.glob("*.npz"), key=lambda p: -_adjacency_entries(p))
     return []
+
+
+def _adjacency_entries(path: Path) -> int:
+    with np.load(path) as z:
+        return int(z["adj_indices"].size)
+
+
+def labelled_path(data: Path | None) -> Path | None:
+    """The staged (or shared) :data:`LABELLED` graph, if it has its features and labels."""
+    for p in shared_paths(data):
+        if p.stem == LABELLED:
+            with np.load(p) as z:
+                return p if "y" in z.files and ("x" in z.files or "x_indptr" in z.files) else None
+    return None
 
 
 def rmat(scale: int, device, seed: int = 0) -> Graph:
@@ -100,7 +117,8 @@ def stage(dest: Path = STAGED, source: Path = SHARED) -> list[Path]:
     written = []
     for path in sorted(source.glob("*.npz")):
         with np.load(path) as z:
-            arrays = {k: z[k] for k in KEYS}
+            keep = KEYS + (FEATURE_KEYS if path.stem == LABELLED else ())
+            arrays = {k: z[k] for k in keep if k in z.files}
         out = dest / path.name
         np.savez_compressed(out, **arrays)
         written.append(out)

@@ -15,7 +15,9 @@ from pathlib import Path
 from . import roofline, table
 from .env import Results
 
-SECTIONS = ("correctness", "aggregation", "sampling", "attention", "exec_paths", "failed", "skipped")
+SECTIONS = ("correctness", "aggregation", "sampling", "attention", "training", "training_accuracy",
+            "training_repeat_calls", "exec_paths",
+            "failed", "skipped")
 
 
 def load(folder: Path) -> dict[str, list[dict]]:
@@ -50,6 +52,7 @@ def rebuild(folder: Path, docs: Path) -> Path:
     cov_row = next(r for r in rows["coverage"] if r.get("run") == run)
     cov = {k: cov_row[k] for k in ("registered", "launched", "missing", "other_mode", "extra", "launches",
                                    "per_kernel")}
+    cov["part"] = cov_row.get("part", "all")
     ceilings = {"copy_bytes_per_s": env_row["copy_bytes_per_s"], "matmul": env_row["matmul"]}
     png = roofline.plot(results.section("aggregation"), ceilings, env["device"], docs / "gpu_report_roofline.png")
     md = docs / "gpu_report.md"

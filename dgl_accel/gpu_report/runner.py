@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from . import aggregation, attention, correctness, exec_paths, graphs, roofline, sampling, table, warm
+from . import aggregation, attention, correctness, exec_paths, graphs, roofline, sampling, table, training, warm
 from .env import Results, environment
 from .timing import Deadline, copy_bandwidth, matmul_rate
 
@@ -33,9 +33,12 @@ def _ceilings(device, size: str) -> dict:
             "matmul": {"fp32": matmul_rate(device, n, torch.float32), "bf16": matmul_rate(device, n, torch.bfloat16)}}
 
 
-def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progress) -> dict:
+def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progress, skip: set = frozenset()) -> dict:
+    """The graphs the sections that run use (R-MAT scales of a skipped section are not generated)."""
     gs = {}
-    for scale in plan["grid_scales"] + plan["line_scales"]:
+    named = {n for part in ("sampling", "exec_paths", "attention") if part not in skip for n in plan[part]}
+    scales = () if "aggregation" in skip else plan["grid_scales"] + plan["line_scales"]
+    for scale in sorted(set(scales) | {int(n[4:]) for n in named if n.startswith("rmat")}):
         t0 = time.perf_counter()
         gs[f"rmat{scale}"] = graphs.rmat(scale, device)
         progress(f"R-MAT scale {scale}: {gs[f'rmat{scale}'].num_edges:,} edges ({time.perf_counter() - t0:.1f} s)")
@@ -48,12 +51,13 @@ def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progres
         gs[p.stem] = graphs.load_npz(p, device)
     if not paths:
         progress("no shared graphs found (stage them: python -m dgl_accel.gpu_report.graphs stage)")
-    gs["largest"] = gs[paths[0].stem] if paths else gs[f"rmat{plan['grid_scales'][0]}"]
+    gs["largest"] = gs[paths[0].stem] if paths else graphs.rmat(plan["grid_scales"][0], device)
     return gs
 
 
 def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started,
-        budget: float | None = None, warm_jobs: int = 0, aggregation_graphs: str = "all") -> int:
+        budget: float | None = None, warm_jobs: int = 0, aggregation_graphs: str = "all",
+        correctness_part: str = "all") -> int:
     """The report; ``budget`` seconds (from ``started``) bound it: a section or case that would start
     later is skipped and listed, and every row is written as it is added, so a lease that
     ends early still returns what was measured."""
@@ -69,14 +73,14 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
              f"{ceilings['matmul']['fp32'] / 1e12:.3g} TFLOP/s")
     results.add("environment", copy_bytes_per_s=ceilings["copy_bytes_per_s"], matmul=ceilings["matmul"],
                 command=command)
-    gs = _graphs(plan, size, device, data, out, progress)
+    gs = _graphs(plan, size, device, data, out, progress, skip)
 
-    if warm_jobs > 1 and device.type == "cuda":
+    if warm_jobs > 1 and device.type == "cuda" and correctness_part == "all":
         warm.warm(warm_jobs, plan["small"], plan["hub"], max(30.0, min(240.0, deadline.left() / 3)), progress)
     progress("correctness: every registered kernel specialisation against the references")
     cov = correctness.run(results, device, small=graphs.rmat(plan["small"], device), hub_degree=plan["hub"],
                           sampling_graph=graphs.rmat(plan["small"] + 2, "cpu"), tiny=size == "tiny",
-                          progress=progress)
+                          progress=progress, part=correctness_part)
     progress(f"correctness: {cov['checks']} checks, {cov['mismatches']} mismatches; launched "
              f"{cov['launched']}/{cov['registered']} registered specialisations")
 
@@ -95,6 +99,7 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
                                             size == "tiny", progress, deadline)),
         ("sampling", lambda: sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny",
                                           progress, deadline)),
+        ("training", lambda: training.run(results, device, size, _labelled(size, data, out), progress, deadline)),
         ("exec_paths", lambda: exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing,
                                               128 if size != "tiny" else 16, progress, deadline)),
         ("aggregation", agg),
@@ -123,6 +128,14 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
     progress("wrote " + ", ".join(str(p) for p in written + [md, png]))
     _summary(results, cov, progress)
     return 0 if cov["mismatches"] == 0 and not cov["missing"] and not results.section("failed") else 1
+
+
+def _labelled(size: str, data: Path | None, out: Path) -> Path | None:
+    """The training section's labelled graph: the shared graph with features and labels of the most
+    nodes (a tiny one of our own under ``tiny``: CI may have no shared data)."""
+    if size == "tiny":
+        return training.save_labelled(out / "tiny_labelled.npz")
+    return graphs.labelled_path(data)
 
 
 def _unique(gs: dict, names) -> list:
@@ -155,6 +168,14 @@ def _summary(results, cov: dict, progress) -> None:
         if r.get("ok") and base and r["provider"] != base["provider"]:
             lines.append(f"attention: {r['graph']} {r['dtype']} GAT layer fwd+bwd: fused {base['fwd_bwd_ms']:.3g} ms, "
                          f"{r['provider']} {r['fwd_bwd_ms'] / base['fwd_bwd_ms']:.2f}x slower")
+    ours = {(r["graph"], r["model"], r["dtype"]): r for r in results.section("training")
+            if r.get("ok") and r["provider"] == "dgl_accel"}
+    for r in results.section("training"):
+        base = ours.get((r["graph"], r["model"], r["dtype"]))
+        if base and r is not base:
+            lines.append(f"training: {r['graph']} {r['model']} {r['dtype']}: ours {base['step_s'] * 1e3:.3g} ms, "
+                         f"{r['provider']} " + (f"{r['step_s'] / base['step_s']:.2f}x our step" if r.get("ok")
+                                                else (r.get("error") or "failed")[:80]))
     for r in results.section("exec_paths"):
         if r.get("ok"):
             lines.append(f"execution paths: {r['graph']} {r['train_fraction']:.0%} depth {r['depth']}: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-SECTIONS = ("Environment", "Correctness", "Aggregation", "Sampling", "Execution paths", "Roofline")
+SECTIONS = ("Environment", "Correctness", "Aggregation", "Sampling", "Training", "Execution paths", "Roofline")
 GOALS = {"float32": 1.5, "bfloat16": 2.0}  # geomean of ours vs torch.sparse.mm CSR, forward+backward, F >= 64
 BW_GOAL, SAMPLING_GOAL = 0.70, 100e6
 
@@ -36,9 +36,12 @@ def environment(env: dict, ceilings: dict, args: str) -> list[str]:
 
 def correctness(rows: list[dict], cov: dict) -> list[str]:
     bad = [r for r in rows if not r["ok"]]
+    launched = (f"kernel specialisations launched: {cov['launched']}/{cov['registered']} {_verdict(not cov['missing'])}"
+                if cov.get("part", "all") == "all" else
+                f"the samplers' checks alone (`--correctness {cov['part']}`: launch coverage not judged; "
+                f"{cov['launched']}/{cov['registered']} specialisations launched)")
     lines = ["## Correctness", "",
-             f"{len(rows)} checks, {len(bad)} mismatches {_verdict(not bad)}; kernel specialisations launched: "
-             f"{cov['launched']}/{cov['registered']} {_verdict(not cov['missing'])} ({cov['launches']} launches, "
+             f"{len(rows)} checks, {len(bad)} mismatches {_verdict(not bad)}; {launched} ({cov['launches']} launches, "
              f"{len(cov['extra'])} launched variants not in the registry).", "",
              "| family | checks | mismatches |", "|---|---|---|"]
     fam = defaultdict(lambda: [0, 0])
@@ -166,6 +169,48 @@ def exec_paths(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def training(rows: list[dict], accuracy: list[dict], repeats: list[dict] = ()) -> list[str]:
+    lines = ["## Training", "", "PyG's models as written against the same models after `dgl_accel.pyg.swap`, from "
+             "the same weights, epochs interleaved: median step (full graph: an epoch; SAGE: the minibatches of an "
+             "epoch, split sample / gather / forward / backward), peak device memory, the largest relative gap of "
+             "the per-epoch losses to the first provider's; `x`: each provider's step over ours (> 1: ours is "
+             "faster).", "",
+             "| graph | model | dtype | provider | step ms | x | sample / gather / fwd / bwd ms | peak MiB "
+             "| loss gap |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    ours = {(r["graph"], r["model"], r["dtype"]): r for r in rows if r.get("ok") and r["provider"] == "dgl_accel"}
+    for r in rows:
+        base = ours.get((r["graph"], r["model"], r["dtype"]), {}).get("step_s")
+        case = f"| {r['graph']} | {r['model']} | {r['dtype']} | {r['provider']} |"
+        if not r.get("ok"):
+            peak = (r.get("peak_memory_bytes") or 0) / 2**20
+            lines.append(f"{case} {(r.get('error') or '')[:120]} | | | {_f(peak)} | |")
+            continue
+        split = " / ".join(_f(r[f"{k}_s"] * 1e3) for k in ("sample", "gather", "forward", "backward")) \
+            if "sample_s" in r else ""
+        peak = r.get("peak_memory_bytes")
+        lines.append(f"{case} {_f(r['step_s'] * 1e3)} | {_f(r['step_s'] / base) if base else '—'} | {split} | "
+                     f"{_f(peak / 2**20) if peak else '—'} | {_f(r.get('max_relative_loss_gap'), 2)} |")
+    for r in repeats:
+        lines += ["", f"Swapped GCN forward+backward on {r['graph']}, calls 1 / 2 / 3: host reads "
+                  f"{' / '.join(map(str, r['host_reads']))} (the last call's: {', '.join(r['read_kinds']) or 'none'}), "
+                  "edge_index "
+                  f"structure builds {' / '.join(map(str, r['cache_builds']))}, "
+                  f"{' / '.join(_f(t * 1e3) for t in r['seconds'])} ms."]
+    by = defaultdict(list)
+    for r in accuracy:
+        by[(r["graph"], r["model"])].append(r)
+    if by:
+        lines += ["", "Accuracy (test accuracy at the best validation epoch, paired by seed; labels per class for "
+                  "training / validation as in the rows):",
+                  "", "| graph | model | seeds | PyG | ours | ours - PyG (points) |", "|---|---|---|---|---|---|"]
+        for (graph, model), rs in by.items():
+            a, b = (sum(r[k] for r in rs) / len(rs) for k in ("pyg", "dgl_accel"))
+            lines.append(f"| {graph} | {model} | {len(rs)} ({rs[0].get('per_class')}) | {100 * a:.2f} | "
+                         f"{100 * b:.2f} | {100 * (b - a):+.2f} |")
+    return lines + [""]
+
+
 def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds: float | None,
            sources: list[str] | None = None) -> str:
     env = results.env
@@ -180,6 +225,8 @@ def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds
     lines += aggregation(results.section("aggregation"))
     lines += sampling(results.section("sampling"))
     lines += attention(results.section("attention"))
+    lines += training(results.section("training"), results.section("training_accuracy"),
+                      results.section("training_repeat_calls"))
     lines += exec_paths(results.section("exec_paths"))
     cut = results.section("failed") + results.section("skipped")
     if cut:  # say plainly what this run did not measure, and why

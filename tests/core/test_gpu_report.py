@@ -39,7 +39,7 @@ def test_tiny_run_writes_every_file_with_the_environment(report):
     proc, out, rows = report
     assert "summary" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert set(rows) >= {"environment", "correctness", "coverage", "aggregation", "sampling", "attention",
-                         "exec_paths"}, rows.keys()
+                         "training", "training_accuracy", "training_repeat_calls", "exec_paths"}, rows.keys()
     for section, section_rows in rows.items():
         assert section_rows, section
         for row in section_rows:
@@ -102,6 +102,43 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     paths = rows["exec_paths"]
     assert {(r["train_fraction"], r["depth"]) for r in paths} == {(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)}
     assert all(r["ok"] for r in paths), paths
+
+
+def test_tiny_run_trains_every_model_with_every_provider_to_the_same_losses(report):
+    _, _, rows = report
+    train = rows["training"]
+    cases = {(r["graph"], r["model"], r["dtype"]) for r in train}
+    assert cases == {("rmat6", m, d) for m, d in (("gcn", "float32"), ("gat", "float32"), ("sage", "float32"),
+                                                   ("gcn", "bfloat16"))}, cases
+    for graph, model, dtype in cases:
+        case = [r for r in train if (r["graph"], r["model"], r["dtype"]) == (graph, model, dtype)]
+        ours = next(r for r in case if r["provider"] == "dgl_accel")
+        assert ours["ok"] and ours["swapped"] == (3 if model == "sage" else 2) and ours["step_s"] > 0, ours
+        assert ours["reference"] == "pyg" and ours["max_relative_loss_gap"] <= (1e-3 if dtype == "float32" else 5e-2)
+        assert {r["provider"] for r in case} >= {"pyg", "dgl_accel"} and all(r["losses"] for r in case if r["ok"])
+        if model == "sage":
+            assert all(ours[f"{k}_s"] > 0 for k in ("sample", "gather", "forward", "backward")), ours
+    # PyG's torch.sparse adjacency: fp32 runs; bf16 has no CPU kernel (MKL), which its row says
+    sparse = {r["dtype"]: r for r in train if r["provider"] == "pyg torch.sparse"}
+    assert sparse["float32"]["ok"] and sparse["float32"]["max_relative_loss_gap"] <= 1e-3
+    assert not sparse["bfloat16"]["ok"] and "BFloat16" in sparse["bfloat16"]["error"]
+    # after the first call, a swapped layer on the same edge_index does no graph work and reads nothing
+    calls = rows["training_repeat_calls"][0]
+    assert calls["cache_builds"][0] >= 1 and calls["cache_builds"][1:] == [0, 0], calls
+    assert calls["host_reads"][1:] == [0, 0], calls
+    acc = rows["training_accuracy"]
+    assert [(r["model"], r["seed"]) for r in acc] == [("gcn", 0)] and 0 < acc[0]["dgl_accel"] == acc[0]["pyg"], acc
+
+
+def test_sampler_only_correctness_says_coverage_was_not_judged():
+    cov = {"registered": 10, "launched": 2, "missing": [], "extra": [], "launches": 5, "per_kernel": {},
+           "part": "sampling"}
+    text = "\n".join(table.correctness([{"family": "sampling", "case": "c", "ok": True, "error": ""}], cov))
+    assert "launch coverage not judged" in text and "1 checks, 0 mismatches **pass**" in text
+    from dgl_accel.gpu_report import correctness
+    with pytest.raises(ValueError, match="expected correctness part 'all' or 'sampling'"):
+        correctness.run(None, torch.device("cpu"), small=None, hub_degree=0, sampling_graph=None, tiny=True,
+                        progress=print, part="kernels")
 
 
 def test_table_lists_every_section(report):

@@ -1,0 +1,416 @@
+"""Training end to end: PyG's models as a user writes them against the same models after
+``dgl_accel.pyg.swap``, from the same initial weights, epoch by epoch in turn (interleaved).  The
+report's ``training`` section, ``examples/pyg_train.py`` and ``bench/bench_pyg.py`` all train here.
+
+Models (:func:`build`): ``gcn``: full graph, 2 x GCNConv (hidden 256); ``gat``: full graph,
+GATConv 8 heads x 8 (ELU) then GATConv 1 head; ``sage``: minibatches, 3 x SAGEConv 256, fanouts
+[15, 10, 5], batch 1,024, PyG's ``NodeLoader`` fed by our ``NeighborSampler`` (PyG's own needs
+pyg-lib), each step split into sample (the sampler's call) / gather (the loader's feature and label
+gather plus the copy to the model's device) / forward / backward (with the optimiser step).
+
+A :class:`Provider` says which layers (PyG's or swapped), which adjacency (``edge_index``, or PyG's
+``torch.sparse`` CSR ``adj_t``: cuSPARSE on a GPU) and, for minibatches, where the sampler and
+the loader's gather run (the data's device, or the CPU: what a PyG user without our GPU path
+does).  A provider that fails (out of device memory, an op missing for a dtype) stops there: its row
+says so, the others go on.
+Every row carries the loss of each epoch; rows after the first carry the largest relative gap to
+the first provider's losses (they train the same function from the same weights, so they agree).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+FANOUTS = [15, 10, 5]
+BATCH = 1024
+MODELS = ("gcn", "gat", "sage")
+
+
+@dataclasses.dataclass(frozen=True)
+class Provider:
+    name: str
+    swap: bool  # dgl_accel.pyg.swap(model) before training
+    adjacency: str = "edge_index"  # or "sparse": PyG's torch.sparse CSR adj_t (rows = targets)
+    sampler_device: str | None = None  # minibatches: None = the data's device, or "cpu"
+
+
+PYG, OURS = Provider("pyg", False), Provider("dgl_accel", True)
+PYG_SPARSE = Provider("pyg torch.sparse", False, adjacency="sparse")
+PYG_CPU_SAMPLER = Provider("pyg + cpu sampler", False, sampler_device="cpu")
+
+
+def random_data(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, feats: int = 128, classes: int = 16,
+                seed: int = 0):
+    """A PyG ``Data`` on the edges' device: ``feats`` random features, ``classes`` random labels, a
+    10% training mask (drawn on the CPU, so every device gets the same values)."""
+    from torch_geometric.data import Data
+
+    gen = torch.Generator().manual_seed(seed)
+    data = Data(x=torch.randn(num_nodes, feats, generator=gen),
+                y=torch.randint(0, classes, (num_nodes,), generator=gen),
+                train_mask=torch.rand(num_nodes, generator=gen) < 0.1)
+    data.edge_index = torch.stack([src, dst]).to(torch.int64).cpu()
+    return data.to(src.device)
+
+
+def build(name: str, feats: int, classes: int) -> torch.nn.Module:
+    """The model as a PyG user writes it (PyG's classes)."""
+    from torch_geometric import nn as pyg_nn
+
+    class Net(torch.nn.Module):
+        def __init__(self, convs, act):
+            super().__init__()
+            self.convs, self.act = torch.nn.ModuleList(convs), act
+
+        def forward(self, x, edge_index):
+            for i, conv in enumerate(self.convs):
+                x = conv(x, edge_index)
+                x = self.act(x) if i + 1 < len(self.convs) else x
+            return x
+
+    if name == "gcn":
+        return Net([pyg_nn.GCNConv(feats, 256), pyg_nn.GCNConv(256, classes)], F.relu)
+    if name == "gat":
+        return Net([pyg_nn.GATConv(feats, 8, heads=8), pyg_nn.GATConv(64, classes, heads=1)], F.elu)
+    if name == "sage":
+        return Net([pyg_nn.SAGEConv(feats, 256), pyg_nn.SAGEConv(256, 256), pyg_nn.SAGEConv(256, classes)], F.relu)
+    raise ValueError(f"expected a model among {list(MODELS)} (got {name!r}). Fix: pick one of them.")
+
+
+def sparse_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> torch.Tensor:
+    """PyG's ``adj_t`` as a ``torch.sparse`` CSR tensor: row = target, column = source."""
+    from torch_geometric.utils import to_torch_csr_tensor
+
+    ones = torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device)
+    return to_torch_csr_tensor(edge_index.flip(0), ones, size=(num_nodes, num_nodes))
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def full_epoch(model, opt, x, adjacency, y, mask) -> tuple[float, dict]:
+    """One full-graph step (forward, loss on the training rows, backward, optimiser step)."""
+    sync(x.device)
+    start = time.perf_counter()
+    opt.zero_grad()
+    out = model(x, adjacency)
+    loss = F.cross_entropy(out[mask].float(), y[mask])
+    loss.backward()
+    opt.step()
+    sync(x.device)
+    return float(loss), {"step": time.perf_counter() - start}
+
+
+class Minibatches:
+    """PyG's ``NodeLoader`` over the training rows of ``data`` with our sampler, its calls timed."""
+
+    def __init__(self, data, seed: int):
+        from torch_geometric.loader import NodeLoader
+
+        import dgl_accel.pyg
+
+        self.sampler = dgl_accel.pyg.NeighborSampler(data, FANOUTS, seed=seed)
+        self.sample_s, timed = 0.0, self.sampler.sample_from_nodes
+        device = data.x.device
+
+        def sample_from_nodes(*args, **kwargs):  # the sampler's share of the loader's next()
+            sync(device)
+            t0 = time.perf_counter()
+            out = timed(*args, **kwargs)
+            sync(device)
+            self.sample_s += time.perf_counter() - t0
+            return out
+        self.sampler.sample_from_nodes = sample_from_nodes
+        seeds = data.train_mask.nonzero().flatten().cpu()
+        self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=seeds, batch_size=BATCH)
+
+
+def sage_epoch(model, opt, batches: Minibatches, count: int, device, dtype) -> tuple[float, dict]:
+    """``count`` minibatch steps; seconds split into sample / gather / forward / backward."""
+    parts, losses = dict.fromkeys(("sample", "gather", "forward", "backward"), 0.0), []
+    it = iter(batches.loader)
+    for _ in range(count):
+        sampled0 = batches.sample_s
+        t0 = time.perf_counter()
+        batch = next(it, None)
+        if batch is None:
+            break
+        x, ei = batch.x.to(device=device, dtype=dtype), batch.edge_index.to(device)
+        y = batch.y[: batch.batch_size].to(device)
+        sync(device)
+        t1 = time.perf_counter()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x, ei)[: batch.batch_size].float(), y)
+        sync(device)
+        t2 = time.perf_counter()
+        loss.backward()
+        opt.step()
+        sync(device)
+        t3 = time.perf_counter()
+        sample = batches.sample_s - sampled0
+        for key, dt in zip(parts, (sample, t1 - t0 - sample, t2 - t1, t3 - t2)):
+            parts[key] += dt
+        losses.append(float(loss))
+    return statistics.fmean(losses), {**parts, "step": sum(parts.values())}
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def train(name: str, data, classes: int, providers, *, epochs: int, batches: int = 8, seed: int = 0,
+          dtype: torch.dtype = torch.float32, lr: float = 0.01, progress=None) -> list[dict]:
+    """Every provider from one set of initial weights, epoch by epoch in turn; one row each."""
+    import dgl_accel.pyg
+
+    device = data.x.device
+    torch.manual_seed(seed)
+    base = build(name, data.num_features, classes).to(device=device, dtype=dtype)
+    runs = []
+    for p in providers:
+        model = copy.deepcopy(base)
+        swapped = len(dgl_accel.pyg.swap(model).swapped) if p.swap else 0
+        run = dict(provider=p, model=model, opt=torch.optim.Adam(model.parameters(), lr=lr), swapped=swapped,
+                   times=[], losses=[], peak=0, error=None)
+        if name == "sage":
+            on = data if p.sampler_device is None else data.to(p.sampler_device)
+            run["batches"] = Minibatches(on, seed)
+        else:
+            run["x"] = data.x.to(dtype)
+            run["adj"] = (sparse_adjacency(data.edge_index, data.num_nodes, dtype) if p.adjacency == "sparse"
+                          else data.edge_index)
+        runs.append(run)
+    for epoch in range(epochs):
+        for run in runs:
+            if run["error"]:
+                continue
+            torch.manual_seed(seed + epoch)  # the same dropout / sampling stream for every provider
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            try:
+                if name == "sage":
+                    loss, parts = sage_epoch(run["model"], run["opt"], run["batches"], batches, device, dtype)
+                else:
+                    loss, parts = full_epoch(run["model"], run["opt"], run["x"], run["adj"], data.y, data.train_mask)
+            except Exception as exc:  # noqa: BLE001 - a provider that fails stops; the others go on
+                what = "out of memory" if _out_of_memory(exc) else type(exc).__name__
+                run["error"] = f"{what} at epoch {epoch}: {str(exc).splitlines()[0][:240]}"
+                run["opt"].zero_grad(set_to_none=True)
+                if device.type == "cuda":
+                    run["peak"] = max(run["peak"], torch.cuda.max_memory_allocated(device))
+                    torch.cuda.empty_cache()
+                continue
+            run["times"].append(parts)
+            run["losses"].append(loss)
+            if device.type == "cuda":
+                run["peak"] = max(run["peak"], torch.cuda.max_memory_allocated(device))
+        if progress:
+            progress(f"    {name} epoch {epoch}: " + ", ".join(
+                f"{r['provider'].name} " + (f"{r['times'][-1]['step'] * 1e3:.1f} ms loss {r['losses'][-1]:.4f}"
+                                            if r["times"] and not r["error"] else "out of memory") for r in runs))
+    return [_row(name, run, runs, data, dtype, epochs) for run in runs]
+
+
+def _row(name: str, run: dict, runs: list, data, dtype, epochs: int) -> dict:
+    p = run["provider"]
+    row = {"model": name, "provider": p.name, "swapped": run["swapped"], "dtype": str(dtype).replace("torch.", ""),
+           "nodes": data.num_nodes, "edges": data.num_edges, "epochs": epochs, "ok": run["error"] is None,
+           "error": run["error"], "losses": run["losses"], "final_loss": run["losses"][-1] if run["losses"] else None}
+    if data.x.device.type == "cuda":
+        row["peak_memory_bytes"] = run["peak"]
+    if run["error"] is None:
+        later = run["times"][1:] or run["times"]  # the first epoch builds caches and compiles
+        row["step_times"] = [t["step"] for t in later]
+        row.update({f"{k}_s": statistics.median(t[k] for t in later) for k in later[0]})
+    ref = next((r for r in runs if r["error"] is None), None)
+    if ref is not None and ref is not run and row["ok"]:
+        row["reference"] = ref["provider"].name
+        row["max_relative_loss_gap"] = max(abs(a - b) / max(abs(a), 1e-12)
+                                           for a, b in zip(ref["losses"], run["losses"]))
+    return row
+
+
+def split(labels: torch.Tensor, seed: int, train: int = 20, val: int = 30):
+    """Boolean (train, val, test) masks: ``train`` and ``val`` nodes per class, the rest test."""
+    gen = torch.Generator().manual_seed(seed)
+    y = labels.cpu()
+    masks = [torch.zeros(y.numel(), dtype=torch.bool) for _ in range(3)]
+    for c in torch.unique(y[y >= 0]).tolist():
+        idx = torch.nonzero(y == c).flatten()
+        idx = idx[torch.randperm(idx.numel(), generator=gen)]
+        masks[0][idx[:train]] = True
+        masks[1][idx[train:train + val]] = True
+    masks[2] = (y >= 0) & ~masks[0] & ~masks[1]
+    return tuple(m.to(labels.device) for m in masks)
+
+
+def accuracy(name: str, data, classes: int, seed: int, *, epochs: int = 200, lr: float = 0.01,
+             weight_decay: float = 5e-4, per_class=(20, 30)) -> dict[str, float]:
+    """Test accuracy at the best validation epoch, PyG's model and the swapped one from the same
+    weights on the seed's split (``per_class`` training and validation labels): {provider: accuracy}."""
+    import dgl_accel.pyg
+
+    train_mask, val_mask, test_mask = split(data.y, seed, *per_class)
+    torch.manual_seed(seed)
+    theirs = build(name, data.num_features, classes).to(data.x.device)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.pyg.swap(ours)
+    result = {}
+    for provider, model in (("pyg", theirs), ("dgl_accel", ours)):
+        opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        best_val, best_test = -1.0, 0.0
+        for _ in range(epochs):
+            model.train()
+            opt.zero_grad()
+            F.cross_entropy(model(data.x, data.edge_index)[train_mask], data.y[train_mask]).backward()
+            opt.step()
+            model.eval()
+            with torch.no_grad():
+                pred = model(data.x, data.edge_index).argmax(1)
+            val = float((pred[val_mask] == data.y[val_mask]).float().mean())
+            if val > best_val:
+                best_val, best_test = val, float((pred[test_mask] == data.y[test_mask]).float().mean())
+        result[provider] = best_test
+    return result
+
+
+# ------------------------------------------------------------------------------ the report's section
+SIZES = {  # per report size: R-MAT scale of the random-feature graph, epochs, SAGE batches, accuracy runs
+    "full": dict(scale=21, epochs=20, sage_epochs=5, batches=8, seeds=5, acc_epochs=200, acc_models=("gcn", "gat"),
+                 split=(20, 30), labelled_cases=True),
+    "quick": dict(scale=18, epochs=5, sage_epochs=3, batches=4, seeds=2, acc_epochs=50, acc_models=("gcn", "gat"),
+                  split=(20, 30), labelled_cases=True),
+    # the interpreter: every code path once (one epoch, GCN accuracy alone, no timing cases on the labelled graph)
+    "tiny": dict(scale=6, epochs=1, sage_epochs=1, batches=2, seeds=1, acc_epochs=2, acc_models=("gcn",),
+                 split=(5, 5), labelled_cases=False),
+}
+
+
+def labelled_data(path, device):
+    """A shared npz graph with its features and labels (``x`` CSR or dense, ``y``) as a PyG ``Data``."""
+    import numpy as np
+    from torch_geometric.data import Data
+
+    with np.load(path) as z:
+        n = int(z["num_nodes"])
+        indptr, indices = torch.from_numpy(z["adj_indptr"].astype(np.int64)), torch.from_numpy(z["adj_indices"])
+        if "x" in z.files:
+            x = torch.from_numpy(z["x"])
+        else:
+            values = torch.from_numpy(z["x_data"]) if "x_data" in z.files else torch.ones(z["x_indices"].size)
+            cols = torch.from_numpy(z["x_indices"].astype(np.int64))
+            x = torch.sparse_csr_tensor(torch.from_numpy(z["x_indptr"]), cols, values.float(),
+                                        tuple(int(s) for s in z["x_shape"])).to_dense()
+        y = torch.from_numpy(z["y"])
+    rows = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
+    data = Data(x=x, y=y, edge_index=torch.stack([indices.to(torch.int64), rows]))  # symmetric: columns send to rows
+    data.train_mask = split(y, 0)[0]
+    return data.to(device), int(y.max()) + 1
+
+
+def save_labelled(path, feats: int = 16, classes: int = 2, seed: int = 0):
+    """A small labelled graph in the shared npz layout (dense features, labels): the tiny run's."""
+    import numpy as np
+
+    from .graphs import rmat, save_npz
+
+    g = rmat(6, "cpu", seed=seed)
+    save_npz(path, g)
+    rng = np.random.default_rng(seed)
+    x = (rng.random((g.num_nodes, feats)) < 0.1).astype(np.float32)
+    with np.load(path) as z:
+        arrays = dict(z)
+    np.savez_compressed(path, **arrays, x=x, y=rng.integers(0, classes, g.num_nodes))
+    return path
+
+
+def repeat_calls(data, classes: int) -> dict:
+    """A swapped 2-layer GCN, forward+backward three times on one ``edge_index``: the host reads of
+    each call (``testing.HostReads``: syncs on a GPU), the edge_index cache's builds and each
+    call's seconds.  After the first call, no graph-sized work: no build, and only the reads the
+    layers need regardless of the graph."""
+    import dgl_accel.pyg
+    from dgl_accel.pyg.graph import CACHE
+
+    from ..testing.host_reads import HostReads
+
+    torch.manual_seed(0)
+    model = build("gcn", data.num_features, classes).to(data.x.device)
+    dgl_accel.pyg.swap(model)
+    edge_index = data.edge_index.clone()  # a tensor no earlier case cached
+    reads, builds, seconds = [], [], []
+    for _ in range(3):
+        before = CACHE.builds
+        sync(data.x.device)
+        t0 = time.perf_counter()
+        with HostReads() as events:
+            model(data.x, edge_index).sum().backward()
+        sync(data.x.device)
+        seconds.append(time.perf_counter() - t0)
+        reads.append(len(events.events))
+        builds.append(CACHE.builds - before)
+    return {"host_reads": reads, "cache_builds": builds, "seconds": seconds, "read_kinds": sorted(set(events.events))}
+
+
+def cases(device: torch.device) -> list[tuple]:
+    """(model, dtype, providers) of the section, in the order they run."""
+    gcn = [PYG, PYG_SPARSE, OURS]
+    sage = [PYG_CPU_SAMPLER, PYG, OURS] if device.type == "cuda" else [PYG, OURS]
+    return [("gcn", torch.float32, gcn), ("gat", torch.float32, [PYG, OURS]), ("sage", torch.float32, sage),
+            ("gcn", torch.bfloat16, gcn)]
+
+
+def run(results, device: torch.device, size: str, labelled, progress, deadline=None) -> None:
+    """The section: every case on an R-MAT graph with 128 random features, the full-graph cases on
+    ``labelled`` (a shared npz path with features, or None), then GCN / GAT accuracy there."""
+    from . import graphs
+
+    sz = SIZES[size]
+    g = graphs.rmat(sz["scale"], device)
+    sets = [(g.name, random_data(g.src, g.dst, g.num_nodes), 16)]
+    if labelled is not None:
+        sets.append((labelled.stem, *labelled_data(labelled, device)))
+    for graph_name, data, classes in sets:
+        progress(f"  training on {graph_name} ({data.num_nodes:,} nodes, {data.num_edges:,} edges, "
+                 f"{data.num_features} features)")
+        for model, dtype, providers in cases(device):
+            if graph_name != g.name and (model == "sage" or not sz["labelled_cases"]):
+                continue
+            if deadline is not None and deadline.passed():
+                progress(f"    {model} {dtype}: skipped (budget spent)")
+                results.add("skipped", part=f"training {graph_name} {model}", reason="budget spent")
+                continue
+            epochs = sz["sage_epochs"] if model == "sage" else sz["epochs"]
+            try:
+                rows = train(model, data, classes, providers, epochs=epochs, batches=sz["batches"], dtype=dtype,
+                             progress=progress)
+            except Exception as exc:  # noqa: BLE001 - a failed case is a finding; the section goes on
+                progress(f"    {model} {dtype}: FAILED {type(exc).__name__}: {exc}")
+                results.add("training", graph=graph_name, model=model, dtype=str(dtype)[6:], ok=False,
+                            provider="(all)", error=f"{type(exc).__name__}: {exc}"[:2000])
+                continue
+            for row in rows:
+                results.add("training", graph=graph_name, **row)
+            if model == "gcn" and dtype == torch.float32 and graph_name == g.name:
+                calls = repeat_calls(data, classes)
+                progress(f"    swapped GCN forward+backward, calls 1-3: host reads {calls['host_reads']}, "
+                         f"edge_index builds {calls['cache_builds']}, "
+                         f"ms {[round(t * 1e3, 1) for t in calls['seconds']]}")
+                results.add("training_repeat_calls", graph=graph_name, model="gcn", **calls)
+        if labelled is None or graph_name == g.name:
+            continue
+        for model in sz["acc_models"]:
+            for seed in range(sz["seeds"]):
+                if deadline is not None and deadline.passed():
+                    break
+                acc = accuracy(model, data, classes, seed, epochs=sz["acc_epochs"], per_class=sz["split"])
+                progress(f"    accuracy {model} seed {seed}: PyG {acc['pyg']:.4f}, ours {acc['dgl_accel']:.4f}")
+                results.add("training_accuracy", graph=graph_name, model=model, seed=seed, epochs=sz["acc_epochs"],
+                            per_class=list(sz["split"]), **acc)
