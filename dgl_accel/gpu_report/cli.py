@@ -65,6 +65,11 @@ def parse(argv):
     p.add_argument("--correctness", choices=("all", "sampling"), default="all",
                    help="which correctness checks run: all (every kernel: minutes of compiling on a GPU) or "
                         "sampling (the samplers alone, when no kernel changed since a run that checked all)")
+    p.add_argument("--training-graphs", choices=("all", "rmat", "labelled"), default="all",
+                   help="the training section's graphs: the R-MAT graph with random features, the labelled shared one")
+    p.add_argument("--training-cases", default="",
+                   help="comma-separated training cases model-dtype (gcn-float32, gat-float32, sage-float32, "
+                        "gcn-bfloat16) and model-accuracy (gcn-accuracy, gat-accuracy); default: all")
     p.add_argument("--warm-jobs", type=int, default=0,
                    help="compile the correctness kernels first in this many worker processes (CUDA only)")
     return p.parse_args(argv)
@@ -99,4 +104,5 @@ def main(argv=None) -> int:
     command = "python -m dgl_accel.gpu_report " + " ".join(argv if argv is not None else sys.argv[1:])
     return runner.run(device, size, out, args.data, SIZES[size], skip, command, progress, started,
                       budget=args.budget_s, warm_jobs=args.warm_jobs,
-                      aggregation_graphs=args.aggregation_graphs, correctness_part=args.correctness)
+                      aggregation_graphs=args.aggregation_graphs, correctness_part=args.correctness,
+                      training_graphs=args.training_graphs, training_cases=args.training_cases)

@@ -57,7 +57,7 @@ def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progres
 
 def run(device, size: str, out: Path, data, timing: dict, skip: set, command: str, progress, started,
         budget: float | None = None, warm_jobs: int = 0, aggregation_graphs: str = "all",
-        correctness_part: str = "all") -> int:
+        correctness_part: str = "all", training_graphs: str = "all", training_cases: str = "") -> int:
     """The report; ``budget`` seconds (from ``started``) bound it: a section or case that would start
     later is skipped and listed, and every row is written as it is added, so a lease that
     ends early still returns what was measured."""
@@ -99,7 +99,8 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
                                             size == "tiny", progress, deadline)),
         ("sampling", lambda: sampling.run(results, _unique(gs, plan["sampling"]), device, timing, size == "tiny",
                                           progress, deadline)),
-        ("training", lambda: training.run(results, device, size, _labelled(size, data, out), progress, deadline)),
+        ("training", lambda: training.run(results, device, size, _labelled(size, data, out), progress, deadline,
+                                          training_graphs, training_cases)),
         ("exec_paths", lambda: exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing,
                                               128 if size != "tiny" else 16, progress, deadline)),
         ("aggregation", agg),

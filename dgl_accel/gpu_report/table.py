@@ -172,10 +172,11 @@ def exec_paths(rows: list[dict]) -> list[str]:
 def training(rows: list[dict], accuracy: list[dict], repeats: list[dict] = ()) -> list[str]:
     lines = ["## Training", "", "PyG's models as written against the same models after `dgl_accel.pyg.swap`, from "
              "the same weights, epochs interleaved: median step (full graph: an epoch; SAGE: the minibatches of an "
-             "epoch, split sample / gather / forward / backward), peak device memory, the largest relative gap of "
+             "epoch, split sample / gather / forward / backward), the step's peak device memory beyond the tensors "
+             "live before it, the largest relative gap of "
              "the per-epoch losses to the first provider's; `x`: each provider's step over ours (> 1: ours is "
              "faster).", "",
-             "| graph | model | dtype | provider | step ms | x | sample / gather / fwd / bwd ms | peak MiB "
+             "| graph | model | dtype | provider | step ms | x | sample / gather / fwd / bwd ms | step peak MiB "
              "| loss gap |",
              "|---|---|---|---|---|---|---|---|---|"]
     ours = {(r["graph"], r["model"], r["dtype"]): r for r in rows if r.get("ok") and r["provider"] == "dgl_accel"}
@@ -183,12 +184,12 @@ def training(rows: list[dict], accuracy: list[dict], repeats: list[dict] = ()) -
         base = ours.get((r["graph"], r["model"], r["dtype"]), {}).get("step_s")
         case = f"| {r['graph']} | {r['model']} | {r['dtype']} | {r['provider']} |"
         if not r.get("ok"):
-            peak = (r.get("peak_memory_bytes") or 0) / 2**20
+            peak = (r.get("step_peak_bytes") or 0) / 2**20
             lines.append(f"{case} {(r.get('error') or '')[:120]} | | | {_f(peak)} | |")
             continue
         split = " / ".join(_f(r[f"{k}_s"] * 1e3) for k in ("sample", "gather", "forward", "backward")) \
             if "sample_s" in r else ""
-        peak = r.get("peak_memory_bytes")
+        peak = r.get("step_peak_bytes")
         lines.append(f"{case} {_f(r['step_s'] * 1e3)} | {_f(r['step_s'] / base) if base else '—'} | {split} | "
                      f"{_f(peak / 2**20) if peak else '—'} | {_f(r.get('max_relative_loss_gap'), 2)} |")
     for r in repeats:

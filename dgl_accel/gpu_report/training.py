@@ -194,6 +194,7 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
             torch.manual_seed(seed + epoch)  # the same dropout / sampling stream for every provider
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
+                live = torch.cuda.memory_allocated(device)
             try:
                 if name == "sage":
                     loss, parts = sage_epoch(run["model"], run["opt"], run["batches"], batches, device, dtype)
@@ -204,17 +205,18 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
                 run["error"] = f"{what} at epoch {epoch}: {str(exc).splitlines()[0][:240]}"
                 run["opt"].zero_grad(set_to_none=True)
                 if device.type == "cuda":
-                    run["peak"] = max(run["peak"], torch.cuda.max_memory_allocated(device))
+                    run["peak"] = max(run["peak"], torch.cuda.max_memory_allocated(device) - live)
                     torch.cuda.empty_cache()
                 continue
             run["times"].append(parts)
             run["losses"].append(loss)
-            if device.type == "cuda":
-                run["peak"] = max(run["peak"], torch.cuda.max_memory_allocated(device))
+            if device.type == "cuda":  # the step's own memory: beyond what was live when it started
+                run["peak"] = max(run["peak"], torch.cuda.max_memory_allocated(device) - live)
         if progress:
             progress(f"    {name} epoch {epoch}: " + ", ".join(
                 f"{r['provider'].name} " + (f"{r['times'][-1]['step'] * 1e3:.1f} ms loss {r['losses'][-1]:.4f}"
-                                            if r["times"] and not r["error"] else "out of memory") for r in runs))
+                                            if r["times"] and not r["error"] else r["error"].split(":")[0])
+                for r in runs))
     return [_row(name, run, runs, data, dtype, epochs) for run in runs]
 
 
@@ -224,7 +226,7 @@ def _row(name: str, run: dict, runs: list, data, dtype, epochs: int) -> dict:
            "nodes": data.num_nodes, "edges": data.num_edges, "epochs": epochs, "ok": run["error"] is None,
            "error": run["error"], "losses": run["losses"], "final_loss": run["losses"][-1] if run["losses"] else None}
     if data.x.device.type == "cuda":
-        row["peak_memory_bytes"] = run["peak"]
+        row["step_peak_bytes"] = run["peak"]  # the largest epoch's allocations beyond the live tensors
     if run["error"] is None:
         later = run["times"][1:] or run["times"]  # the first epoch builds caches and compiles
         row["step_times"] = [t["step"] for t in later]
@@ -367,21 +369,29 @@ def cases(device: torch.device) -> list[tuple]:
             ("gcn", torch.bfloat16, gcn)]
 
 
-def run(results, device: torch.device, size: str, labelled, progress, deadline=None) -> None:
+def run(results, device: torch.device, size: str, labelled, progress, deadline=None, which: str = "all",
+        only: str = "") -> None:
     """The section: every case on an R-MAT graph with 128 random features, the full-graph cases on
-    ``labelled`` (a shared npz path with features, or None), then GCN / GAT accuracy there."""
+    ``labelled`` (a shared npz path with features, or None), then GCN / GAT accuracy there.
+    ``which``: "all", "rmat" or "labelled" (the graphs); ``only``: comma-separated cases
+    ``model-dtype`` (e.g. ``sage-float32``; empty: all)."""
     from . import graphs
 
     sz = SIZES[size]
-    g = graphs.rmat(sz["scale"], device)
-    sets = [(g.name, random_data(g.src, g.dst, g.num_nodes), 16)]
-    if labelled is not None:
+    picked = {c.strip() for c in only.split(",") if c.strip()}
+    sets = []
+    if which in ("all", "rmat"):
+        g = graphs.rmat(sz["scale"], device)
+        sets.append((g.name, random_data(g.src, g.dst, g.num_nodes), 16))
+    if labelled is not None and which in ("all", "labelled"):
         sets.append((labelled.stem, *labelled_data(labelled, device)))
     for graph_name, data, classes in sets:
         progress(f"  training on {graph_name} ({data.num_nodes:,} nodes, {data.num_edges:,} edges, "
                  f"{data.num_features} features)")
+        rmat = graph_name.startswith("rmat")
         for model, dtype, providers in cases(device):
-            if graph_name != g.name and (model == "sage" or not sz["labelled_cases"]):
+            if (not rmat and (model == "sage" or not sz["labelled_cases"])) or (
+                    picked and f"{model}-{str(dtype)[6:]}" not in picked):
                 continue
             if deadline is not None and deadline.passed():
                 progress(f"    {model} {dtype}: skipped (budget spent)")
@@ -398,15 +408,17 @@ def run(results, device: torch.device, size: str, labelled, progress, deadline=N
                 continue
             for row in rows:
                 results.add("training", graph=graph_name, **row)
-            if model == "gcn" and dtype == torch.float32 and graph_name == g.name:
+            if model == "gcn" and dtype == torch.float32 and rmat:
                 calls = repeat_calls(data, classes)
                 progress(f"    swapped GCN forward+backward, calls 1-3: host reads {calls['host_reads']}, "
                          f"edge_index builds {calls['cache_builds']}, "
                          f"ms {[round(t * 1e3, 1) for t in calls['seconds']]}")
                 results.add("training_repeat_calls", graph=graph_name, model="gcn", **calls)
-        if labelled is None or graph_name == g.name:
+        if rmat or (picked and not picked & {f"{m}-accuracy" for m in sz["acc_models"]}):
             continue
         for model in sz["acc_models"]:
+            if picked and f"{model}-accuracy" not in picked:
+                continue
             for seed in range(sz["seeds"]):
                 if deadline is not None and deadline.passed():
                     break

@@ -144,3 +144,33 @@ def test_tensor_graph_bipartite_sizes_and_bad_edges():
         aggregate(g, "copy_u", "sum", torch.ones(3, 2))
     with pytest.raises(ValueError, match="reduce 'sum' or 'mean' in the core"):
         aggregate(g, "copy_u", "max", torch.ones(5, 2))
+
+
+def test_a_graph_is_timed_from_its_third_aggregation_at_a_width(monkeypatch):
+    """A training step aggregates twice on its graph (forward, backward): a minibatch's sampled graph,
+    used for one step, keeps the cost model (timing it would cost more than it saves), and a graph
+    trained on for epochs is handed to the autotuner from its second step on."""
+    from dgl_accel.core.aggregation import views as views_mod
+
+    asked = []
+    real = views_mod.choose_group_size
+    monkeypatch.setattr(views_mod, "choose_group_size",
+                        lambda v, f, d, policy: asked.append((id(v), f, policy)) or real(v, f, d, policy=policy))
+    gen = torch.Generator().manual_seed(3)
+    full = TensorGraph(torch.randint(0, 50, (400,), generator=gen), torch.randint(0, 50, (400,), generator=gen),
+                       num_nodes=50)
+    for _ in range(3):  # three steps: forward and backward each
+        full.group_size(32, torch.float32)
+        full.group_size(32, torch.float32)
+    assert [p for _, _, p in asked] == ["cost", "cost", "auto", "auto", "auto", "auto"]
+    asked.clear()
+    full.group_size(64, torch.float32)  # a new width counts afresh
+    full.group_size(32, torch.bfloat16)  # so does a new dtype
+    assert [p for _, _, p in asked] == ["cost", "cost"]
+    asked.clear()
+    for _ in range(5):  # five minibatches, one step each
+        batch = TensorGraph(torch.randint(0, 30, (90,), generator=gen), torch.randint(0, 30, (90,), generator=gen),
+                            num_nodes=30)
+        batch.group_size(32, torch.float32)
+        batch.group_size(32, torch.float32)
+    assert {p for _, _, p in asked} == {"cost"} and len({i for i, _, _ in asked}) >= 2

@@ -260,3 +260,18 @@ def test_render_rebuilds_the_report_from_the_committed_gpu_rows(tmp_path):
     assert (tmp_path / "gpu_report_roofline.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit, match="expected GPU rows"):
         render.rebuild(tmp_path, tmp_path)  # no rows there
+
+
+def test_profile_tables_every_case_with_its_host_reads(tmp_path):
+    out = tmp_path / "profile.txt"
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DGL_ACCEL_BACKEND")}
+    proc = subprocess.run([sys.executable, "-m", "dgl_accel.gpu_report.profile", "--interpret", "--tiny", "--out",
+                           str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    heads = [line for line in out.read_text().splitlines() if line.startswith("=== ")]
+    assert [h.split(":")[0] for h in heads] == [
+        "=== one layer, fanout 15, 1,024 seeds", "=== blocks [15, 10, 5], batch 1,024",
+        "=== PyG NodeLoader batch (our NeighborSampler, features gathered)",
+        "=== swapped GraphSAGE forward + backward on one batch"], heads
+    assert "2 host reads a call" in heads[0] and "10 host reads a call" in heads[1]  # the stated bounds
+    assert "0 host reads a call" in heads[3]  # the same batch again: its structure is cached

@@ -24,6 +24,7 @@ from .checks import check_edge_list
 from .scales import acc_dtype, degree_scales
 
 DIRECTIONS = ("in", "out")
+TUNE_FROM_CALL = 3  # see GraphViews.group_size
 
 
 class GraphViews:
@@ -76,8 +77,14 @@ class GraphViews:
 
     def group_size(self, feat_dim: int, dtype: torch.dtype) -> int:
         """The neighbour-group size chosen from this graph's degree statistics (see
-        ``dgl_accel.explain``)."""
-        return choose_group_size(self, feat_dim, dtype).gs
+        ``dgl_accel.explain``).  The autotuner (CUDA) times a graph from its
+        :data:`TUNE_FROM_CALL`-th aggregation at a width and dtype on: a training step is two (forward
+        and backward), so a graph used for one step, such as each minibatch's sampled graph,
+        keeps the cost model and is never timed, while a graph trained on for epochs is timed once."""
+        calls = self.cached("grouping.calls", dict)
+        key = (int(feat_dim), dtype)
+        calls[key] = calls.get(key, 0) + 1
+        return choose_group_size(self, feat_dim, dtype, policy="auto" if calls[key] >= TUNE_FROM_CALL else "cost").gs
 
     # ------------------------------------------------------------------ native kernels
     def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:

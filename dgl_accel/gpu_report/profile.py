@@ -1,0 +1,109 @@
+"""Where the device sampling and a minibatch step spend their time: the torch profiler's tables
+(host time and device time by op) of each case, for a lease's notes.
+
+    python -m dgl_accel.gpu_report.profile [--scale 21] [--out profile.txt]
+    python -m dgl_accel.gpu_report.profile --interpret --tiny      # every code path, on the CPU
+
+Cases, each warmed up twice, then profiled over three calls: one layer of fanout 15 from 1,024
+seeds (``sample_neighbors``), the three layers [15, 10, 5] with the blocks built (``sample_layers``),
+PyG's ``NodeLoader`` drawing a batch through our ``NeighborSampler`` (sample and feature gather),
+and the swapped 3-layer GraphSAGE step (forward, backward) on that batch.  Each case's header gives
+its wall time per call and its host reads per call (``testing.HostReads``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _cases(scale: int, device):
+    import torch
+
+    import dgl_accel.pyg
+
+    from ..core.sampling.neighbor import sample_layers, sample_neighbors
+    from . import graphs, training
+    from .correctness_sampling import structure
+
+    g = graphs.rmat(scale, device)
+    csr = structure(g, device, "in")
+    seeds = torch.randint(g.num_nodes, (min(1024, g.num_nodes),), generator=torch.Generator().manual_seed(0)).to(device)
+    data = training.random_data(g.src, g.dst, g.num_nodes)
+    batches = training.Minibatches(data, seed=0)
+    it = iter(batches.loader)
+    model = training.build("sage", data.num_features, 16).to(device)
+    dgl_accel.pyg.swap(model)
+    batch = next(it)
+
+    def step():
+        model(batch.x, batch.edge_index)[: batch.batch_size].sum().backward()
+
+    def loader_batch():
+        nonlocal it
+        if next(it, None) is None:
+            it = iter(batches.loader)
+    return [("one layer, fanout 15, 1,024 seeds", lambda: sample_neighbors(csr, seeds, 15, seed=1)),
+            ("blocks [15, 10, 5], batch 1,024", lambda: sample_layers(csr, seeds, [15, 10, 5], seed=2)),
+            ("PyG NodeLoader batch (our NeighborSampler, features gathered)", loader_batch),
+            ("swapped GraphSAGE forward + backward on one batch", step)]
+
+
+def profile(scale: int, device, row_limit: int = 18) -> str:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from ..testing.host_reads import HostReads
+    from .timing import synchronize
+
+    out = []
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    for name, fn in _cases(scale, device):
+        for _ in range(2):
+            fn()
+        synchronize(device)
+        with HostReads() as reads:
+            fn()
+        synchronize(device)
+        t0 = time.perf_counter()
+        with torch_profile(activities=activities) as prof:
+            for _ in range(3):
+                fn()
+            synchronize(device)
+        wall = (time.perf_counter() - t0) / 3
+        events = prof.key_averages()
+        out.append(f"=== {name}: {wall * 1e3:.2f} ms a call (profiled), {len(reads.events)} host reads a call "
+                   f"({', '.join(sorted(set(reads.events))) or 'none'})")
+        out.append(events.table(sort_by="self_cpu_time_total", row_limit=row_limit))
+        if device.type == "cuda":
+            out.append(events.table(sort_by="self_device_time_total", row_limit=row_limit))
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dgl_accel.gpu_report.profile", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scale", type=int, default=21)
+    p.add_argument("--interpret", action="store_true", help="the Triton interpreter on the CPU")
+    p.add_argument("--tiny", action="store_true", help="R-MAT 6 (with --interpret: the test's run)")
+    p.add_argument("--out", type=Path, default=None, help="also write the tables here")
+    args = p.parse_args(argv)
+    if args.interpret:  # before anything imports triton
+        os.environ["TRITON_INTERPRET"] = "1"
+        os.environ["DGL_ACCEL_BACKEND"] = "triton"
+    import torch
+
+    if not args.interpret and not torch.cuda.is_available():
+        raise SystemExit("profile: expected a CUDA device (got none). Fix: run on a GPU machine, or pass "
+                         "--interpret --tiny.")
+    device = torch.device("cpu" if args.interpret else "cuda")
+    text = profile(6 if args.tiny else args.scale, device)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
