@@ -26,6 +26,22 @@ def load(folder: Path) -> dict[str, list[dict]]:
             for p in sorted(folder.glob("gpu_*.jsonl"))}
 
 
+# sections whose runs may each measure some cases (``--training-graphs`` / ``--training-cases``):
+# every case comes from the newest run that measured it
+CASE_KEYS = {"training": ("graph", "model", "dtype", "provider"), "training_accuracy": ("graph", "model", "seed")}
+
+
+def newest_per_case(rows: list[dict], key: tuple) -> list[dict]:
+    """The GPU rows of every case (``key`` fields) from the newest run that has it, in file order."""
+    newest: dict = {}
+    for r in rows:
+        if r.get("mode") == "gpu" and r.get("run"):
+            k = tuple(r.get(f) for f in key)
+            if k not in newest or r["run"] >= newest[k]:
+                newest[k] = r["run"]
+    return [r for r in rows if r.get("mode") == "gpu" and newest.get(tuple(r.get(f) for f in key)) == r.get("run")]
+
+
 def newest_run(rows: list[dict]) -> str | None:
     runs = [r["run"] for r in rows if r.get("mode") == "gpu" and r.get("run")]
     return max(runs) if runs else None  # run ids start with their ISO start time
@@ -42,6 +58,13 @@ def rebuild(folder: Path, docs: Path) -> Path:
                                    "python", "host", "mode", "size") if k in env_row}
     results, sources = Results(env), []
     for section in SECTIONS:
+        if section in CASE_KEYS:
+            picked = newest_per_case(rows.get(section, []), CASE_KEYS[section])
+            results.rows[section] = picked
+            runs = sorted({r["run"] for r in picked})
+            sources.append(f"{section}: {', '.join(runs)} (the newest run of each case; {len(picked)} rows)" if picked
+                           else f"{section}: no GPU rows yet (no run has finished this section)")
+            continue
         section_run = run if section in ("correctness", "failed", "skipped") else newest_run(rows.get(section, []))
         picked = [r for r in rows.get(section, []) if r.get("run") == section_run]
         results.rows[section] = picked
