@@ -23,8 +23,11 @@ import dataclasses
 import statistics
 import time
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+from . import graphs
 
 FANOUTS = [15, 10, 5]
 BATCH = 1024
@@ -48,7 +51,7 @@ def random_data(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, feats: int
                 seed: int = 0):
     """A PyG ``Data`` on the edges' device: ``feats`` random features, ``classes`` random labels, a
     10% training mask (drawn on the CPU, so every device gets the same values)."""
-    from torch_geometric.data import Data
+    from torch_geometric.data import Data  # lazy: PyG is optional; only this section needs it
 
     gen = torch.Generator().manual_seed(seed)
     data = Data(x=torch.randn(num_nodes, feats, generator=gen),
@@ -60,7 +63,7 @@ def random_data(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, feats: int
 
 def build(name: str, feats: int, classes: int) -> torch.nn.Module:
     """The model as a PyG user writes it (PyG's classes)."""
-    from torch_geometric import nn as pyg_nn
+    from torch_geometric import nn as pyg_nn  # lazy: PyG is optional; only this section needs it
 
     class Net(torch.nn.Module):
         def __init__(self, convs, act):
@@ -84,7 +87,7 @@ def build(name: str, feats: int, classes: int) -> torch.nn.Module:
 
 def sparse_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> torch.Tensor:
     """PyG's ``adj_t`` as a ``torch.sparse`` CSR tensor: row = target, column = source."""
-    from torch_geometric.utils import to_torch_csr_tensor
+    from torch_geometric.utils import to_torch_csr_tensor  # lazy: PyG is optional; only this section needs it
 
     ones = torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device)
     return to_torch_csr_tensor(edge_index.flip(0), ones, size=(num_nodes, num_nodes))
@@ -112,9 +115,9 @@ class Minibatches:
     """PyG's ``NodeLoader`` over the training rows of ``data`` with our sampler, its calls timed."""
 
     def __init__(self, data, seed: int):
-        from torch_geometric.loader import NodeLoader
+        from torch_geometric.loader import NodeLoader  # lazy: PyG is optional; only this section needs it
 
-        import dgl_accel.pyg
+        import dgl_accel.pyg  # lazy: PyG is optional; only this section needs it
 
         self.sampler = dgl_accel.pyg.NeighborSampler(data, FANOUTS, seed=seed)
         self.sample_s, timed = 0.0, self.sampler.sample_from_nodes
@@ -168,7 +171,7 @@ def _out_of_memory(exc: BaseException) -> bool:
 def train(name: str, data, classes: int, providers, *, epochs: int, batches: int = 8, seed: int = 0,
           dtype: torch.dtype = torch.float32, lr: float = 0.01, progress=None) -> list[dict]:
     """Every provider from one set of initial weights, epoch by epoch in turn; one row each."""
-    import dgl_accel.pyg
+    import dgl_accel.pyg  # lazy: PyG is optional; only this section needs it
 
     device = data.x.device
     torch.manual_seed(seed)
@@ -257,7 +260,7 @@ def accuracy(name: str, data, classes: int, seed: int, *, epochs: int = 200, lr:
              weight_decay: float = 5e-4, per_class=(20, 30)) -> dict[str, float]:
     """Test accuracy at the best validation epoch, PyG's model and the swapped one from the same
     weights on the seed's split (``per_class`` training and validation labels): {provider: accuracy}."""
-    import dgl_accel.pyg
+    import dgl_accel.pyg  # lazy: PyG is optional; only this section needs it
 
     train_mask, val_mask, test_mask = split(data.y, seed, *per_class)
     torch.manual_seed(seed)
@@ -297,8 +300,7 @@ SIZES = {  # per report size: R-MAT scale of the random-feature graph, epochs, S
 
 def labelled_data(path, device):
     """A shared npz graph with its features and labels (``x`` CSR or dense, ``y``) as a PyG ``Data``."""
-    import numpy as np
-    from torch_geometric.data import Data
+    from torch_geometric.data import Data  # lazy: PyG is optional; only this section needs it
 
     with np.load(path) as z:
         n = int(z["num_nodes"])
@@ -319,12 +321,10 @@ def labelled_data(path, device):
 
 def save_labelled(path, feats: int = 16, classes: int = 2, seed: int = 0):
     """A small labelled graph in the shared npz layout (dense features, labels): the tiny run's."""
-    import numpy as np
 
-    from .graphs import rmat, save_npz
 
-    g = rmat(6, "cpu", seed=seed)
-    save_npz(path, g)
+    g = graphs.rmat(6, "cpu", seed=seed)
+    graphs.save_npz(path, g)
     rng = np.random.default_rng(seed)
     x = (rng.random((g.num_nodes, feats)) < 0.1).astype(np.float32)
     with np.load(path) as z:
@@ -338,10 +338,10 @@ def repeat_calls(data, classes: int) -> dict:
     each call (``testing.HostReads``: syncs on a GPU), the edge_index cache's builds and each
     call's seconds.  After the first call, no graph-sized work: no build, and only the reads the
     layers need regardless of the graph."""
-    import dgl_accel.pyg
-    from dgl_accel.pyg.graph import CACHE
+    import dgl_accel.pyg  # lazy: PyG is optional; only this section needs it
+    from dgl_accel.pyg.graph import CACHE  # lazy: PyG is optional; only this section needs it
 
-    from ..testing.host_reads import HostReads
+    from ..testing.host_reads import HostReads  # lazy: the report's one use of the test helpers
 
     torch.manual_seed(0)
     model = build("gcn", data.num_features, classes).to(data.x.device)
@@ -375,7 +375,6 @@ def run(results, device: torch.device, size: str, labelled, progress, deadline=N
     ``labelled`` (a shared npz path with features, or None), then GCN / GAT accuracy there.
     ``which``: "all", "rmat" or "labelled" (the graphs); ``only``: comma-separated cases
     ``model-dtype`` (e.g. ``sage-float32``; empty: all)."""
-    from . import graphs
 
     sz = SIZES[size]
     picked = {c.strip() for c in only.split(",") if c.strip()}
