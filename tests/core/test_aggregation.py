@@ -174,3 +174,26 @@ def test_a_graph_is_timed_from_its_third_aggregation_at_a_width(monkeypatch):
         batch.group_size(32, torch.float32)
         batch.group_size(32, torch.float32)
     assert {p for _, _, p in asked} == {"cost"} and len({i for i, _, _ in asked}) >= 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 1500), min_size=1, max_size=300))
+def test_degree_statistics_on_the_device_equal_numpys_with_one_host_read(degrees):
+    """A GPU graph's statistics are computed where it lives and read back once (a minibatch's
+    sampled graph computes them per batch); they equal numpy's, hubs, empty rows and percentiles."""
+    from dgl_accel.core.csr import Structure
+    from dgl_accel.core.grouping.degree_stats import degree_stats_of
+    from dgl_accel.testing.host_reads import HostReads
+
+    indptr = torch.zeros(len(degrees) + 1, dtype=torch.int64)
+    torch.cumsum(torch.tensor(degrees), 0, out=indptr[1:])
+    e = int(indptr[-1])
+    s = Structure(indptr=indptr, indices=torch.zeros(e, dtype=torch.int64), eids=torch.arange(e), num_rows=len(degrees),
+                  num_cols=7, device=torch.device("cpu"))
+    host = degree_stats_of(s, on_device=False)
+    with HostReads() as reads:
+        device = degree_stats_of(s, on_device=True)
+    assert len(reads.events) == 1, reads.events
+    for field, want in vars(host).items():
+        got = getattr(device, field)
+        assert type(got) is type(want) and got == pytest.approx(want, rel=1e-12, abs=1e-12), (field, got, want)
