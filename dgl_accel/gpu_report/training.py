@@ -369,50 +369,62 @@ def cases(device: torch.device) -> list[tuple]:
             ("gcn", torch.bfloat16, gcn)]
 
 
+def _case(results, graph_name: str, data, classes: int, model: str, dtype, providers, sz: dict, progress) -> list:
+    """One training case's rows (added to ``results``); a crash is a row too."""
+    epochs = sz["sage_epochs"] if model == "sage" else sz["epochs"]
+    try:
+        rows = train(model, data, classes, providers, epochs=epochs, batches=sz["batches"], dtype=dtype,
+                     progress=progress)
+    except Exception as exc:  # noqa: BLE001 - a failed case is a finding; the section goes on
+        progress(f"    {model} {dtype}: FAILED {type(exc).__name__}: {exc}")
+        results.add("training", graph=graph_name, model=model, dtype=str(dtype)[6:], ok=False,
+                    provider="(all)", error=f"{type(exc).__name__}: {exc}"[:2000])
+        return []
+    for row in rows:
+        results.add("training", graph=graph_name, **row)
+    return rows
+
+
 def run(results, device: torch.device, size: str, labelled, progress, deadline=None, which: str = "all",
         only: str = "") -> None:
-    """The section: every case on an R-MAT graph with 128 random features, the full-graph cases on
-    ``labelled`` (a shared npz path with features, or None), then GCN / GAT accuracy there.
-    ``which``: "all", "rmat" or "labelled" (the graphs); ``only``: comma-separated cases
-    ``model-dtype`` (e.g. ``sage-float32``; empty: all)."""
-
+    """The section: every case on an R-MAT graph with 128 random features (a full-graph case whose
+    PyG provider ran out of memory there runs again on the next smaller scale, so that PyG has a
+    figure), the full-graph cases on ``labelled`` (a shared npz path with features, or None), then
+    GCN / GAT accuracy there.  ``which``: "all", "rmat" or "labelled" (the graphs); ``only``:
+    comma-separated cases ``model-dtype`` (e.g. ``sage-float32``) or ``model-accuracy``; empty: all."""
     sz = SIZES[size]
     picked = {c.strip() for c in only.split(",") if c.strip()}
-    sets = []
+    todo = [c for c in cases(device) if not picked or f"{c[0]}-{str(c[1])[6:]}" in picked]
+    sets = []  # (name, make the data, classes, the cases to run there)
     if which in ("all", "rmat"):
-        g = graphs.rmat(sz["scale"], device)
-        sets.append((g.name, random_data(g.src, g.dst, g.num_nodes), 16))
+        sets.append((f"rmat{sz['scale']}", lambda s=sz["scale"]: _rmat_data(s, device), 16, todo))
     if labelled is not None and which in ("all", "labelled"):
-        sets.append((labelled.stem, *labelled_data(labelled, device)))
-    for graph_name, data, classes in sets:
+        sets.append((labelled.stem, lambda: labelled_data(labelled, device), None,
+                     [c for c in todo if c[0] != "sage"] if sz["labelled_cases"] else []))
+    for graph_name, make, classes, to_run in sets:
+        data, found = make()
+        classes = classes or found
         progress(f"  training on {graph_name} ({data.num_nodes:,} nodes, {data.num_edges:,} edges, "
                  f"{data.num_features} features)")
-        rmat = graph_name.startswith("rmat")
-        for model, dtype, providers in cases(device):
-            if (not rmat and (model == "sage" or not sz["labelled_cases"])) or (
-                    picked and f"{model}-{str(dtype)[6:]}" not in picked):
-                continue
+        rmat, retry = graph_name.startswith("rmat"), []
+        for model, dtype, providers in to_run:
             if deadline is not None and deadline.passed():
                 progress(f"    {model} {dtype}: skipped (budget spent)")
                 results.add("skipped", part=f"training {graph_name} {model}", reason="budget spent")
                 continue
-            epochs = sz["sage_epochs"] if model == "sage" else sz["epochs"]
-            try:
-                rows = train(model, data, classes, providers, epochs=epochs, batches=sz["batches"], dtype=dtype,
-                             progress=progress)
-            except Exception as exc:  # noqa: BLE001 - a failed case is a finding; the section goes on
-                progress(f"    {model} {dtype}: FAILED {type(exc).__name__}: {exc}")
-                results.add("training", graph=graph_name, model=model, dtype=str(dtype)[6:], ok=False,
-                            provider="(all)", error=f"{type(exc).__name__}: {exc}"[:2000])
-                continue
-            for row in rows:
-                results.add("training", graph=graph_name, **row)
-            if model == "gcn" and dtype == torch.float32 and rmat:
+            rows = _case(results, graph_name, data, classes, model, dtype, providers, sz, progress)
+            if rmat and model != "sage" and any(r["provider"].startswith("pyg") and (r.get("error") or "").startswith(
+                    "out of memory") for r in rows):
+                retry.append((model, dtype, providers))
+            if model == "gcn" and dtype == torch.float32 and rmat and graph_name == f"rmat{sz['scale']}":
                 calls = repeat_calls(data, classes)
                 progress(f"    swapped GCN forward+backward, calls 1-3: host reads {calls['host_reads']}, "
                          f"edge_index builds {calls['cache_builds']}, "
                          f"ms {[round(t * 1e3, 1) for t in calls['seconds']]}")
                 results.add("training_repeat_calls", graph=graph_name, model="gcn", **calls)
+        if retry and graph_name == f"rmat{sz['scale']}":
+            smaller = sz["scale"] - 1
+            sets.append((f"rmat{smaller}", lambda s=smaller: _rmat_data(s, device), 16, retry))
         if rmat or (picked and not picked & {f"{m}-accuracy" for m in sz["acc_models"]}):
             continue
         for model in sz["acc_models"]:
@@ -425,3 +437,8 @@ def run(results, device: torch.device, size: str, labelled, progress, deadline=N
                 progress(f"    accuracy {model} seed {seed}: PyG {acc['pyg']:.4f}, ours {acc['dgl_accel']:.4f}")
                 results.add("training_accuracy", graph=graph_name, model=model, seed=seed, epochs=sz["acc_epochs"],
                             per_class=list(sz["split"]), **acc)
+
+
+def _rmat_data(scale: int, device):
+    g = graphs.rmat(scale, device)
+    return random_data(g.src, g.dst, g.num_nodes), 16

@@ -277,3 +277,24 @@ def test_profile_tables_every_case_with_its_host_reads(tmp_path):
     assert "2 host reads a call" in heads[0] and "10 host reads a call" in heads[1]  # the stated bounds
     assert "0 host reads a call" in heads[3]  # the same batch again: its structure is cached
     assert "0 host reads a call" not in heads[4]  # a new batch builds its structure
+
+
+def test_a_case_pyg_cannot_fit_runs_again_one_rmat_scale_down(monkeypatch):
+    """PyG's full-graph models run out of device memory on the report's R-MAT graph (the messages are
+    E x F); the case runs again one scale down, so that PyG has a figure to compare with."""
+    from dgl_accel.gpu_report import training
+
+    seen = []
+
+    def fake_train(model, data, classes, providers, **kw):
+        seen.append((model, data.num_nodes))
+        oom = data.num_nodes == 64 and model == "gat"
+        return [{"provider": p.name, "ok": not (oom and p.name == "pyg"),
+                 "error": "out of memory at epoch 0: CUDA out of memory" if oom and p.name == "pyg" else None}
+                for p in providers]
+    monkeypatch.setattr(training, "train", fake_train)
+    results = Results({"device": "cpu"})
+    training.run(results, torch.device("cpu"), "tiny", None, lambda msg: None, which="rmat",
+                 only="gcn-float32,gat-float32")
+    assert seen == [("gcn", 64), ("gat", 64), ("gat", 32)], seen  # R-MAT 6, then GAT alone on R-MAT 5
+    assert {r["graph"] for r in results.section("training")} == {"rmat6", "rmat5"}
