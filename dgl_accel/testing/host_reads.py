@@ -65,7 +65,8 @@ class HostReads(TorchDispatchMode):
 
             def counted(t, *a, _original=original, _name=name, **k):
                 self._note(_name)
-                return _original(t, *a, **k)
+                with self.paused():  # one read: on CUDA, tolist() also dispatches its copy to the CPU
+                    return _original(t, *a, **k)
             setattr(torch.Tensor, name, counted)
         for module, name, fn in self._leave_out:
             def uncounted(*a, _fn=fn, **k):

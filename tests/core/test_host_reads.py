@@ -41,3 +41,17 @@ def test_left_out_functions_and_paused_code_are_not_counted_and_patches_are_undo
     finally:
         del sys.modules["fake_launcher"]
     assert torch.Tensor.tolist is original_tolist and module.launch is original_launch
+
+
+def test_a_tolist_counts_once_whatever_it_dispatches(monkeypatch):
+    """On CUDA ``tolist()`` dispatches a copy to the CPU: one host read, not two (the H100's profile
+    counted 11 reads for the blocks' 10)."""
+    inner = torch.Tensor.tolist
+
+    def tolist_with_a_copy(t):  # what CUDA's tolist does below the Python call
+        torch.nonzero(t)
+        return inner(t)
+    monkeypatch.setattr(torch.Tensor, "tolist", tolist_with_a_copy)
+    with HostReads() as reads:
+        torch.tensor([1, 0, 2]).tolist()
+    assert reads.events == ["tolist"], reads.events
