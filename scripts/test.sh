@@ -7,11 +7,16 @@
 #   4. core-lane     the second lane: tests/core, tests/pyg and the doctests of dgl_accel/core and dgl_accel/pyg on the GPU image's stack
 #                    (Python 3.12, torch 2.11, triton 3.6) without DGL or numba, in .venv-core
 #                    (scripts/bootstrap_core.sh creates it once, ~90 s, and reuses it after)
+# --quick (first argument): the iteration lane, under 4 minutes on 2 cores: lint-imports, ruff and the
+# main lane's pytest without the tests marked slow (tests/core and tests/pyg collected once, here);
+# no core lane.  The full run (no --quick) is what CI runs.
 # Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
 # non-zero if any step failed.  Kernels run under the Triton interpreter (conftest.py sets
 # TRITON_INTERPRET=1) and are compiled ahead of time for sm_80/sm_90 in a subprocess
 # (tests/test_kernel_check.py).
 set -euo pipefail
+quick=0
+if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="$(bash "$root/scripts/bootstrap.sh" | tail -n 1)"
 bin="$(dirname "$py")"
@@ -43,6 +48,13 @@ step ruff "lint rules (pyflakes, import order, bugbear basics, pyupgrade, 120 co
   "$bin/ruff" check --output-format concise "$root"
 # tests/core/test_gpu_report.py runs `python -m dgl_accel.gpu_report --interpret --tiny` (about 80 s):
 # once is enough, in the core lane, on the GPU image's versions.
+if [ "$quick" = 1 ]; then
+  step pytest "tests/ and the doctests of dgl_accel, the tests marked slow left out (the quick lane)" \
+    "$py" -m pytest -q -m "not slow" --ignore=tests/core/test_gpu_report.py "$@"
+  [ ${#failed[@]} -eq 0 ] || { echo "test.sh --quick: failed: ${failed[*]}"; exit 1; }
+  echo "test.sh --quick: passed (the full run, bash scripts/test.sh, adds the slow tests and the core lane)"
+  exit 0
+fi
 step pytest "tests/ and the doctests of dgl_accel (architecture rules in tests/test_architecture.py)" \
   "$py" -m pytest -q --ignore=tests/core/test_gpu_report.py "$@"
 

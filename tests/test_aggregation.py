@@ -70,6 +70,7 @@ def test_forward_matches_dgl_gspmm(gf, op, reduce):
             assert_close(gspmm(g, op, reduce, x, w), expected, msg=f"{name} vs dgl")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=3)  # ~2k rows with >1024-neighbour hubs: slow under the interpreter
 @given(gf=gst.graph_and_features(graph_strategy=gst.power_law_graphs(), dim=st.integers(1, 8)),
        deterministic=st.booleans(), norm=st.sampled_from(NORMS))
@@ -118,6 +119,7 @@ def test_gradcheck_fp64_on_directed_graph(path, op, wshape, norm, reduce):
     assert torch.autograd.gradcheck(lambda *t: gspmm(g, op, reduce, *t, norm=norm, group_size=2), inputs)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_deterministic_mode_is_bit_identical_across_runs():
     g = dgl.rand_graph(400, 6000)
     x = torch.randn(400, 20)

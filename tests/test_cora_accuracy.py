@@ -18,6 +18,7 @@ def _acc(g, seed, **kw):
                  **kw)["final_test"]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_cora_accuracy_with_backend_enabled_matches_native_dgl():
     g = data.load("cora")
     native = [_acc(g, s, conv=dgl.nn.GraphConv) for s in SEEDS]

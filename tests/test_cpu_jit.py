@@ -123,6 +123,7 @@ def test_node2vec_parallel_walks_equal_the_serial_twin(monkeypatch):
     assert (par[0][:, 1:] >= 0).float().mean() > 0.9  # the walks go on (second-order steps happen)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_parallel_loops_follow_torch_threads_and_leave_them_alone():
     # A fresh process: numba's pool starts once.  Starting it used to set every OpenMP runtime to all
     # cores, so a user's torch.set_num_threads(1) became 2 after the first dgl-accel layer.

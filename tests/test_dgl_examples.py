@@ -41,6 +41,7 @@ def _assert_ours_ran(row, names):
         assert row["bindings"][name] == ["dgl_accel.sampling." + names[name]], row["bindings"]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @needs_data
 def test_node2vec_runs_unchanged_with_our_walks():
     # the example's own flags keep it to one short epoch; stubs forced: its sklearn stand-in is tested too
@@ -50,6 +51,7 @@ def test_node2vec_runs_unchanged_with_our_walks():
     assert row["deps"] == "stub" and 0.0 <= row["value"] <= 1.0 and math.isfinite(row["extra"]["loss"])
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @needs_data
 def test_graphsage_runs_unchanged_with_our_samplers():
     # the example has no epoch flag (10 epochs): Cora behind the ogb shim keeps it short
@@ -76,6 +78,7 @@ def test_metric_stand_ins_match_their_contract(monkeypatch):
         sys.modules.pop(name, None)  # leave no stand-in behind for later tests
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @needs_data
 def test_gat_example_runs_unchanged_with_our_gatconv():
     # DGL's Cora GAT example (200 epochs, 8 heads x 8, feat/attn dropout 0.6, int32 ids) with

@@ -232,6 +232,7 @@ def _same_records(a, b):
                 assert np.array_equal(u, v), j
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("world", [2, 4])
 def test_multi_process_equals_one_process(world, tmp_path, reference):
     ref_params, ref_acc, ref_recs, ref_bulk = reference

@@ -32,6 +32,7 @@ def _pair(in_feats, out_feats, heads, **kw):
     return module_pair(dgl.nn.DotGatConv, dgl_accel.nn.DotGatConv, in_feats, out_feats, heads, **kw)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=10, deadline=None)
 @given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
        heads=st.sampled_from([1, 3]), out_feats=st.sampled_from([4, 7]), get_attention=st.booleans())

@@ -160,6 +160,7 @@ def test_rows_spmm_gradgradcheck(norm):
     assert gradgradcheck(lambda x: RowsSpMMFunction.apply(paths, 1, src_scale, row_scale, x), (x,))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_pre_add_gradgradcheck(path):
     rng = np.random.default_rng(8)
     g = dgl.graph((torch.from_numpy(rng.integers(0, 4, 40)), torch.from_numpy(rng.integers(0, 12, 40))),

@@ -353,6 +353,7 @@ def test_attention_dropout_outputs_average_to_the_undropped_output_as_dgls(compi
     assert 0.9 < ratio < 1.1, f"variance of the outputs, ours / DGL's: {ratio:.3f}"
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_our_mask_follows_torch_seed_on_every_path(fused_attention):
     g = _graph(10, 30)
     _, ours = module_pair(dgl.nn.GATConv, dgl_accel.nn.GATConv, IN, 4, 8, attn_drop=P)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "dropin_parity.py"
 
@@ -14,6 +16,7 @@ def _run(*args):
     return subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, cwd=REPO / "examples")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_swapped_models_reach_dgls_accuracy_seed_by_seed(tmp_path):
     rows_file = tmp_path / "rows.jsonl"
     done = _run("--datasets", "synthetic", "--models", "gat,gcn,sage", "--seeds", "2", "--epochs", "6",

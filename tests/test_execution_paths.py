@@ -80,6 +80,7 @@ def setups(draw):
     return g, kinds, dims, idx, draw(st.sampled_from([0.0, 0.5])), draw(st.booleans())
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=15)
 @given(setup=setups())
 def test_loss_and_gradients_equal_native_full_graph_training(setup):
@@ -128,6 +129,7 @@ def test_zero_gradient_rows_are_exactly_the_rows_outside_the_frontiers(path):
         assert frontier.tolist() == [i <= layers for i in range(6)]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_cora_same_accuracy_with_execution_paths(tmp_path):
     from dgl_accel import data
     from dgl_accel.train_gcn import GCN, accuracy

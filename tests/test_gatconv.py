@@ -60,6 +60,7 @@ def _same(a, b, where=""):
         assert_close(g1[k], g0[k], msg=f"{k} {where}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=12, deadline=None)
 @given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
        heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), get_attention=st.booleans())
@@ -102,6 +103,7 @@ def _dropout_pair(p=0.5):
     return g, theirs, ours, torch.randn(30, 5)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_attention_dropout_in_training_runs_fused_and_matches_dgls_distribution(path):
     g, theirs, ours, x = _dropout_pair()
     theirs.eval()
@@ -125,6 +127,7 @@ def test_attention_dropout_in_training_runs_fused_and_matches_dgls_distribution(
     assert 0.85 < float(ratio) < 1.15, float(ratio)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_attention_dropout_training_step_reproducible_and_attention_after_dropout(path):
     g, theirs, ours, x = _dropout_pair(0.6)  # DGL's Cora GAT example's attn_drop
     ours.train()

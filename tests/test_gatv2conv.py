@@ -26,6 +26,7 @@ def _pair(in_feats, out_feats, heads, **kw):
     return am.module_pair(dgl.nn.GATv2Conv, dgl_accel.nn.GATv2Conv, in_feats, out_feats, heads, **kw)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=10, deadline=None)
 @given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
        heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), share=st.booleans(),

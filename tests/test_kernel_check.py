@@ -21,6 +21,7 @@ def _env():
     return env
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_every_registered_kernel_compiles_for_sm80_and_sm90_without_spills(tmp_path):
     out = tmp_path / "check.json"
     proc = subprocess.run([sys.executable, "-m", "dgl_accel.kernels.check", "--json", str(out)],
@@ -38,6 +39,7 @@ def test_every_registered_kernel_compiles_for_sm80_and_sm90_without_spills(tmp_p
     assert "kernel" in proc.stdout.splitlines()[0] and "registers" in proc.stdout.splitlines()[0]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_check_reports_spills_and_compile_errors(tmp_path):
     # A kernel that keeps a 128x128 fp32 tile live in one warp (512 values per thread) must spill,
     # and a kernel with a type error must be reported as an error row, not crash the table.

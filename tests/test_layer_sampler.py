@@ -86,6 +86,7 @@ def _chisquare(counts, expected_p):
     return stats.chisquare(counts, exp).pvalue
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("replace", [True, False])
 def test_ladies_first_layer_frequencies_match_p(replace):
     """Budget 1: the single drawn node of the output layer is distributed as p (with or without
@@ -248,6 +249,7 @@ def aggregate(block, x):
     return out.index_add_(0, dst.long(), block.edata["w"].to(torch.float64) * xs).numpy()
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("cls", [LADIESSampler, FastGCNSampler])
 def test_weighted_aggregation_is_unbiased_with_replacement(cls):
     """Mean over T samples of sum_u w_uv x_u vs (Â x)[v]: every entry within 4.5 standard errors

@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 import dgl_accel
 from dgl_accel import data
 from dgl_accel.train_gcn import main, train
@@ -17,6 +19,7 @@ def test_train_learns_and_reports_the_path(capsys):
                           "copy_u_sum_backward": {"native-cpu": 60 * 2}}  # 2 layers x train per epoch
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_triton_path_gives_the_same_model_as_native():
     g = data.synthetic_graph(num_nodes=300, seed=1)
     results = {}
@@ -36,6 +39,7 @@ def test_cli_prints_progress_and_summary(capsys):
     assert "copy_u_sum: native-cpu x" in summary[0]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_cli_rejects_unlabelled_dataset(tmp_path):
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n")
@@ -44,6 +48,7 @@ def test_cli_rejects_unlabelled_dataset(tmp_path):
     assert proc.returncode != 0 and "expected the graph to carry ndata['feat']" in proc.stderr
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_one_line_switch_example_runs(tmp_path):
     proc = subprocess.run([sys.executable, "examples/gcn_one_line_switch.py", "--dataset", "synthetic",
                            "--epochs", "3"], capture_output=True, text=True, timeout=300)

@@ -489,6 +489,7 @@ def _coauthor_cs():
     return g
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_graphsage_accuracy_matches_dgl_sampler():
     g = _coauthor_cs()
     train, _, test = split(g.ndata["label"].numpy(), seed=0)

@@ -156,6 +156,7 @@ def test_top_level_names_load_on_first_use_and_unknown_names_fail():
         dgl_accel.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_plain_import_exposes_nn_and_sampling():
     """``import dgl_accel`` alone is enough for ``dgl_accel.nn.GraphConv`` and
     ``dgl_accel.sampling.NeighborSampler`` (they load on first use, in a fresh process)."""

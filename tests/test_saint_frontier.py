@@ -195,6 +195,7 @@ def test_cpu_loops_agree_on_larger_graph(monkeypatch):
     assert all(x.numel() == 150 for x in out)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_triton_exact_fallback_and_scratch_rerun_match_cpu(monkeypatch):
     # 8 probes (one round of 8 lanes) before the exact fallback and eta 4: fallbacks happen;
     # scratch of cap0 only forces the kernel's overflow-and-rerun path.

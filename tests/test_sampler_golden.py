@@ -132,6 +132,7 @@ def _check_paths(mode: str, family: str, paths: dict) -> None:
         assert labels <= {"native-cpu"}, f"{family} in mode {mode} ran on {sorted(labels)}"
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("mode,family", CASES, ids=[f"{m}-{f}" for m, f in CASES])
 def test_sampler_output_is_bit_identical(golden, subprocess_runs, mode, family):
     if _in_process(mode):

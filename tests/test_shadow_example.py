@@ -20,6 +20,7 @@ def _run(*args, env=None):
                           capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("args", [
     ("--dataset", "synthetic"),
     ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
@@ -46,6 +47,7 @@ def test_example_trains_and_prints_the_summary(args):
     assert "time_per_run=" in summary[0]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_repeats_average_per_split_and_repeat_zero_is_the_single_run():
     """--repeats 2: a split's figure is the mean of its two runs, and run 0 uses the split's own seed
     (the same figures as a run without repeats)."""
@@ -66,6 +68,7 @@ def test_repeats_average_per_split_and_repeat_zero_is_the_single_run():
     assert "repeats=2" in repeated.stdout and "per_run_test_std=" in repeated.stdout
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_select_acc_loss_keeps_training_through_accuracy_ties():
     """--select acc+loss counts an equal validation accuracy at a lower loss as better: on the same
     seeded trajectory it stops no earlier and keeps a state at least as accurate on validation, and on
@@ -84,6 +87,7 @@ def test_select_acc_loss_keeps_training_through_accuracy_ties():
     assert parsed["acc"] != parsed["acc+loss"]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_results_rows_match_the_printed_runs_and_plot(tmp_path):
     """--results appends one JSON row per run (the printed figures, the flags); the plot script draws
     them and refuses a selection rule with no rows, naming the fix."""
@@ -112,6 +116,7 @@ def test_results_rows_match_the_printed_runs_and_plot(tmp_path):
     assert proc.returncode != 0 and "expected rows run with --select acc+loss" in proc.stderr
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items()}
     env["DGL_ACCEL_DATASETS"] = str(tmp_path)  # an empty folder: no npz there
@@ -120,11 +125,13 @@ def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
     assert "expected one shared dataset matching" in proc.stderr and "--dataset synthetic" in proc.stderr
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_ppr_weighted_pool_needs_the_ppr_scope():
     proc = _run("--dataset", "synthetic", "--scope", "khop", "--pool-weights", "ppr")
     assert proc.returncode == 2 and "--pool-weights ppr needs --scope ppr" in proc.stderr, proc.stderr[-2000:]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_head_none_needs_the_center_readout():
     proc = _run("--dataset", "synthetic", "--head", "none", "--jk", "cat", "--readout", "center")
     assert proc.returncode == 2 and "--head none needs --readout center and no --jk" in proc.stderr, proc.stderr[-2000:]

@@ -156,6 +156,7 @@ def _run(g, sampler, workers, **kw):
     return [(inp, out, sg) for inp, out, sg in loader]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("make", [
     lambda: ShaDowKHopSampler([10, 5], seed=1, prefetch_node_feats=["feat"]),
     lambda: ShaDowKHopSampler([10, 5], per_target=True, seed=1, prefetch_node_feats=["feat"]),

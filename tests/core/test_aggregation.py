@@ -84,6 +84,7 @@ def test_backward_matches_reference_autograd(case, deterministic):
             assert_close(a, b, msg=f"{name} grad[{k}] {op} {reduce} {norm} {x.dtype}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=3)  # ~2k rows with >1024-neighbour hubs: slow under the interpreter
 @given(e=tst.power_law_edge_lists(), dim=st.integers(1, 8), deterministic=st.booleans(),
        norm=st.sampled_from(NORMS))
@@ -118,6 +119,7 @@ def test_gradcheck_fp64_on_directed_graph(path, op, wshape, norm, reduce):
     assert dgl_accel.stats()[f"{op}_{reduce}"].get(PATH_LABEL[path], 0) > 0
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_deterministic_combine_is_bit_identical_and_matches_atomics():
     gen = torch.Generator().manual_seed(3)
     n, m = 300, 4000

@@ -165,6 +165,7 @@ def test_gat_matches_unfused_reference(e, heads, dim, dtype, seed, slope, el_sha
                                  el, er, msg=f"{name} attention {dtype}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=15)
 @given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
        seed=tst.SEEDS, with_attention=st.booleans())
@@ -190,6 +191,7 @@ def test_gat_backward_matches_reference(e, heads, dim, dtype, seed, with_attenti
             assert_close(a, b, msg=f"{name} grad[{k}] {dtype}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gat_half_precision_forward_and_gradients(path, dtype):
     g = star(100, extra=4)
@@ -221,6 +223,7 @@ def test_gat_gradcheck_fp64(path, idtype):
     assert set(dgl_accel.stats()["gat_attention"]) == {PATH_LABEL[path]}
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("block", [False, True])
 def test_gat_attention_vectors_equal_the_el_er_route(path, dtype, block):
@@ -249,6 +252,7 @@ def test_gat_attention_vectors_equal_the_el_er_route(path, dtype, block):
                                         leaves, fast_mode=path == "triton")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_gat_equals_unfused_core_composition(path):
     # The fused op against edge_softmax + u_mul_e aggregation (core ops, same path), long rows included.
     g = star(120, extra=5)

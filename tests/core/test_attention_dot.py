@@ -46,6 +46,7 @@ def dot_inputs(num_src, num_dst, heads, dk, dv, dtype, seed, spread=1.0, require
 
 
 # ------------------------------------------------------------------------------------------ forward
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @given(e=SMALL, heads=st.integers(1, 3), dk=st.integers(1, 20), dv=st.integers(1, 20),
        dtype=st.sampled_from(DTYPES), seed=tst.SEEDS, scale=st.sampled_from([None, 0.7, -2.0]))
 def test_dot_matches_unfused_reference(e, heads, dk, dv, dtype, seed, scale):
@@ -82,6 +83,7 @@ def test_dot_long_rows_online_max(path):
 
 
 # ------------------------------------------------------------------------------------------ backward
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=12)
 @given(e=SMALL, heads=st.integers(1, 3), dk=st.integers(1, 20), dv=st.integers(1, 20),
        dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS, with_attention=st.booleans())
@@ -95,6 +97,7 @@ def test_dot_backward_matches_reference(e, heads, dk, dv, dtype, seed, with_atte
                       grad_out, grad_attn, with_attention, "dot_attention_backward")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_dot_half_precision_forward_and_gradients(path, dtype):
     g = star(100, extra=4)
@@ -121,6 +124,7 @@ def test_dot_half_gradients_with_unit_queries(path, dtype, seed):
                                    f"{path} {dtype} seed {seed}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 def test_dot_gradcheck_fp64(path, idtype):
     # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).

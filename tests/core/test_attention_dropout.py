@@ -83,6 +83,7 @@ def matching(eids: torch.Tensor) -> Structure:
     return Structure(torch.arange(n + 1), torch.arange(n), eids, n, n, torch.device("cpu"))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_kernel_and_loop_forward_masks_are_the_reference(dtype):
     drop = AttentionDropout(0.4, 987654321987, 3)
@@ -145,6 +146,7 @@ def test_fused_output_and_gradients_equal_the_unfused_composition(any_path, dtyp
         assert_matches_reference(outs[0].detach(), lambda f, a, b: unfused(f, a, b)[0], feat, el, er)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_gradcheck_fp64_with_dropout(any_path):
     g = graph(num_nodes=12, num_edges=40)
     leaves = inputs(g, 2, 3, torch.float64, 41, requires_grad=True)
@@ -154,6 +156,7 @@ def test_gradcheck_fp64_with_dropout(any_path):
                                                              return_attention=True)[1], leaves, fast_mode=fast)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_same_seed_same_output_and_manual_seed_reproduces(any_path):
     g = graph()
     feat, el, er = inputs(g, 2, 4, torch.float32, 51)

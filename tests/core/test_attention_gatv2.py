@@ -29,6 +29,7 @@ def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires
 
 
 # ------------------------------------------------------------------------------------------ forward
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @given(e=av.SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(av.DTYPES), seed=tst.SEEDS,
        slope=st.sampled_from([0.2, 0.0, 1.5]), flat_attn=st.booleans())
 def test_gatv2_matches_unfused_reference(e, heads, dim, dtype, seed, slope, flat_attn):
@@ -60,6 +61,7 @@ def test_gatv2_long_rows_online_max(path):
 
 
 # ------------------------------------------------------------------------------------------ backward
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=12)
 @given(e=av.SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
        seed=tst.SEEDS, with_attention=st.booleans(), slope=st.sampled_from([0.2, 1.5]))
@@ -74,6 +76,7 @@ def test_gatv2_backward_matches_reference(e, heads, dim, dtype, seed, with_atten
                       "gatv2_attention_backward")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gatv2_half_precision_forward_and_gradients(path, dtype):
     g = av.star(100, extra=4)
@@ -100,6 +103,7 @@ def test_gatv2_half_gradients_with_unit_attn_vector(path, dtype, seed):
                                       (grad_out, grad_attn), f"{path} {dtype} seed {seed}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 def test_gatv2_gradcheck_fp64(path, idtype):
     # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).

@@ -172,6 +172,7 @@ def test_gradients_follow_the_arg(e, op, reduce, feat, w_shape, dtype, integer, 
         assert_close(got, want, dtype, msg=f"grad of the {name} operand")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("path,op", [("native", op) for op in EXTREMA_OPS] + [("triton", "u_mul_e")])
 def test_fp64_gradcheck_and_gradgradcheck(path, op):
     # the backward is one torch code on both paths (and the forwards agree bit for bit): the

@@ -129,6 +129,7 @@ def test_bias_of_shape_1_h_d_and_a_second_backward_through_a_retained_graph():
         torch.testing.assert_close(a, c)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("block", [False, True])
 def test_gradcheck_fp64(path, block):

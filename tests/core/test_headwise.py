@@ -118,6 +118,7 @@ def test_compiled_loop_equals_the_torch_path(monkeypatch, dtype):
         torch.testing.assert_close(a, b)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("op", ["u_mul_e", "copy_e"])
 def test_fp64_gradcheck_and_gradgradcheck(path, op):
     gen = torch.Generator().manual_seed(3)

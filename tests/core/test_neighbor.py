@@ -74,6 +74,7 @@ def _star(hub_degree: int, idtype):
     return TensorGraph(src, dst, num_nodes=hub_degree + 2).csr("in")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("fanout, replace", [(5, False), (5, True), (700, False), (1500, True), (-1, False)])
 def test_device_pipeline_gives_the_cpu_samples_on_hubs_repeats_and_isolated_nodes(idtype, fanout, replace):

@@ -1,5 +1,6 @@
 """The transit engine: grouping by transit, work classes, and the Triton neighbour-choice kernel
 (under the interpreter) reproducing the spec bit for bit."""
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ def csr_and_transits(draw):
     return indptr, transits, n
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @settings(max_examples=20)
 @given(case=csr_and_transits(), fanout=st.sampled_from([1, 3, 10, 40]), replace=st.booleans(),
        seed=st.integers(0, 2**40), step=st.integers(0, 3))

@@ -161,6 +161,7 @@ def test_half_types_compute_in_fp32(op, dtype):
             assert torch.equal(out, expected), path
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("idtype", tst.IDTYPES)
 def test_long_rows_and_many_edges(path, idtype):
@@ -193,6 +194,7 @@ def test_empty_graph_and_empty_features(path):
         assert torch.equal(gsddmm(fixed_graph(), "dot", torch.ones(5, 2, 0), torch.ones(5, 2, 0)), torch.zeros(9, 2, 1))
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op,pair,shapes", [("mul", ("u", "e"), ((3, 1), (3, 2))), ("div", ("e", "v"), ((2,), ())),
                                             ("dot", ("u", "v"), ((2, 3), (1, 3))), ("sub", ("v", "u"), ((2,), (2,)))])

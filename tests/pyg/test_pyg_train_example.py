@@ -20,6 +20,7 @@ def _run(*args):
                           timeout=300)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_swapped_models_train_to_pygs_losses(tmp_path):
     rows_file = tmp_path / "rows.jsonl"
     done = _run("--tiny", "--device", "cpu", "--results", str(rows_file))
