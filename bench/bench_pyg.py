@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from bench.harness import print_table, record  # noqa: E402
-from dgl_accel.gpu_report.training import OURS, PYG, train  # noqa: E402
+from dgl_accel.gpu_report.training import OURS, PYG, require_ok, train  # noqa: E402
 from examples.pyg_train import graph  # noqa: E402
 
 BENCH = "pyg"
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
         data, classes = graph(spec, torch.device("cpu"))
         print(f"== {spec}: {data.num_nodes} nodes, {data.num_edges} edges", file=sys.stderr)
         for model in args.models.split(","):
-            pair = train(model, data, classes, [PYG, OURS], epochs=epochs, batches=args.batches)
+            pair = require_ok(train(model, data, classes, [PYG, OURS], epochs=epochs, batches=args.batches))
             for r in pair:
                 t = r["step_times"]
                 rows.append({"case": f"{model} {spec} t{args.threads}", "provider": r["provider"],

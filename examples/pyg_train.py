@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from dgl_accel.gpu_report.rmat import rmat_graph  # noqa: E402  (DGL-free graph generator)
-from dgl_accel.gpu_report.training import MODELS, OURS, PYG, random_data, train  # noqa: E402
+from dgl_accel.gpu_report.training import MODELS, OURS, PYG, random_data, require_ok, train  # noqa: E402
 
 
 def graph(spec: str, device, seed: int = 0):
@@ -74,8 +74,8 @@ def main(argv=None) -> int:
           f"on {device}", file=sys.stderr)
     rows, ok = [], True
     for name in names:
-        pair = train(name, data, classes, [PYG, OURS], epochs=args.epochs, batches=args.batches, seed=args.seed,
-                     progress=lambda msg: print(msg, file=sys.stderr))
+        pair = require_ok(train(name, data, classes, [PYG, OURS], epochs=args.epochs, batches=args.batches,
+                                seed=args.seed, progress=lambda msg: print(msg, file=sys.stderr)))
         pair[1]["speedup"] = pair[0]["step_s"] / pair[1]["step_s"]
         rows += [{**r, "graph": args.graph, "device": str(device)} for r in pair]
         within = pair[1]["max_relative_loss_gap"] <= args.tolerance

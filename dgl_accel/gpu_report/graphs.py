@@ -64,20 +64,27 @@ def load_npz(path: Path, device) -> Graph:
     return Graph(path.stem, "shared", indices.to(device), rows.to(device), n)
 
 
-def save_npz(path: Path, g: Graph) -> None:
-    """``g`` in the shared layout (adjacency CSR only), e.g. for the tiny run's loader path."""
+def save_npz(path: Path, g: Graph, **extra: np.ndarray) -> None:
+    """``g`` in the shared layout (adjacency CSR, plus ``extra`` arrays such as ``x`` and ``y``), e.g.
+    for the tiny run's loader path."""
     indptr, indices = g.in_csr()
     np.savez_compressed(path, num_nodes=np.int64(g.num_nodes), adj_indptr=indptr.cpu().numpy(),
-                        adj_indices=indices.cpu().numpy().astype(np.int32))
+                        adj_indices=indices.cpu().numpy().astype(np.int32), **extra)
 
 
 def shared_paths(data: Path | None) -> list[Path]:
     """The npz graphs to use, largest (by file size) first: ``data`` if given and present, else the
     staged folder, else the shared datasets beside the checkout; [] where none exists."""
+    folder = _folder(data)
+    return [] if folder is None else sorted(folder.glob("*.npz"), key=lambda p: -_adjacency_entries(p))
+
+
+def _folder(data: Path | None) -> Path | None:
+    """``data`` if given and holding npz graphs, else the staged folder, else the shared datasets."""
     for folder in ([data] if data is not None else []) + [STAGED, SHARED]:
         if folder is not None and folder.is_dir() and any(folder.glob("*.npz")):
-            return sorted(folder.glob("*.npz"), key=lambda p: -_adjacency_entries(p))
-    return []
+            return folder
+    return None
 
 
 def _adjacency_entries(path: Path) -> int:
@@ -87,11 +94,12 @@ def _adjacency_entries(path: Path) -> int:
 
 def labelled_path(data: Path | None) -> Path | None:
     """The staged (or shared) :data:`LABELLED` graph, if it has its features and labels."""
-    for p in shared_paths(data):
-        if p.stem == LABELLED:
-            with np.load(p) as z:
-                return p if "y" in z.files and ("x" in z.files or "x_indptr" in z.files) else None
-    return None
+    folder = _folder(data)
+    p = None if folder is None else folder / f"{LABELLED}.npz"
+    if p is None or not p.is_file():
+        return None
+    with np.load(p) as z:
+        return p if "y" in z.files and ("x" in z.files or "x_indptr" in z.files) else None
 
 
 def rmat(scale: int, device, seed: int = 0) -> Graph:

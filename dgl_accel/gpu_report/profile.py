@@ -15,20 +15,24 @@ header gives its wall time per call and its host reads per call (``testing.HostR
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
+import torch
+from torch.profiler import ProfilerActivity
+from torch.profiler import profile as torch_profile
+
+from ..core.sampling.neighbor import sample_layers, sample_neighbors
+from ..testing.host_reads import HostReads
+from . import graphs, training
+from .cli import choose_mode
+from .correctness_sampling import structure
+from .timing import synchronize
+
 
 def _cases(scale: int, device):
-    import torch  # lazy: main() sets the Triton mode first
-
-    import dgl_accel.pyg  # lazy: main() sets the Triton mode first
-
-    from ..core.sampling.neighbor import sample_layers, sample_neighbors  # lazy: main() sets the Triton mode first
-    from . import graphs, training  # lazy: main() sets the Triton mode first
-    from .correctness_sampling import structure  # lazy: main() sets the Triton mode first
+    import dgl_accel.pyg  # lazy: PyG is optional; only this tool and the training section need it
 
     g = graphs.rmat(scale, device)
     csr = structure(g, device, "in")
@@ -61,12 +65,6 @@ def _cases(scale: int, device):
 
 
 def profile(scale: int, device, row_limit: int = 18) -> str:
-    from torch.profiler import ProfilerActivity  # lazy: main() sets the Triton mode first
-    from torch.profiler import profile as torch_profile  # lazy: main() sets the Triton mode first
-
-    from ..testing.host_reads import HostReads  # lazy: main() sets the Triton mode first
-    from .timing import synchronize  # lazy: main() sets the Triton mode first
-
     out = []
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     for name, fn in _cases(scale, device):
@@ -101,15 +99,7 @@ def main(argv=None) -> int:
     p.add_argument("--tiny", action="store_true", help="R-MAT 6 (with --interpret: the test's run)")
     p.add_argument("--out", type=Path, default=None, help="also write the tables here")
     args = p.parse_args(argv)
-    if args.interpret:  # before anything imports triton
-        os.environ["TRITON_INTERPRET"] = "1"
-        os.environ["DGL_ACCEL_BACKEND"] = "triton"
-    import torch  # lazy: main() sets the Triton mode first
-
-    if not args.interpret and not torch.cuda.is_available():
-        raise SystemExit("profile: expected a CUDA device (got none). Fix: run on a GPU machine, or pass "
-                         "--interpret --tiny.")
-    device = torch.device("cpu" if args.interpret else "cuda")
+    device = choose_mode(args)  # the report's: nothing has imported triton yet (kernels/loader.py)
     text = profile(6 if args.tiny else args.scale, device)
     print(text)
     if args.out:

@@ -174,7 +174,7 @@ def training(rows: list[dict], accuracy: list[dict], repeats: list[dict] = ()) -
              "the same weights, epochs interleaved: median step (full graph: an epoch; SAGE: the minibatches of an "
              "epoch, split sample / gather / forward / backward), the step's peak device memory beyond the tensors "
              "live before it, the largest relative gap of "
-             "the per-epoch losses to the first provider's; `x`: each provider's step over ours (> 1: ours is "
+             "the per-epoch losses to the first provider that ran; `x`: each provider's step over ours (> 1: ours is "
              "faster).", "",
              "| graph | model | dtype | provider | step ms | x | sample / gather / fwd / bwd ms | step peak MiB "
              "| loss gap |",

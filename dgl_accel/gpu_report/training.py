@@ -13,8 +13,9 @@ A :class:`Provider` says which layers (PyG's or swapped), which adjacency (``edg
 the loader's gather run (the data's device, or the CPU: what a PyG user without our GPU path
 does).  A provider that fails (out of device memory, an op missing for a dtype) stops there: its row
 says so, the others go on.
-Every row carries the loss of each epoch; rows after the first carry the largest relative gap to
-the first provider's losses (they train the same function from the same weights, so they agree).
+Every row carries the loss of each epoch; the other rows carry the largest relative gap to the
+losses of the first provider that ran to the end (they train the same function from the same
+weights, so they agree).
 """
 from __future__ import annotations
 
@@ -176,6 +177,7 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
     device = data.x.device
     torch.manual_seed(seed)
     base = build(name, data.num_features, classes).to(device=device, dtype=dtype)
+    x = None if name == "sage" else data.x.to(dtype)  # full graph: one copy in the dtype, for every provider
     runs = []
     for p in providers:
         model = copy.deepcopy(base)
@@ -186,7 +188,6 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
             on = data if p.sampler_device is None else data.to(p.sampler_device)
             run["batches"] = Minibatches(on, seed)
         else:
-            run["x"] = data.x.to(dtype)
             run["adj"] = (sparse_adjacency(data.edge_index, data.num_nodes, dtype) if p.adjacency == "sparse"
                           else data.edge_index)
         runs.append(run)
@@ -202,7 +203,7 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
                 if name == "sage":
                     loss, parts = sage_epoch(run["model"], run["opt"], run["batches"], batches, device, dtype)
                 else:
-                    loss, parts = full_epoch(run["model"], run["opt"], run["x"], run["adj"], data.y, data.train_mask)
+                    loss, parts = full_epoch(run["model"], run["opt"], x, run["adj"], data.y, data.train_mask)
             except Exception as exc:  # noqa: BLE001 - a provider that fails stops; the others go on
                 what = "out of memory" if _out_of_memory(exc) else type(exc).__name__
                 run["error"] = f"{what} at epoch {epoch}: {str(exc).splitlines()[0][:240]}"
@@ -221,6 +222,16 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
                                             if r["times"] and not r["error"] else r["error"].split(":")[0])
                 for r in runs))
     return [_row(name, run, runs, data, dtype, epochs) for run in runs]
+
+
+def require_ok(rows: list[dict]) -> list[dict]:
+    """``rows`` of :func:`train`, for callers that compare every provider (the example, the CPU
+    bench): RuntimeError naming each provider that stopped, and why."""
+    failed = [f"{r['provider']}: {r['error']}" for r in rows if not r["ok"]]
+    if failed:
+        raise RuntimeError(f"{rows[0]['model']}: a provider stopped ({'; '.join(failed)}). Fix: a smaller graph "
+                           "(--graph), or the device with the memory it needs.")
+    return rows
 
 
 def _row(name: str, run: dict, runs: list, data, dtype, epochs: int) -> dict:
@@ -321,15 +332,10 @@ def labelled_data(path, device):
 
 def save_labelled(path, feats: int = 16, classes: int = 2, seed: int = 0):
     """A small labelled graph in the shared npz layout (dense features, labels): the tiny run's."""
-
-
     g = graphs.rmat(6, "cpu", seed=seed)
-    graphs.save_npz(path, g)
     rng = np.random.default_rng(seed)
     x = (rng.random((g.num_nodes, feats)) < 0.1).astype(np.float32)
-    with np.load(path) as z:
-        arrays = dict(z)
-    np.savez_compressed(path, **arrays, x=x, y=rng.integers(0, classes, g.num_nodes))
+    graphs.save_npz(path, g, x=x, y=rng.integers(0, classes, g.num_nodes))
     return path
 
 
@@ -416,7 +422,7 @@ def run(results, device: torch.device, size: str, labelled, progress, deadline=N
             if rmat and model != "sage" and any(r["provider"].startswith("pyg") and (r.get("error") or "").startswith(
                     "out of memory") for r in rows):
                 retry.append((model, dtype, providers))
-            if model == "gcn" and dtype == torch.float32 and rmat and graph_name == f"rmat{sz['scale']}":
+            if model == "gcn" and dtype == torch.float32 and graph_name == f"rmat{sz['scale']}":
                 calls = repeat_calls(data, classes)
                 progress(f"    swapped GCN forward+backward, calls 1-3: host reads {calls['host_reads']}, "
                          f"edge_index builds {calls['cache_builds']}, "

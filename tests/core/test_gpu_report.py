@@ -298,3 +298,14 @@ def test_a_case_pyg_cannot_fit_runs_again_one_rmat_scale_down(monkeypatch):
                  only="gcn-float32,gat-float32")
     assert seen == [("gcn", 64), ("gat", 64), ("gat", 32)], seen  # R-MAT 6, then GAT alone on R-MAT 5
     assert {r["graph"] for r in results.section("training")} == {"rmat6", "rmat5"}
+
+
+def test_callers_that_compare_every_provider_get_a_clear_error_when_one_stopped():
+    from dgl_accel.gpu_report.training import require_ok
+
+    ok = [{"model": "gcn", "provider": "pyg", "ok": True, "error": None},
+          {"model": "gcn", "provider": "dgl_accel", "ok": True, "error": None}]
+    assert require_ok(ok) is ok
+    stopped = [ok[0] | {"ok": False, "error": "out of memory at epoch 0: CUDA out of memory"}, ok[1]]
+    with pytest.raises(RuntimeError, match=r"gcn: a provider stopped \(pyg: out of memory at epoch 0.*\)\. Fix:"):
+        require_ok(stopped)
