@@ -7,7 +7,7 @@ Staging (on the machine that has ``../shared/datasets``; never writes there)::
 
 keeps ``num_nodes``, ``adj_indptr`` and ``adj_indices`` of every shared npz graph (the report draws
 random features of each width), and the features and labels of the labelled graph with the most
-nodes (:data:`LABELLED`: the training section's accuracy runs on it), about 25 MB together.
+nodes (:data:`LABELLED`: the training section's accuracy runs on it), about 14 MB together.
 """
 from __future__ import annotations
 
