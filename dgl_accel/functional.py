@@ -22,6 +22,8 @@ import dgl
 import torch
 
 from .core.aggregation.checks import check_features, check_options
+from .core.aggregation.copy_u_sum_self import check_copy_u_sum_self, copy_u_sum_self_reference
+from .core.aggregation.copy_u_sum_self import copy_u_sum_self as core_copy_u_sum_self
 from .core.aggregation.function import run_aggregation
 from .core.attention.dot import dot_attention as core_dot_attention
 from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
@@ -35,10 +37,10 @@ from .core.sddmm.function import gsddmm as core_gsddmm
 from .core.vector_scale import scale
 from .graph.views import DGLGraphViews
 from .policies.exec_paths.plan import LayerPlan, rows_aggregate, rows_path_applies
-from .policies.exec_paths.session import begin_layer, note_unrouted
+from .policies.exec_paths.session import active_session, begin_layer, note_unrouted
 from .policies.redundancy.hook import plan_for as redundancy_plan_for
 
-__all__ = ["gspmm", "copy_u_sum", "gspmm_rows", "dense", "scale", "edge_softmax", "gat_attention"]
+__all__ = ["gspmm", "copy_u_sum", "copy_u_sum_self", "gspmm_rows", "dense", "scale", "edge_softmax", "gat_attention"]
 
 
 def _views(graph) -> DGLGraphViews:
@@ -100,6 +102,32 @@ def _extrema(graph, op, reduce, ufeat, efeat, norm, fill):
 def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:
     """``dgl.ops.copy_u_sum`` on dgl-accel's paths."""
     return gspmm(graph, "copy_u", "sum", feat)
+
+
+def copy_u_sum_self(graph, feat: torch.Tensor, *, self_scale: float | torch.Tensor = 1.0,
+                    divisor: torch.Tensor | None = None,
+                    bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``(self_scale * feat[v] + copy_u_sum(graph, feat)[v]) / divisor[v] + bias`` for every
+    destination ``v`` (a graph, or a block: its destinations are its first sources), in DGL's order
+    of operations: ``SAGEConv``'s gcn aggregator (``divisor`` = in-degrees + 1, its bias) and
+    ``GINConv``'s sum (``self_scale`` = 1 + eps: a number, or a one-element tensor that may train).
+    One fresh output tensor each way on the CPU (the core's
+    :func:`~dgl_accel.core.aggregation.copy_u_sum_self.copy_u_sum_self`); inside ``execution_paths``
+    or with a redundancy plan, the same composed on :func:`gspmm`.
+
+    >>> import dgl, torch
+    >>> g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1])))
+    >>> x, deg_plus_one = torch.tensor([[1.0], [2.0], [3.0]]), torch.tensor([1.0, 3.0, 2.0])
+    >>> copy_u_sum_self(g, x, divisor=deg_plus_one).flatten().tolist()
+    [1.0, 2.0, 2.5]
+    """
+    views = _views(graph)
+    check_copy_u_sum_self(views, feat, divisor, bias, self_scale)
+    if active_session() is not None or redundancy_plan_for(graph, feat) is not None:
+        scale = self_scale if isinstance(self_scale, torch.Tensor) else float(self_scale)
+        return copy_u_sum_self_reference(views.num_dst, lambda t: gspmm(graph, "copy_u", "sum", t), feat,
+                                   scale, divisor, bias)
+    return core_copy_u_sum_self(views, feat, self_scale=self_scale, divisor=divisor, bias=bias)
 
 
 def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int):

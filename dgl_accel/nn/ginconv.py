@@ -21,7 +21,7 @@ import dgl.nn
 import torch
 import torch.nn.functional as F
 
-from ..functional import gspmm
+from ..functional import copy_u_sum_self, gspmm
 from ..patching import enabled
 from .inputs import one_tensor_on_sources, one_weight_per_edge
 
@@ -58,8 +58,7 @@ class GINConv(dgl.nn.GINConv):
     def _direct(self, graph, feat, edge_weight):
         """DGL's forward, the same operations in the same order, with the aggregation called
         directly (not through ``update_all``: its Python was the whole gap on small graphs)."""
-        op = "copy_u" if edge_weight is None else "u_mul_e"
-        rst = (1 + self.eps) * feat + gspmm(graph, op, self._aggregator_type, feat, edge_weight)
+        rst = self._combine(graph, feat, edge_weight)
         if self.apply_func is not None:
             rst = self.apply_func(rst)
         if self.activation is not None:
@@ -69,13 +68,21 @@ class GINConv(dgl.nn.GINConv):
     def _linear_first(self, graph, feat, edge_weight):
         lin = self.apply_func
         h = F.linear(feat, lin.weight)
-        op = "copy_u" if edge_weight is None else "u_mul_e"
-        rst = (1 + self.eps) * h + gspmm(graph, op, self._aggregator_type, h, edge_weight)
-        if lin.bias is not None:
-            rst = rst + lin.bias
+        rst = self._combine(graph, h, edge_weight, lin.bias)
         if self.activation is not None:
             rst = self.activation(rst)
         return rst
+
+    def _combine(self, graph, h, edge_weight, bias=None):
+        """``(1 + eps) h + aggregate(h) (+ bias)``, DGL's expression; a plain sum runs as one op
+        (:func:`dgl_accel.functional.copy_u_sum_self`), with eps's gradient when it trains."""
+        # eps is a [1] float32 tensor: DGL's product promotes half features to float32, ours would not
+        if self._aggregator_type == "sum" and edge_weight is None and h.dtype in (torch.float32, torch.float64):
+            scale = 1 + self.eps
+            return copy_u_sum_self(graph, h, self_scale=scale if _needs_grad(scale) else float(scale), bias=bias)
+        op = "copy_u" if edge_weight is None else "u_mul_e"
+        rst = (1 + self.eps) * h + gspmm(graph, op, self._aggregator_type, h, edge_weight)
+        return rst if bias is None else rst + bias
 
 
 def _needs_grad(*tensors) -> bool:

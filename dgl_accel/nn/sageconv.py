@@ -23,7 +23,7 @@ on every call); the same numbers as DGL's.
 import dgl.nn
 import torch
 
-from ..functional import dense, gspmm
+from ..functional import copy_u_sum_self, dense, gspmm
 from ..graph.structure import cached, is_supported_graph
 from ..patching import enabled
 from .inputs import one_tensor_on_sources, one_weight_per_edge
@@ -55,18 +55,23 @@ class SAGEConv(dgl.nn.SAGEConv):
 
     def _gcn(self, graph, feat, edge_weight):
         """DGL's gcn forward (the same operations in the same order) on our aggregation, with the
-        in-degrees + 1 it divides by cached per graph, not recomputed by DGL on every call."""
+        in-degrees + 1 it divides by cached per graph, not recomputed by DGL on every call.
+        Without edge weights the sum, the own row, the division and (when the product comes first)
+        the bias are one op: :func:`dgl_accel.functional.copy_u_sum_self`."""
         x = self.feat_drop(feat)
-        h = self.fc_neigh(x) if self._in_src_feats > self._out_feats else x
-        neigh = gspmm(graph, "copy_u" if edge_weight is None else "u_mul_e", "sum", h, edge_weight)
-        key = f"sage.gcn_degrees_plus_one.{h.dtype}"
-        degs = cached(graph, key, lambda g: g.in_degrees().to(h).unsqueeze(-1) + 1)
-        h_dst = h[: graph.num_dst_nodes()] if graph.is_block else h  # a slice's backward copies all of h
-        rst = (neigh + h_dst) / degs
-        if self._in_src_feats <= self._out_feats:
+        lin_first = self._in_src_feats > self._out_feats
+        h = self.fc_neigh(x) if lin_first else x
+        degs = cached(graph, f"sage.gcn_degrees_plus_one.{h.dtype}", lambda g: g.in_degrees().to(h) + 1)
+        if edge_weight is None:
+            rst = copy_u_sum_self(graph, h, divisor=degs, bias=self.bias if lin_first else None)
+        else:
+            h_dst = h[: graph.num_dst_nodes()] if graph.is_block else h  # a slice's backward copies all of h
+            rst = (gspmm(graph, "u_mul_e", "sum", h, edge_weight) + h_dst) / degs.unsqueeze(-1)
+            rst = rst + self.bias if lin_first and self.bias is not None else rst
+        if not lin_first:
             rst = self.fc_neigh(rst)
-        if self.bias is not None:
-            rst = rst + self.bias
+            if self.bias is not None:
+                rst = rst + self.bias
         if self.activation is not None:
             rst = self.activation(rst)
         if self.norm is not None:

@@ -26,7 +26,10 @@ class GSpMMFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, agg: Aggregation, plan: AggregationPlan, ufeat, efeat):
         ctx.agg, ctx.plan = agg, plan
-        ctx.save_for_backward(ufeat, efeat)
+        # ufeat is read again only for the edge-weight gradient: not keeping it otherwise frees
+        # an N x F tensor (often the previous layer's output) before the backward
+        keep_u = efeat is not None and ctx.needs_input_grad[3]
+        ctx.save_for_backward(ufeat if keep_u else None, efeat)
         return plan.forward(agg, ufeat, efeat)
 
     @staticmethod

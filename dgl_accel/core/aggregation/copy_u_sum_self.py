@@ -1,0 +1,137 @@
+"""The aggregation with the destination's own row: ``out[v] = (s x[v] + sum_{u->v} x[u]) / d[v] + b``.
+
+What ``SAGEConv(aggregator="gcn")`` (``s = 1``, ``d`` = in-degree + 1, its bias) and ``GINConv``
+with a sum (``s = 1 + eps``, no ``d``) compute around a plain copy_u sum, in DGL's order of
+operations, so the numbers are DGL's: the neighbour sum, plus the scaled own row, divided, plus
+the bias.  Composed from separate ops, that is four fresh ``[N, F]`` tensors forward and three
+backward; each fresh tensor of a few MB arrives as new pages whose faults cost as much as the pass
+over it (see :mod:`dgl_accel.core.scratch`).  Here, on the native CPU path, the sum's output takes
+the rest in place, and the backward's divided gradient lives in a scratch buffer: one fresh tensor
+each way.  Measured on Slashdot (82k nodes, 1.09M edges, F = 64, one thread): see docs/dropins.md.
+
+Other paths (CUDA, the Triton backend, half precision) and a backward that is itself recorded
+(``create_graph=True``) run the composed ops on :func:`~.function.aggregate`: same results,
+differentiable to any order.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import backend, scratch
+from .function import aggregate, run_aggregation
+from .plan import TRANSPOSED
+
+__all__ = ["copy_u_sum_self", "check_copy_u_sum_self", "copy_u_sum_self_reference"]
+
+NATIVE_DTYPES = (torch.float32, torch.float64)
+Scale = float | torch.Tensor  # the own row's factor: a number, or a tensor that may train (GIN's learned eps)
+
+
+def copy_u_sum_self_reference(num_dst: int, neighbour_sum, x: torch.Tensor, self_scale: Scale = 1.0,
+                        divisor: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """The composed ops in DGL's order, ``neighbour_sum(x)`` giving the copy_u sum: the reference
+    of the fused path and its fallback."""
+    rst = neighbour_sum(x) + _scaled(x[:num_dst], self_scale)
+    if divisor is not None:
+        rst = rst / divisor.unsqueeze(-1)
+    return rst if bias is None else rst + bias
+
+
+def _scaled(own: torch.Tensor, scale: Scale) -> torch.Tensor:
+    """s * own, as DGL's expression computes it (own itself for the float 1, exactly)."""
+    return own if isinstance(scale, float) and scale == 1.0 else scale * own
+
+
+class _CopyUSumSelf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, views, x, scale: Scale, divisor, bias):
+        learned = isinstance(scale, torch.Tensor)
+        ctx.views, ctx.has_bias, ctx.float_scale = views, bias is not None, None if learned else scale
+        ctx.save_for_backward(divisor, x if learned else None, scale if learned else None)
+        out = views.native_spmm("in", x, None)  # fresh [num_dst, F]: the only one
+        out.add_(_scaled(x[: views.num_dst], float(scale) if learned else scale))
+        if divisor is not None:
+            out.div_(divisor.unsqueeze(-1))
+        if bias is not None:
+            out.add_(bias)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        divisor, x, scale_t = ctx.saved_tensors
+        views, nd = ctx.views, ctx.views.num_dst
+        scale = scale_t if ctx.float_scale is None else ctx.float_scale
+        grad_bias = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[4] else None
+        recorded = torch.is_grad_enabled()  # create_graph=True: composed, recorded ops
+        if recorded:
+            gd = grad if divisor is None else grad / divisor.unsqueeze(-1)
+        else:  # divided once, into a buffer that never leaves this call
+            gd = grad.contiguous()
+            if divisor is not None:
+                buf = scratch.tensor("copy_u_sum_self.grad", gd.shape, gd.dtype)
+                gd = torch.div(gd, divisor.unsqueeze(-1), out=buf)
+        # the gradient of s * own (autograd's product rule: the sum of grad * own to s's shape)
+        grad_scale = (gd * x[:nd]).sum_to_size(scale_t.shape) if ctx.needs_input_grad[2] else None
+        grad_x = None
+        if ctx.needs_input_grad[1] and recorded:
+            grad_x = run_aggregation(views, "copy_u", "sum", gd, None, "none", None, None, TRANSPOSED)
+            grad_x = torch.cat([grad_x[:nd] + _scaled(gd, scale), grad_x[nd:]])
+        elif ctx.needs_input_grad[1]:
+            grad_x = views.native_spmm("out", gd, None)  # fresh [num_src, F]
+            grad_x[:nd].add_(_scaled(gd, float(scale) if ctx.float_scale is None else scale))
+        return None, grad_x, grad_scale, None, grad_bias
+
+
+def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor: torch.Tensor | None = None,
+                        bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``(self_scale * x[v] + sum over in-edges u -> v of x[u]) / divisor[v] + bias`` for every
+    destination ``v`` of ``views`` (a :class:`~.views.GraphViews` whose destinations are its first
+    sources: a homogeneous graph or a block).  ``x``: [num_src, F]; ``self_scale``: a number or a
+    one-element tensor (differentiable, e.g. GIN's ``1 + eps`` with a learned eps); ``divisor``:
+    [num_dst] or None; ``bias``: [F] or None.  Differentiable in ``x``, a tensor ``self_scale`` and
+    ``bias`` (``divisor`` is a constant).
+
+    >>> import torch
+    >>> from dgl_accel.core.aggregation.views import TensorGraph
+    >>> g = TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
+    >>> x = torch.tensor([[1.0], [2.0], [3.0]])  # node 1: (1 + 3 + 2) / 3
+    >>> copy_u_sum_self(g, x, divisor=torch.tensor([1.0, 3.0, 2.0])).flatten().tolist()
+    [1.0, 2.0, 2.5]
+    """
+    check_copy_u_sum_self(views, x, divisor, bias, self_scale)
+    if divisor is not None:
+        divisor = divisor.to(x.dtype)
+    scale = self_scale if isinstance(self_scale, torch.Tensor) else float(self_scale)
+    native = (x.device.type == "cpu" and x.dtype in NATIVE_DTYPES and backend.choose_path(x) == "native")
+    if not native:
+        return copy_u_sum_self_reference(views.num_dst, lambda t: aggregate(views, "copy_u", "sum", t), x,
+                                   scale, divisor, bias)
+    backend.record("copy_u_sum_self", "native", x.device)
+    return _CopyUSumSelf.apply(views, x.contiguous(), scale, divisor, bias)
+
+
+def check_copy_u_sum_self(views, x, divisor, bias, self_scale: Scale = 1.0) -> None:
+    """A clear ValueError for arguments :func:`copy_u_sum_self` cannot take."""
+    if isinstance(self_scale, torch.Tensor) and (self_scale.numel() != 1 or self_scale.dim() > 1):
+        raise ValueError(f"expected self_scale as a number or a one-element tensor (got shape "
+                         f"{list(self_scale.shape)}). Fix: pass e.g. 1 + eps with eps of shape [1].")
+    if not isinstance(self_scale, (int, float, torch.Tensor)):
+        raise ValueError(f"expected self_scale as a number or a one-element tensor (got "
+                         f"{type(self_scale).__name__}).")
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or not x.is_floating_point():
+        got = type(x).__name__ if not isinstance(x, torch.Tensor) else f"{x.dim()}-D {x.dtype}"
+        raise ValueError(f"expected x as a 2-D float tensor [num_src, F] (got {got}). "
+                         f"Fix: flatten the trailing dimensions first.")
+    if x.shape[0] != views.num_src or views.num_dst > views.num_src:
+        raise ValueError(f"expected a row of x per source ({views.num_src}), on a graph whose "
+                         f"{views.num_dst} destinations are its first sources (got {x.shape[0]} rows). "
+                         f"Fix: pass the source features of this graph or block.")
+    if divisor is not None and tuple(divisor.shape) != (views.num_dst,):
+        raise ValueError(f"expected divisor of shape [{views.num_dst}] (one per destination; got "
+                         f"{list(divisor.shape)}). Fix: pass e.g. in-degrees + 1 as a 1-D tensor.")
+    if bias is not None and tuple(bias.shape) != (x.shape[1],):
+        raise ValueError(f"expected bias of shape [{x.shape[1]}] (got {list(bias.shape)}). "
+                         f"Fix: pass one bias per feature column.")
+    for name, t in (("divisor", divisor), ("bias", bias), ("self_scale", self_scale)):
+        if isinstance(t, torch.Tensor) and t.device != x.device:
+            raise ValueError(f"expected {name} on x's device {x.device} (got {t.device}). Fix: move it with .to().")
