@@ -1,7 +1,8 @@
 """``dgl_accel.nn.SAGEConv``'s one-product mean forward (a layer narrowing at least
 ``ONE_PRODUCT_MIN_RATIO`` times: fc_neigh and fc_self as one product, then the mean of the neighbour
 half): DGL's outputs and gradients on graphs with empty rows and on blocks, with bias, activation and
-norm; narrower layers and pairs of features keep DGL's forward on the routed ops."""
+norm; narrower layers, pairs of features and edge weights take the direct mean forward (DGL's
+operations with the aggregation called directly), which gives DGL's numbers too."""
 import copy
 
 import dgl
@@ -48,7 +49,7 @@ def test_one_product_mean_equals_dgls_module(path, block, kw):
         assert_close(got[1][k], want[1][k], msg=k)
 
 
-def test_narrower_layers_and_feature_pairs_keep_dgls_forward(monkeypatch):
+def test_narrower_layers_feature_pairs_and_edge_weights_take_the_direct_mean(monkeypatch):
     calls = []
     monkeypatch.setattr(dgl_accel.nn.SAGEConv, "_mean_one_product", lambda self, g, f: calls.append(1))
     g = _graph()
@@ -56,8 +57,8 @@ def test_narrower_layers_and_feature_pairs_keep_dgls_forward(monkeypatch):
     narrow(g, torch.randn(40, 4 * ONE_PRODUCT_MIN_RATIO - 1))
     wide = dgl_accel.nn.SAGEConv(4 * ONE_PRODUCT_MIN_RATIO, 4, "mean")
     x = torch.randn(40, 4 * ONE_PRODUCT_MIN_RATIO)
-    wide(g, (x, x))  # a pair: DGL's forward
-    wide(g, x, edge_weight=torch.rand(g.num_edges()))  # edge weights: DGL's forward
+    wide(g, (x, x))  # a pair: the direct mean forward
+    wide(g, x, edge_weight=torch.rand(g.num_edges()))  # edge weights: the direct mean forward
     assert calls == []
     wide(g, x)
     assert calls == [1]
@@ -95,3 +96,44 @@ def _run_weighted(conv, g, x, ew):
     out = conv(g, x, edge_weight=ew)
     (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
     return out.detach(), {k: p.grad.clone() for k, p in conv.named_parameters()}
+
+
+def _relation_graph():
+    gen = torch.Generator().manual_seed(5)
+    src, dst = torch.randint(0, 40, (200,), generator=gen), torch.randint(0, 26, (200,), generator=gen)
+    return dgl.heterograph({("user", "rates", "item"): (src, dst)}, {"user": 40, "item": 30})  # 26-29: empty
+
+
+@pytest.mark.parametrize("graph", ["graph", "block", "relation pair", "graph pair"])
+@pytest.mark.parametrize("in_feats, out_feats", [(12, 4), (4, 6)])  # fc_neigh before / after the aggregation
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kw", [{}, {"bias": False}, {"activation": torch.tanh, "norm": torch.nn.LayerNorm(4)},
+                                {"feat_drop": 0.5}])
+def test_mean_equals_dgls_module(path, graph, in_feats, out_feats, weighted, kw):
+    """The direct mean forward (narrower than the one-product rule): DGL's outputs and gradients,
+    dropout included (the same draws in the same order: a pair's source features first)."""
+    g = _relation_graph() if graph == "relation pair" else _graph()
+    if graph == "block":
+        g = dgl.to_block(dgl.in_subgraph(g, torch.arange(20)), torch.arange(20))
+    if "norm" in kw:
+        kw = dict(kw, norm=torch.nn.LayerNorm(out_feats))
+    in_dst = in_feats + 1 if graph == "relation pair" else in_feats
+    torch.manual_seed(0)
+    theirs = dgl.nn.SAGEConv((in_feats, in_dst) if graph.endswith("pair") else in_feats, out_feats, "mean", **kw)
+    ours = copy.deepcopy(theirs)
+    dgl_accel.swap(ours)
+    calls = []
+    original = type(ours)._mean
+    ours._mean = lambda *a: calls.append(1) or original(ours, *a)
+    x = torch.randn(g.num_src_nodes(), in_feats)
+    feat = (x, torch.randn(g.num_dst_nodes(), in_dst)) if graph.endswith("pair") else x
+    ew = torch.rand(g.num_edges()) + 0.5 if weighted else None
+    torch.manual_seed(1)
+    want = _run_weighted(theirs, g, feat, ew)
+    dgl_accel.reset_stats()
+    torch.manual_seed(1)
+    got = _run_weighted(ours, g, feat, ew)
+    assert calls == [1] and any(k.startswith("u_mul_e_mean" if weighted else "copy_u_mean") for k in dgl_accel.stats())
+    assert_close(got[0], want[0])
+    for k in want[1]:
+        assert_close(got[1][k], want[1][k], msg=k)

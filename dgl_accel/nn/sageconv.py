@@ -14,11 +14,14 @@ neighbour half (:func:`dgl_accel.functional.gspmm`), plus the self half and the 
 numbers as DGL's two products.  Measured (one thread, DGL's step time / ours): 1.13-1.26x at in 767
 and 1433 -> 64 on Cora and Amazon-CS, 1.30x at 128 -> 16 on Amazon-CS; at 128 -> 64 it lost on
 Slashdot (0.74-0.87x: the [N, 2 out] product and its halves' copies cost more memory traffic than
-the second read of x saves), so narrower ratios take DGL's forward on the routed ops.
+the second read of x saves), so narrower ratios, pairs of features (``HeteroGraphConv``'s relations)
+and edge weights take DGL's mean forward with the aggregation called directly (not through
+``update_all``) and the self half added into the product's output.
 
-``gcn`` with one feature tensor on a graph or a block runs DGL's gcn forward step for step on our
-aggregation, with the in-degrees + 1 it divides by cached per graph (DGL asks the graph for them
-on every call); the same numbers as DGL's.
+``gcn`` with one feature tensor on a graph or a block runs DGL's gcn forward step for step, with
+the in-degrees + 1 it divides by cached per graph (DGL asks the graph for them on every call) and,
+without edge weights, the sum, the own row, the division and the bias as one op
+(:func:`dgl_accel.functional.copy_u_sum_self`); the same numbers as DGL's.
 """
 import dgl.nn
 import torch
@@ -26,7 +29,7 @@ import torch
 from ..functional import copy_u_sum_self, dense, gspmm
 from ..graph.structure import cached, is_supported_graph
 from ..patching import enabled
-from .inputs import one_tensor_on_sources, one_weight_per_edge
+from .inputs import one_tensor_on_sources, one_weight_per_edge, plain_features
 
 ONE_PRODUCT_MIN_RATIO = 4  # in_feats / out_feats from which the one-product mean forward pays (docstring)
 
@@ -39,6 +42,8 @@ class SAGEConv(dgl.nn.SAGEConv):
             return self._mean_one_product(graph, feat)
         if self._aggre_type == "gcn" and self._gcn_applies(graph, feat, edge_weight):
             return self._gcn(graph, feat, edge_weight)
+        if self._aggre_type == "mean" and self._mean_applies(graph, feat, edge_weight):
+            return self._mean(graph, feat, edge_weight)
         with enabled():
             return super().forward(graph, feat, edge_weight=edge_weight)
 
@@ -52,6 +57,37 @@ class SAGEConv(dgl.nn.SAGEConv):
     def _gcn_applies(self, graph, feat, edge_weight) -> bool:
         return (graph.num_edges() > 0 and one_tensor_on_sources(graph, feat, self._in_src_feats, blocks=True)
                 and one_weight_per_edge(graph, edge_weight))
+
+    def _mean_applies(self, graph, feat, edge_weight) -> bool:
+        if graph.num_edges() == 0 or not one_weight_per_edge(graph, edge_weight):
+            return False
+        if not isinstance(feat, tuple):
+            return one_tensor_on_sources(graph, feat, self._in_src_feats, blocks=True)
+        return (len(feat) == 2 and plain_features(graph, feat) and feat[0].shape[0] == graph.num_src_nodes()
+                and feat[1].shape[0] == graph.num_dst_nodes() and feat[0].shape[1] == self._in_src_feats
+                and feat[1].shape[1] == self._in_dst_feats)
+
+    def _mean(self, graph, feat, edge_weight):
+        """DGL's mean forward (the same operations in the same order) with the aggregation called
+        directly, not through ``update_all`` (its Python is most of a small graph's step), and the
+        self half added into the product's fresh output rather than into a new tensor."""
+        if isinstance(feat, tuple):
+            feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+        else:
+            feat_src = feat_dst = self.feat_drop(feat)
+            if graph.is_block:
+                feat_dst = feat_src[: graph.num_dst_nodes()]
+        lin_first = self._in_src_feats > self._out_feats
+        h = self.fc_neigh(feat_src) if lin_first else feat_src
+        neigh = gspmm(graph, "copy_u" if edge_weight is None else "u_mul_e", "mean", h, edge_weight)
+        if not lin_first:
+            neigh = self.fc_neigh(neigh)
+        rst = self.fc_self(feat_dst).add_(neigh)  # DGL: fc_self(h_self) + h_neigh (the product keeps no output)
+        if self.activation is not None:
+            rst = self.activation(rst)
+        if self.norm is not None:
+            rst = self.norm(rst)
+        return rst
 
     def _gcn(self, graph, feat, edge_weight):
         """DGL's gcn forward (the same operations in the same order) on our aggregation, with the
