@@ -104,14 +104,15 @@ def _relation_graph():
     return dgl.heterograph({("user", "rates", "item"): (src, dst)}, {"user": 40, "item": 30})  # 26-29: empty
 
 
+@pytest.mark.parametrize("aggregator", ["mean", "pool"])
 @pytest.mark.parametrize("graph", ["graph", "block", "relation pair", "graph pair"])
 @pytest.mark.parametrize("in_feats, out_feats", [(12, 4), (4, 6)])  # fc_neigh before / after the aggregation
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("kw", [{}, {"bias": False}, {"activation": torch.tanh, "norm": torch.nn.LayerNorm(4)},
                                 {"feat_drop": 0.5}])
-def test_mean_equals_dgls_module(path, graph, in_feats, out_feats, weighted, kw):
-    """The direct mean forward (narrower than the one-product rule): DGL's outputs and gradients,
-    dropout included (the same draws in the same order: a pair's source features first)."""
+def test_direct_forward_equals_dgls_module(path, aggregator, graph, in_feats, out_feats, weighted, kw):
+    """The direct mean (narrower than the one-product rule) and pool forwards: DGL's outputs and
+    gradients, dropout included (the same draws in the same order: a pair's source features first)."""
     g = _relation_graph() if graph == "relation pair" else _graph()
     if graph == "block":
         g = dgl.to_block(dgl.in_subgraph(g, torch.arange(20)), torch.arange(20))
@@ -119,12 +120,12 @@ def test_mean_equals_dgls_module(path, graph, in_feats, out_feats, weighted, kw)
         kw = dict(kw, norm=torch.nn.LayerNorm(out_feats))
     in_dst = in_feats + 1 if graph == "relation pair" else in_feats
     torch.manual_seed(0)
-    theirs = dgl.nn.SAGEConv((in_feats, in_dst) if graph.endswith("pair") else in_feats, out_feats, "mean", **kw)
+    theirs = dgl.nn.SAGEConv((in_feats, in_dst) if graph.endswith("pair") else in_feats, out_feats, aggregator, **kw)
     ours = copy.deepcopy(theirs)
     dgl_accel.swap(ours)
     calls = []
-    original = type(ours)._mean
-    ours._mean = lambda *a: calls.append(1) or original(ours, *a)
+    original = type(ours)._direct
+    ours._direct = lambda *a: calls.append(1) or original(ours, *a)
     x = torch.randn(g.num_src_nodes(), in_feats)
     feat = (x, torch.randn(g.num_dst_nodes(), in_dst)) if graph.endswith("pair") else x
     ew = torch.rand(g.num_edges()) + 0.5 if weighted else None
@@ -133,7 +134,8 @@ def test_mean_equals_dgls_module(path, graph, in_feats, out_feats, weighted, kw)
     dgl_accel.reset_stats()
     torch.manual_seed(1)
     got = _run_weighted(ours, g, feat, ew)
-    assert calls == [1] and any(k.startswith("u_mul_e_mean" if weighted else "copy_u_mean") for k in dgl_accel.stats())
+    op = ("u_mul_e_" if weighted else "copy_u_") + ("max" if aggregator == "pool" else "mean")
+    assert calls == [1] and any(k.startswith(op) for k in dgl_accel.stats()), dgl_accel.stats()
     assert_close(got[0], want[0])
     for k in want[1]:
         assert_close(got[1][k], want[1][k], msg=k)

@@ -16,7 +16,8 @@ and 1433 -> 64 on Cora and Amazon-CS, 1.30x at 128 -> 16 on Amazon-CS; at 128 ->
 Slashdot (0.74-0.87x: the [N, 2 out] product and its halves' copies cost more memory traffic than
 the second read of x saves), so narrower ratios, pairs of features (``HeteroGraphConv``'s relations)
 and edge weights take DGL's mean forward with the aggregation called directly (not through
-``update_all``) and the self half added into the product's output.
+``update_all``) and the self half added into the product's output; ``pool`` takes the same direct
+forward with its max.
 
 ``gcn`` with one feature tensor on a graph or a block runs DGL's gcn forward step for step, with
 the in-degrees + 1 it divides by cached per graph (DGL asks the graph for them on every call) and,
@@ -25,6 +26,7 @@ without edge weights, the sum, the own row, the division and the bias as one op
 """
 import dgl.nn
 import torch
+import torch.nn.functional as F
 
 from ..functional import copy_u_sum_self, dense, gspmm
 from ..graph.structure import cached, is_supported_graph
@@ -42,8 +44,8 @@ class SAGEConv(dgl.nn.SAGEConv):
             return self._mean_one_product(graph, feat)
         if self._aggre_type == "gcn" and self._gcn_applies(graph, feat, edge_weight):
             return self._gcn(graph, feat, edge_weight)
-        if self._aggre_type == "mean" and self._mean_applies(graph, feat, edge_weight):
-            return self._mean(graph, feat, edge_weight)
+        if self._aggre_type in ("mean", "pool") and self._direct_applies(graph, feat, edge_weight):
+            return self._direct(graph, feat, edge_weight)
         with enabled():
             return super().forward(graph, feat, edge_weight=edge_weight)
 
@@ -58,7 +60,7 @@ class SAGEConv(dgl.nn.SAGEConv):
         return (graph.num_edges() > 0 and one_tensor_on_sources(graph, feat, self._in_src_feats, blocks=True)
                 and one_weight_per_edge(graph, edge_weight))
 
-    def _mean_applies(self, graph, feat, edge_weight) -> bool:
+    def _direct_applies(self, graph, feat, edge_weight) -> bool:
         if graph.num_edges() == 0 or not one_weight_per_edge(graph, edge_weight):
             return False
         if not isinstance(feat, tuple):
@@ -67,21 +69,23 @@ class SAGEConv(dgl.nn.SAGEConv):
                 and feat[1].shape[0] == graph.num_dst_nodes() and feat[0].shape[1] == self._in_src_feats
                 and feat[1].shape[1] == self._in_dst_feats)
 
-    def _mean(self, graph, feat, edge_weight):
-        """DGL's mean forward (the same operations in the same order) with the aggregation called
-        directly, not through ``update_all`` (its Python is most of a small graph's step), and the
-        self half added into the product's fresh output rather than into a new tensor."""
+    def _direct(self, graph, feat, edge_weight):
+        """DGL's mean or pool forward (the same operations in the same order) with the aggregation
+        called directly, not through ``update_all`` (its Python is most of a small graph's step),
+        and the self half added into the product's fresh output rather than into a new tensor."""
         if isinstance(feat, tuple):
             feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
         else:
             feat_src = feat_dst = self.feat_drop(feat)
             if graph.is_block:
                 feat_dst = feat_src[: graph.num_dst_nodes()]
-        lin_first = self._in_src_feats > self._out_feats
-        h = self.fc_neigh(feat_src) if lin_first else feat_src
-        neigh = gspmm(graph, "copy_u" if edge_weight is None else "u_mul_e", "mean", h, edge_weight)
-        if not lin_first:
-            neigh = self.fc_neigh(neigh)
+        op = "copy_u" if edge_weight is None else "u_mul_e"
+        if self._aggre_type == "pool":
+            neigh = self.fc_neigh(gspmm(graph, op, "max", F.relu(self.fc_pool(feat_src)), edge_weight))
+        elif self._in_src_feats > self._out_feats:  # DGL's lin_before_mp
+            neigh = gspmm(graph, op, "mean", self.fc_neigh(feat_src), edge_weight)
+        else:
+            neigh = self.fc_neigh(gspmm(graph, op, "mean", feat_src, edge_weight))
         rst = self.fc_self(feat_dst).add_(neigh)  # DGL: fc_self(h_self) + h_neigh (the product keeps no output)
         if self.activation is not None:
             rst = self.activation(rst)
