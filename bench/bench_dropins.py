@@ -3,9 +3,8 @@
 Issue 31, "drop-ins never slower and never less accurate": the speed half, measured in one run.
 
 Modules: GraphConv, SAGEConv (mean, gcn, pool), GINConv (sum, max), GATConv, GATv2Conv, DotGatConv,
-EdgeConv (DGL's module under ``dgl_accel.enabled()``: it has no drop-in class) and HeteroGraphConv
-with GraphConv or SAGEConv relation modules.  Graphs: Cora, Citeseer, Amazon-CS, Coauthor-CS,
-Slashdot, Cornell5 (self-loops added; random features at the cell's width).
+EdgeConv and HeteroGraphConv with GraphConv or SAGEConv relation modules.  Graphs: Cora, Citeseer,
+Amazon-CS, Coauthor-CS, Slashdot, Cornell5 (self-loops added; random features at the cell's width).
 
 The matrix (:mod:`bench.dropin_cases` states it in full): every module on every graph at the defaults
 (input 128, hidden 64 or heads x features 4 x 32, no dropout, 1 thread), then one axis at a time on
@@ -14,8 +13,8 @@ takes 30 s there), hidden 16 / 256 (attention: 1 x 64 / 8 x 8), dropout on (the 
 dropouts where it has them: GAT's feat_drop = attn_drop = 0.6, SAGE's feat_drop = 0.5; otherwise
 nn.Dropout(0.5) on the input), residual / activation as the module offers them, 2 threads, and for
 the attention modules the GAT paper's first layer (input 767, 8 x 8, dropout on).  303 cells in all
-(EdgeConv's widths 767 / 1433 on Amazon-CS and its hidden 256 on Slashdot are left out: over 1 GB
-per edge tensor).  ``--quick``: the defaults on Cora, Amazon-CS and Slashdot, and on Amazon-CS the
+(EdgeConv's widths 767 / 1433 on Amazon-CS and its hidden 256 on Slashdot are left out: DGL's module
+would hold over 1 GB per edge tensor).  ``--quick``: the defaults on Cora, Amazon-CS and Slashdot, and on Amazon-CS the
 three recipe cells and every cell at 2 threads: 51 cells, every module, both thread counts.
 
 Method, per cell: ``torch``, DGL's OpenMP and numba set to the cell's thread count; one ``dgl.nn``

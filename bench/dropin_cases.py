@@ -10,7 +10,7 @@ extra off, the first thread count.  The matrix (see :func:`matrix`):
   graphs are these three, Amazon-CS only, with the threads axis alone): input width 767 and 1433
   (Amazon-CS's and Cora's widths; on graphs up to 1M edges, so not Slashdot), hidden 16 and 256
   (heads x features 1 x 64 and 8 x 8 for the attention modules), dropout on, the extra option on
-  where the module has one, and each further thread count.  EdgeConv keeps E x width tensors: its
+  where the module has one, and each further thread count.  DGL's EdgeConv keeps E x width tensors: its
   cells with edges x max(input, hidden) over :data:`EDGECONV_MAX` are left out (widths 767 / 1433
   on Amazon-CS, hidden 256 on Slashdot).
 
@@ -34,8 +34,7 @@ hetero_graphconv   HeteroGraphConv of GraphConv per relation  nn.Dropout(0.5) on
 hetero_sage        HeteroGraphConv of SAGEConv(mean)           feat_drop=0.5 / ReLU
 =================  =========================================  ===================================
 
-EdgeConv has no drop-in class: dgl-accel's side is DGL's module with the step inside
-``dgl_accel.enabled()``.  The heterograph (:func:`bench.sampling_hetero.hetero_graph`): node v becomes
+The heterograph (:func:`bench.sampling_hetero.hetero_graph`): node v becomes
 ``user`` or ``item`` by parity, edges split into three relations, two of them into ``user``
 (relation GraphConvs allow zero in-degree: items have no self-loops there).  Homogeneous graphs get
 self-loops as DGL's GCN/GAT examples add them (``dgl.add_self_loop(dgl.remove_self_loop(g))``).
@@ -45,7 +44,6 @@ attention modules' [N, heads, feats] outputs (flattened); Adam (lr 0.01) for eac
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 from collections.abc import Callable
@@ -68,7 +66,7 @@ QUICK_VARIATION_GRAPHS = ("amazon_cs",)
 WIDTHS = (128, 767, 1433)         # default first
 HIDDEN = (64, 16, 256)
 HEADS = ((4, 32), (1, 64), (8, 8))  # heads x features per head
-EDGECONV_MAX = 2.5e8              # edges x width: EdgeConv's per-edge tensors (1 GB each in fp32)
+EDGECONV_MAX = 2.5e8              # edges x width: DGL's EdgeConv's per-edge tensors (1 GB each in fp32)
 WIDE_MAX_EDGES = 1_000_000        # the width axis runs on graphs up to this many edges (cost)
 TRAIN_FRACTION = 0.1
 ATTENTION = ("GATConv", "GATv2Conv", "DotGatConv")
@@ -306,27 +304,24 @@ def setup(cell: Cell, graph: Graph, seed: int = 0) -> tuple[dict, dict]:
     theirs = Model(spec.build(cell), 0.5 if cell.dropout and spec.input_dropout else 0.0)
     ours = copy.deepcopy(theirs)
     swapped = len(dgl_accel.swap(ours).swapped)
-    block = dgl_accel.enabled if spec.module == "EdgeConv" else contextlib.nullcontext
-    if not swapped and spec.module != "EdgeConv":
+    if not swapped:
         raise RuntimeError(f"dgl_accel.swap left {spec.module} alone: expected a drop-in for it")
     with torch.no_grad():  # both compute one thing (eval: no dropout), and the loss's shapes
         theirs.eval()
         ours.eval()
         out = theirs(g, x)
-        with block():
-            diff = _max_diff(ours(g, x), out)
+        diff = _max_diff(ours(g, x), out)
     theirs.train()
     ours.train()
     loss = _loss_fn(out, seed)
 
-    def step(model, opt, ctx):
+    def step(model, opt):
         def run():
-            with ctx():
-                loss(model(g, x)).backward()
+            loss(model(g, x)).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
         return run
 
-    steps = {"dgl": step(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01), contextlib.nullcontext),
-             "dgl_accel": step(ours, torch.optim.Adam(ours.parameters(), lr=0.01), block)}
+    steps = {"dgl": step(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01)),
+             "dgl_accel": step(ours, torch.optim.Adam(ours.parameters(), lr=0.01))}
     return steps, {"nodes": g.num_nodes(), "edges": g.num_edges(), "swapped": swapped, "max_abs_diff": diff}

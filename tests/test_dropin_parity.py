@@ -1,8 +1,7 @@
 """Drop-ins are never less accurate than DGL's modules (issue 31).
 
 * Training: for every drop-in and its main configurations, a two-layer model built with ``dgl.nn`` and
-  a swapped deep copy of it (``dgl_accel.swap``; EdgeConv, which has no drop-in class, runs DGL's module
-  under ``dgl_accel.enabled()``) train 20 Adam steps with dropout off from the same weights: the two
+  a swapped deep copy of it (``dgl_accel.swap``) train 20 Adam steps with dropout off from the same weights: the two
   loss trajectories, and the weights they end with, agree within the fp32 tolerance table at every
   step.  The native path runs with the compiled numba loops forced on (the CPU path users get from
   ``runtime.MIN_WORK`` edges); a few models also run on the Triton kernels under the interpreter.
@@ -63,10 +62,6 @@ LAYERS = {
 # models with compiled CPU loops (the others' native path on a DGL graph is DGL's own C kernels)
 COMPILED = {"SAGEConv-pool", "GINConv-max", "GATConv-8x8", "GATConv-4x4", "GATConv-1x64", "GATv2Conv", "DotGatConv",
             "EdgeConv", "HeteroGraphConv"}
-NO_DROP_IN = {"EdgeConv"}  # DGL's module under dgl_accel.enabled()
-# EdgeConv's update_all(e_add_v, max) has no fused op: DGL runs its two steps itself (counted as a
-# fallthrough); its apply_edges(v_sub_u) runs on dgl-accel (gsddmm_sub)
-FALLTHROUGH = {"EdgeConv": {"fallthrough: message e_add_v has no fused op"}}
 
 
 class TwoLayer(torch.nn.Module):
@@ -171,12 +166,13 @@ def compiled_loops(monkeypatch):
     yield answers
 
 
-def _assert_ran_on(path, stats, fallthrough=frozenset()):
-    """dgl-accel ran, every op on ``path`` (the scatter of max's gradient runs natively on every path), DGL's
-    own code only for the ``fallthrough`` reasons."""
+def _assert_ran_on(path, stats):
+    """dgl-accel ran, every op on ``path`` (the scatter of max's and min's gradient runs natively on
+    every path), none of DGL's own code."""
     assert stats, "nothing ran on dgl-accel"
     for op, labels in stats.items():
-        allowed = {LABEL[path], *fallthrough} | ({LABEL["native"]} if op.endswith("_max_backward") else set())
+        scatter = op.endswith(("_max_backward", "_min_backward"))
+        allowed = {LABEL[path]} | ({LABEL["native"]} if scatter else set())
         assert set(labels) <= allowed, stats
 
 
@@ -184,20 +180,16 @@ def _assert_same_training(name, path, loops, tiny, attention="auto"):
     theirs, loss_of = _problem(name, tiny)
     ours = copy.deepcopy(theirs)
     report = dgl_accel.swap(ours)
-    assert bool(report.swapped) == (name not in NO_DROP_IN), str(report)
+    assert report.swapped, str(report)
     want_grads, got_grads = {}, {}
     want = _trajectory(theirs, loss_of, want_grads)
     assert dgl_accel.stats() == {}, "DGL's run went through dgl-accel: nothing would be compared"
     assert theirs.training and float(want[0] - want[-1]) > 0.02 * float(want[0]), f"DGL's model did not learn: {want}"
     with dgl_accel.use_backend(path), dgl_accel.use_attention_path(attention):
         dgl_accel.reset_stats()
-        if name in NO_DROP_IN:
-            with dgl_accel.enabled():
-                got = _trajectory(ours, loss_of, got_grads)
-        else:
-            got = _trajectory(ours, loss_of, got_grads)
+        got = _trajectory(ours, loss_of, got_grads)
         stats = dgl_accel.stats()
-    _assert_ran_on(path, stats, FALLTHROUGH.get(name, set()))
+    _assert_ran_on(path, stats)
     if attention == "fused":
         assert "edge_softmax" not in stats and any(op.endswith("_attention") for op in stats), stats
     where = f"{name} on {path}, attention {attention}"

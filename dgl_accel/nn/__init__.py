@@ -2,6 +2,7 @@
 ``swap(model)`` to switch an existing model over in place; ``ShaDowReadout``, shaDow-GNN's target
 readout."""
 from .dotgatconv import DotGatConv
+from .edgeconv import EdgeConv
 from .gatconv import GATConv
 from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
@@ -11,5 +12,5 @@ from .readout import ShaDowReadout
 from .sageconv import SAGEConv
 from .swap import SwapReport, swap, unswap
 
-__all__ = ["GraphConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "DotGatConv", "HeteroGraphConv", "swap",
-           "unswap", "SwapReport", "ShaDowReadout"]
+__all__ = ["GraphConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "DotGatConv", "EdgeConv", "HeteroGraphConv",
+           "swap", "unswap", "SwapReport", "ShaDowReadout"]

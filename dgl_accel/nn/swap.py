@@ -14,6 +14,7 @@ import torch
 
 from ..swap_report import SwapReport, qualname
 from .dotgatconv import DotGatConv
+from .edgeconv import EdgeConv
 from .gatconv import GATConv
 from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
@@ -22,7 +23,8 @@ from .heteroconv import HeteroGraphConv
 from .sageconv import SAGEConv
 
 SWAPS = {dgl.nn.GraphConv: GraphConv, dgl.nn.SAGEConv: SAGEConv, dgl.nn.GINConv: GINConv, dgl.nn.GATConv: GATConv,
-         dgl.nn.GATv2Conv: GATv2Conv, dgl.nn.DotGatConv: DotGatConv, dgl.nn.HeteroGraphConv: HeteroGraphConv}
+         dgl.nn.GATv2Conv: GATv2Conv, dgl.nn.DotGatConv: DotGatConv, dgl.nn.EdgeConv: EdgeConv,
+         dgl.nn.HeteroGraphConv: HeteroGraphConv}
 CONTAINERS = (dgl.nn.HeteroGraphConv,)  # swapped, and their modules reported one by one
 
 

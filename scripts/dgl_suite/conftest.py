@@ -12,7 +12,7 @@ and the same without SUBSTITUTE=1 for plain DGL's counts (2026-11-25: identical,
 For test_nn.py: ``git show v2.1.0:tests/python/pytorch/nn/test_nn.py`` into ``python/pytorch/nn/``,
 then ``ENABLE=1 DGLBACKEND=pytorch python -m pytest -q python/pytorch/nn/test_nn.py``; with NN=1
 as well, our drop-in layers (``dgl_accel.nn.__all__``'s dgl.nn subclasses: GraphConv, SAGEConv,
-GINConv, GATConv, GATv2Conv, DotGatConv) replace DGL's in ``dgl.nn.pytorch`` for the run, so
+GINConv, GATConv, GATv2Conv, DotGatConv, EdgeConv) replace DGL's in ``dgl.nn.pytorch`` for the run, so
 DGL's own tests of those modules run ours."""
 import os
 
