@@ -126,7 +126,7 @@ def copy_u_sum_self(graph, feat: torch.Tensor, *, self_scale: float | torch.Tens
     if active_session() is not None or redundancy_plan_for(graph, feat) is not None:
         scale = self_scale if isinstance(self_scale, torch.Tensor) else float(self_scale)
         return copy_u_sum_self_reference(views.num_dst, lambda t: gspmm(graph, "copy_u", "sum", t), feat,
-                                   scale, divisor, bias)
+                                         scale, divisor, bias)
     return core_copy_u_sum_self(views, feat, self_scale=self_scale, divisor=divisor, bias=bias)
 
 

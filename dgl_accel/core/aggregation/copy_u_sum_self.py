@@ -28,7 +28,7 @@ Scale = float | torch.Tensor  # the own row's factor: a number, or a tensor that
 
 
 def copy_u_sum_self_reference(num_dst: int, neighbour_sum, x: torch.Tensor, self_scale: Scale = 1.0,
-                        divisor: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
+                              divisor: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
     """The composed ops in DGL's order, ``neighbour_sum(x)`` giving the copy_u sum: the reference
     of the fused path and its fallback."""
     rst = neighbour_sum(x) + _scaled(x[:num_dst], self_scale)
@@ -83,7 +83,7 @@ class _CopyUSumSelf(torch.autograd.Function):
 
 
 def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor: torch.Tensor | None = None,
-                        bias: torch.Tensor | None = None) -> torch.Tensor:
+                    bias: torch.Tensor | None = None) -> torch.Tensor:
     """``(self_scale * x[v] + sum over in-edges u -> v of x[u]) / divisor[v] + bias`` for every
     destination ``v`` of ``views`` (a :class:`~.views.GraphViews` whose destinations are its first
     sources: a homogeneous graph or a block).  ``x``: [num_src, F]; ``self_scale``: a number or a
@@ -105,7 +105,7 @@ def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor:
     native = (x.device.type == "cpu" and x.dtype in NATIVE_DTYPES and backend.choose_path(x) == "native")
     if not native:
         return copy_u_sum_self_reference(views.num_dst, lambda t: aggregate(views, "copy_u", "sum", t), x,
-                                   scale, divisor, bias)
+                                         scale, divisor, bias)
     backend.record("copy_u_sum_self", "native", x.device)
     return _CopyUSumSelf.apply(views, x.contiguous(), scale, divisor, bias)
 
