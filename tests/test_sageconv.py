@@ -76,19 +76,28 @@ def test_gcn_equals_dgls_module(path, block, in_feats, out_feats, weighted, kw):
         kw = dict(kw, norm=torch.nn.LayerNorm(out_feats))
     torch.manual_seed(0)
     theirs = dgl.nn.SAGEConv(in_feats, out_feats, "gcn", **kw)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.swap(ours)
-    calls = []
-    original = type(ours)._gcn
-    ours._gcn = lambda *a: calls.append(1) or original(ours, *a)
+    ours, calls = _swapped_counting(theirs, "_gcn")
     x = torch.randn(g.num_src_nodes(), in_feats)
     ew = torch.rand(g.num_edges()) + 0.5 if weighted else None
     for _ in range(2):  # the second call reads the cached degrees
-        want, got = _run_weighted(theirs, g, x, ew), _run_weighted(ours, g, x, ew)
-        assert_close(got[0], want[0])
-        for k in want[1]:
-            assert_close(got[1][k], want[1][k], msg=k)
+        _assert_same(_run_weighted(ours, g, x, ew), _run_weighted(theirs, g, x, ew))
     assert calls == [1, 1]
+
+
+def _swapped_counting(theirs, method: str):
+    """(a swapped deep copy of ``theirs`` whose ``method`` counts its calls, the list of calls)."""
+    ours = copy.deepcopy(theirs)
+    dgl_accel.swap(ours)
+    calls = []
+    original = getattr(type(ours), method)
+    setattr(ours, method, lambda *a: calls.append(1) or original(ours, *a))
+    return ours, calls
+
+
+def _assert_same(got, want):
+    assert_close(got[0], want[0])
+    for k in want[1]:
+        assert_close(got[1][k], want[1][k], msg=k)
 
 
 def _run_weighted(conv, g, x, ew):
@@ -121,11 +130,7 @@ def test_direct_forward_equals_dgls_module(path, aggregator, graph, in_feats, ou
     in_dst = in_feats + 1 if graph == "relation pair" else in_feats
     torch.manual_seed(0)
     theirs = dgl.nn.SAGEConv((in_feats, in_dst) if graph.endswith("pair") else in_feats, out_feats, aggregator, **kw)
-    ours = copy.deepcopy(theirs)
-    dgl_accel.swap(ours)
-    calls = []
-    original = type(ours)._direct
-    ours._direct = lambda *a: calls.append(1) or original(ours, *a)
+    ours, calls = _swapped_counting(theirs, "_direct")
     x = torch.randn(g.num_src_nodes(), in_feats)
     feat = (x, torch.randn(g.num_dst_nodes(), in_dst)) if graph.endswith("pair") else x
     ew = torch.rand(g.num_edges()) + 0.5 if weighted else None
@@ -136,6 +141,4 @@ def test_direct_forward_equals_dgls_module(path, aggregator, graph, in_feats, ou
     got = _run_weighted(ours, g, feat, ew)
     op = ("u_mul_e_" if weighted else "copy_u_") + ("max" if aggregator == "pool" else "mean")
     assert calls == [1] and any(k.startswith(op) for k in dgl_accel.stats()), dgl_accel.stats()
-    assert_close(got[0], want[0])
-    for k in want[1]:
-        assert_close(got[1][k], want[1][k], msg=k)
+    _assert_same(got, want)
