@@ -122,8 +122,8 @@ def copy_u_sum_self(graph, feat: torch.Tensor, *, self_scale: float | torch.Tens
     [1.0, 2.0, 2.5]
     """
     views = _views(graph)
-    check_copy_u_sum_self(views, feat, divisor, bias, self_scale)
     if active_session() is not None or redundancy_plan_for(graph, feat) is not None:
+        check_copy_u_sum_self(views, feat, divisor, bias, self_scale)  # the core's entry checks the other way
         scale = self_scale if isinstance(self_scale, torch.Tensor) else float(self_scale)
         return copy_u_sum_self_reference(views.num_dst, lambda t: gspmm(graph, "copy_u", "sum", t), feat,
                                          scale, divisor, bias)

@@ -19,12 +19,13 @@ dgl-accel), as does a graph with destinations without in-edges when the module d
 them (DGL's error).
 """
 import dgl.nn
+import torch
 import torch.nn.functional as F
 
 from ..functional import gsddmm, gspmm
 from ..graph.structure import cached
 from ..patching import enabled
-from .inputs import plain_features
+from .inputs import feature_pair, one_tensor_on_sources
 
 
 class EdgeConv(dgl.nn.EdgeConv):
@@ -35,17 +36,14 @@ class EdgeConv(dgl.nn.EdgeConv):
         return self._direct(g, feat)
 
     def _direct_applies(self, g, feat) -> bool:
-        pair = isinstance(feat, tuple)
-        if not plain_features(g, feat) or (pair and len(feat) != 2) or g.num_edges() == 0:
+        if g.num_edges() == 0:
             return False
-        src, dst = feat if pair else (feat, None)
-        if src.shape[0] != g.num_src_nodes() or (dst is not None and dst.shape[0] != g.num_dst_nodes()):
-            return False
-        if not pair and not g.is_block and g.num_src_nodes() != g.num_dst_nodes():
-            return False
-        if pair and g.is_homogeneous:  # one node frame: DGL's dstdata write replaces the sources too
-            return False
-        return self._allow_zero_in_degree or not _has_empty_rows(g)  # else DGL's forward raises its error
+        if isinstance(feat, tuple):  # on one node frame DGL's dstdata write replaces the sources too
+            fits = feature_pair(g, feat) and not g.is_homogeneous
+        else:
+            fits = (isinstance(feat, torch.Tensor) and feat.dim() == 2
+                    and one_tensor_on_sources(g, feat, feat.shape[1], blocks=True))
+        return fits and (self._allow_zero_in_degree or not _has_empty_rows(g))  # else DGL's forward raises its error
 
     def _direct(self, g, feat):
         if isinstance(feat, tuple):

@@ -78,8 +78,9 @@ class GINConv(dgl.nn.GINConv):
         (:func:`dgl_accel.functional.copy_u_sum_self`), with eps's gradient when it trains."""
         # eps is a [1] float32 tensor: DGL's product promotes half features to float32, ours would not
         if self._aggregator_type == "sum" and edge_weight is None and h.dtype in (torch.float32, torch.float64):
-            scale = 1 + self.eps
-            return copy_u_sum_self(graph, h, self_scale=scale if _needs_grad(scale) else float(scale), bias=bias)
+            scale = 1 + self.eps  # a number where it needs no gradient, read once on the CPU (no device sync)
+            number = not _needs_grad(scale) and scale.device.type == "cpu"
+            return copy_u_sum_self(graph, h, self_scale=float(scale) if number else scale, bias=bias)
         op = "copy_u" if edge_weight is None else "u_mul_e"
         rst = (1 + self.eps) * h + gspmm(graph, op, self._aggregator_type, h, edge_weight)
         return rst if bias is None else rst + bias

@@ -24,6 +24,13 @@ def one_tensor_on_sources(graph, feat, width: int, *, blocks: bool) -> bool:
             and feat.shape[0] == graph.num_src_nodes())
 
 
+def feature_pair(graph, feat) -> bool:
+    """A pair (source features, destination features) of 2-D float tensors with a row per source
+    and per destination of a graph of one relation the fused ops support."""
+    return (isinstance(feat, tuple) and len(feat) == 2 and plain_features(graph, feat)
+            and feat[0].shape[0] == graph.num_src_nodes() and feat[1].shape[0] == graph.num_dst_nodes())
+
+
 def one_weight_per_edge(graph, edge_weight) -> bool:
     """No edge weights, or a 1-D tensor of one per edge."""
     return edge_weight is None or (isinstance(edge_weight, torch.Tensor) and edge_weight.dim() == 1

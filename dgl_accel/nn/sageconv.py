@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from ..functional import copy_u_sum_self, dense, gspmm
 from ..graph.structure import cached, is_supported_graph
 from ..patching import enabled
-from .inputs import one_tensor_on_sources, one_weight_per_edge, plain_features
+from .inputs import feature_pair, one_tensor_on_sources, one_weight_per_edge
 
 ONE_PRODUCT_MIN_RATIO = 4  # in_feats / out_feats from which the one-product mean forward pays (docstring)
 
@@ -65,8 +65,7 @@ class SAGEConv(dgl.nn.SAGEConv):
             return False
         if not isinstance(feat, tuple):
             return one_tensor_on_sources(graph, feat, self._in_src_feats, blocks=True)
-        return (len(feat) == 2 and plain_features(graph, feat) and feat[0].shape[0] == graph.num_src_nodes()
-                and feat[1].shape[0] == graph.num_dst_nodes() and feat[0].shape[1] == self._in_src_feats
+        return (feature_pair(graph, feat) and feat[0].shape[1] == self._in_src_feats
                 and feat[1].shape[1] == self._in_dst_feats)
 
     def _direct(self, graph, feat, edge_weight):
