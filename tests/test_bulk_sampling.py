@@ -219,6 +219,34 @@ def test_triton_path_gives_the_same_blocks(path):
         assert "triton-interpreter" in dgl_accel.stats()["bulk_its"]
 
 
+@pytest.mark.parametrize("exclude", [False, True])
+def test_graphs_without_parallel_edges_take_the_device_pipeline_with_the_same_blocks(exclude):
+    """Unweighted, no parallel edges, no SpGEMM: the Triton path is the device pipeline
+    (``core/sampling/bulk_device.py``), whose blocks are the CPU path's."""
+    from dgl_accel.core.sampling import bulk_device
+    g = dgl.to_simple(dgl.rand_graph(200, 2000))
+    batches = [torch.arange(0, 200, 3), torch.arange(1, 200, 5), torch.tensor([7])]
+    excl = torch.arange(0, g.num_edges(), 4) if exclude else None
+    runs = {}
+    for name in ("native", "triton"):
+        calls = []
+        real = bulk_device.sample_bulk_device
+
+        def spy(*a, _calls=calls, _real=real, **k):
+            _calls.append(1)
+            return _real(*a, **k)
+        with dgl_accel.use_backend(name), pytest.MonkeyPatch.context() as mp:
+            mp.setattr("dgl_accel.sampling.bulk.sample_bulk_device", spy)
+            sampler = BulkNeighborSampler([4, 3, 2], bulk=3, seed=11, lookahead=False)
+            if exclude:
+                runs[name] = [sampler.sample_blocks(g, b, exclude_eids=excl)[2] for b in batches]
+            else:
+                runs[name] = [r[2] for r in sampler.bulk_sample(g, batches)]
+        assert len(calls) == (0 if name == "native" else (len(batches) if exclude else 1))
+    for ref, got in zip(runs["native"], runs["triton"]):
+        _same_blocks(ref, got)
+
+
 # ------------------------------------------------------------------------------ LADIES
 def test_ladies_bulk_probabilities_match_formula():
     g = dgl.graph((torch.tensor([1, 2, 3, 3, 4, 0, 2, 2]), torch.tensor([0, 0, 0, 1, 1, 2, 3, 3])), num_nodes=5)

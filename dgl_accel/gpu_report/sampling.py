@@ -16,8 +16,8 @@ entries in ``dgl_accel.core.sampling``):
 * DeepWalk (``random_walk``) and node2vec (p=0.5, q=2; ``node2vec_random_walk``), length 80: steps/s;
 * GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper; the node set of
   the walks, then its induced edges by a mask over the edge list): subgraphs/s;
-* bulk sampling, k = 32 minibatches of 1,024 seeds at once, fanouts [15, 10, 5] (``sample_layer``
-  of the matrix formulation): sampled edges/s;
+* bulk sampling, k = 32 minibatches of 1,024 seeds at once, fanouts [15, 10, 5] (the device
+  pipeline ``sample_bulk_device``; on the CPU ``sample_layer`` of the matrix formulation): sampled edges/s;
 * PPR extraction (shaDow-GNN's scope: ``ppr_node_sets``, the push per target then its top-K nodes),
   K = 32, 64, 200 (32 under ``tiny``), alpha 0.15, eps 1e-5 (1e-3 under ``tiny``): targets/s, and the mean subgraph size
   (``mean_size``: nodes per target).  The device path keeps dense [targets, nodes] estimates, so
@@ -33,6 +33,7 @@ import torch
 
 from ..core.backend import use_backend
 from ..core.sampling.arrays import np64
+from ..core.sampling.bulk_device import sample_bulk_device
 from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_layer
 from ..core.sampling.induced import InCSR, induced_entries
@@ -147,6 +148,11 @@ def bulk_sampling(canon, seeds: np.ndarray, k: int, path: str, device, fanouts=F
     """k minibatches of ``len(seeds) // k`` seeds, all layers; returns the number of sampled edges."""
     frontiers = [np.unique(b) for b in np.array_split(seeds, k)]
     keys, total = [seed * 1000 + b for b in range(k)], 0
+    if path == "triton":  # the device pipeline: every array stays on the device
+        arrays = [canon.on_device(name, device) for name in ("indptr", "indices", "eids")]
+        outs = sample_bulk_device(*arrays, canon.n, [torch.from_numpy(f).to(device) for f in frontiers], keys,
+                                  list(reversed(fanouts)), replace=False)
+        return sum(layer.num_edges for out in outs for layer in out.layers)
     for step, fanout in enumerate(fanouts):
         parts, _ = sample_layer(canon, frontiers, keys, step, fanout, replace=False, spgemm=None, excl=None,
                                 path=path, device=device, adjacency=lambda: adjacency_tensor(canon))

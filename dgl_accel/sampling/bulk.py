@@ -44,6 +44,7 @@ block edge with the group's smallest edge id.
 from __future__ import annotations
 
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -54,6 +55,7 @@ from dgl.dataloading import BlockSampler
 
 from ..core.backend import choose_path, record
 from ..core.sampling.arrays import np64
+from ..core.sampling.bulk_device import sample_bulk_device
 from ..core.sampling.bulk_matrix import adjacency_tensor as adjacency_of
 from ..core.sampling.bulk_neighbor import add_timing, sample_layer
 from ..core.sampling.checks import (
@@ -68,7 +70,7 @@ from ..core.sampling.checks import (
     seed_batch,
 )
 from .base import CallSeeds
-from .blocks import check_homogeneous, finish_block
+from .blocks import blocks_from_output, check_homogeneous, finish_block
 from .bulk_matrix import canonical_adjacency, estimate_p_bytes
 from .errors import dgl_errors
 from .neighbor import HETERO_FIX
@@ -263,6 +265,8 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         dev = g.device
         path = choose_path(torch.empty(0, device=dev))
         record("bulk_extract", path, dev)
+        if path == "triton" and canon.unit and self.spgemm is None:
+            return self._sample_bulk_device(canon, batches, keys, excl, dev, g.idtype)
         frontiers = [np64(b) for b in batches]
         per_batch: list[list] = [[] for _ in batches]
         timing = {"probability": 0.0, "sampling": 0.0, "extraction": 0.0}
@@ -289,6 +293,21 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
             out_dev = seeds.device if self.output_device is None else torch.device(self.output_device)
             if out_dev.type != "cpu":
                 blocks = [b.to(out_dev) for b in blocks]
+            out.append((blocks[0].srcdata[dgl.NID], seeds, blocks))
+        return out
+
+    def _sample_bulk_device(self, canon, batches, keys, excl, dev, idtype):
+        """The device pipeline (:func:`~dgl_accel.core.sampling.bulk_device.sample_bulk_device`): the
+        same blocks as the path above, built from arrays that never leave ``dev``."""
+        t0 = time.perf_counter()
+        arrays = [canon.on_device(name, dev) for name in ("indptr", "indices", "eids")]
+        outs = sample_bulk_device(*arrays, canon.n, batches, keys, self.fanouts, replace=self.replace,
+                                  exclude=None if excl is None else torch.from_numpy(excl))
+        self.last_timing = {"probability": 0.0, "sampling": time.perf_counter() - t0, "extraction": 0.0}
+        out = []
+        for seeds, sampled in zip(batches, outs):
+            out_dev = seeds.device if self.output_device is None else torch.device(self.output_device)
+            blocks = [b.to(out_dev) if out_dev != dev else b for b in blocks_from_output(sampled, idtype)]
             out.append((blocks[0].srcdata[dgl.NID], seeds, blocks))
         return out
 

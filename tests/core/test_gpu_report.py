@@ -170,6 +170,21 @@ def test_rmat_rejects_bad_parameters():
         rmat.rmat_edges(4, abc=(0.6, 0.3, 0.2))
 
 
+def test_the_bulk_case_samples_as_many_edges_on_the_device_pipeline_as_on_the_cpu_path():
+    from dgl_accel.core.sampling.bulk_matrix import canonical_adjacency
+    from dgl_accel.gpu_report import sampling
+    from dgl_accel.gpu_report.correctness_sampling import structure
+    g = graphs.rmat(9, torch.device("cpu"))
+    s = structure(g, "cpu")
+    canon = canonical_adjacency(s.indptr.numpy(), s.indices.numpy(), s.eids.numpy(), g.num_nodes)
+    assert canon.unit  # the report's R-MAT graphs have no parallel edges: the device pipeline applies
+    seeds = torch.randint(g.num_nodes, (96,), generator=torch.Generator().manual_seed(1)).numpy()
+    native = sampling.bulk_sampling(canon, seeds, 4, "native", torch.device("cpu"))
+    with dgl_accel.use_backend("triton"):
+        device = sampling.bulk_sampling(canon, seeds, 4, "triton", torch.device("cpu"))
+    assert native == device > 96
+
+
 def test_rate_formulas():
     # 1,000 rows, 10,000 edges, F=128, fp32 features, int32 ids
     nbytes = aggregation.compulsory_bytes(1000, 10_000, 128, 4, 4)

@@ -1,0 +1,133 @@
+"""Bulk neighbour sampling that stays on the device (family ``bulk_sampling``): every layer of ``k``
+minibatches at once, on the device of the adjacency, for unweighted graphs without parallel edges
+(``P = Q @ A`` is then ``A``'s rows, sampled by ITS's exact uniform rule; :mod:`.bulk_sampling`).
+
+:func:`sample_bulk_device` gives :func:`.bulk_neighbor.sample_layer`'s samples, sample for sample
+(the same Philox draws: key per minibatch, label ``layer * n + node`` per row), as one
+:class:`~.output.SamplerOutput` per minibatch.  Per layer, for all minibatches together: the rows
+that draw run ``_its_rows_kernel`` (the other rows take all their entries), the picks are sorted
+and compacted, the excluded edge ids dropped, and the sources relabelled per minibatch by one sort
+over ``minibatch * n + id`` keys (:func:`.neighbor_device.relabel_device`): no node-sized array,
+nothing graph-sized crosses to the host.  Host reads per layer: :data:`HOST_READS_PER_BULK_LAYER`
+(the rows that draw, the number of picks, the relabelling's two, the per-minibatch sizes), one more
+with an exclusion (the kept edges).  This module imports no numpy (an import-linter contract).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..backend import record
+from ..csr import row_positions
+from ..launch import triton_kernel
+from .checks import expected
+from .neighbor_device import relabel_device
+from .output import SampledLayer, SamplerOutput
+
+__all__ = ["sample_bulk_device", "HOST_READS_PER_BULK_LAYER", "signed_keys"]
+
+HOST_READS_PER_BULK_LAYER = 5
+_LABEL_SHIFT = 24           # .bulk_sampling.LABEL_SHIFT: draw t of a row uses counter (label << 24) + t // 4
+_MAX_DRAWS = 4 << _LABEL_SHIFT
+
+
+def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
+    """Philox keys in [0, 2^64) as the int64 words the kernel reads (two's complement)."""
+    return torch.tensor([k - (1 << 64) if k >= 1 << 63 else k for k in keys], dtype=torch.int64, device=device)
+
+
+def _count(index: torch.Tensor, size: int, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """``bincount(index, weights, minlength=size)`` for ``index < size``, without the host read of
+    the maximum that ``bincount`` makes on a GPU."""
+    ones = torch.ones_like(index) if weights is None else weights
+    return torch.zeros(size, dtype=torch.int64, device=index.device).index_add_(0, index, ones)
+
+
+def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int, fanout: int,
+           replace: bool):
+    """(CSR positions of every row's picks, grouped by row; picks per row): ITS's uniform rule."""
+    from ...kernels.bulk_sampling import its_block_r, its_num_warps, s_pad  # lazy: fixes Triton's mode
+
+    start = indptr[rows]
+    deg = indptr[rows + 1] - start
+    if fanout == -1:
+        return row_positions(indptr, rows)
+    if replace:
+        counts = torch.where(deg > 0, torch.full_like(deg, fanout), torch.zeros_like(deg))
+        draw = torch.arange(rows.shape[0], device=rows.device)
+    else:
+        counts = deg.clamp(max=fanout)
+        draw = torch.nonzero(deg > fanout).flatten()  # read: the rows with more entries than picks
+    S = s_pad(max(fanout, 1))
+    pad = start[:, None] + torch.arange(fanout, device=rows.device)  # take-all rows: their first deg
+    R = draw.shape[0]
+    if R and fanout:
+        out = torch.empty((R, S), dtype=torch.int64, device=rows.device)
+        dummy = torch.zeros(1, dtype=torch.float64, device=rows.device)
+        triton_kernel("bulk_sampling", "_its_rows_kernel", rows.device)[(-(-R // its_block_r(S)),)](
+            dummy, start[draw].contiguous(), deg[draw].contiguous(), key_of_row[draw].contiguous(),
+            (rows[draw] + label_base).contiguous(), dummy, dummy, out, R, fanout, _MAX_DRAWS, 1,
+            UNIFORM=True, REPLACE=replace, BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(True))
+        picks = out[:, :fanout]
+        pad[draw] = picks if replace else torch.sort(picks, dim=1).values  # the spec: ascending column
+    return pad[torch.arange(fanout, device=rows.device)[None, :] < counts[:, None]], counts  # read: the picks
+
+
+def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.Tensor, num_nodes: int,
+                       batches: Sequence[torch.Tensor], keys: Sequence[int], fanouts: Sequence[int], *,
+                       replace: bool, exclude: torch.Tensor | None = None) -> list[SamplerOutput]:
+    """Blocks of every minibatch: ``batches[b]`` (unique int64 seed ids, checked by the caller) keyed
+    by ``keys[b]``; ``fanouts`` input layer first (DGL's order; layer ``step`` 0 is the last);
+    ``exclude``: edge ids dropped after the draws.  The in-CSR ``(indptr, indices, eids)`` must be
+    canonical: columns ascending per row, no parallel edges (:class:`.bulk_matrix.Canonical` with
+    ``unit``).  Every tensor of the result is int64 on ``indptr``'s device."""
+    device, n, k = indptr.device, int(num_nodes), len(batches)
+    if len(fanouts) * n >= 1 << (63 - _LABEL_SHIFT):
+        raise expected("layers * num_nodes < 2^39 (the rows' counter labels)", f"{len(fanouts)} x {n}",
+                       "use fewer layers or partition the graph.")
+    indptr, indices, eids = (t.to(torch.int64) for t in (indptr, indices, eids))
+    exclude = None if exclude is None or exclude.numel() == 0 else exclude.to(device=device, dtype=torch.int64)
+    record("bulk_its", "triton", device)
+    key_words = signed_keys(keys, device)
+    fronts = [b.to(device=device, dtype=torch.int64) for b in batches]
+    sizes = [int(f.shape[0]) for f in fronts]
+    layers: list[list[SampledLayer]] = [[] for _ in range(k)]
+    for step, fanout in enumerate(reversed(list(fanouts))):
+        rows = torch.cat(fronts) if fronts else torch.empty(0, dtype=torch.int64, device=device)
+        size_t = torch.tensor(sizes, device=device)
+        bid = torch.repeat_interleave(torch.arange(k, device=device), size_t, output_size=rows.shape[0])
+        flat, counts = _draws(indptr, rows, key_words[bid], step * n, fanout, replace)
+        src, eid = indices[flat], eids[flat]
+        if exclude is not None and eid.numel():
+            keep = torch.nonzero(~torch.isin(eid, exclude)).flatten()  # read: the kept edges
+            row_of = torch.repeat_interleave(torch.arange(rows.shape[0], device=device), counts,
+                                             output_size=eid.numel())
+            src, eid, row_of = src[keep], eid[keep], row_of[keep]
+            counts = _count(row_of, rows.shape[0])
+        ebid = torch.repeat_interleave(bid, counts, output_size=src.numel())
+        new_keys, local = relabel_device(ebid * n + src, bid * n + rows)
+        first_row = torch.cumsum(size_t, 0) - size_t
+        new_bid = torch.div(new_keys, n, rounding_mode="floor")
+        new_counts = _count(new_bid, k)
+        new_before = torch.cumsum(new_counts, 0) - new_counts
+        # relabel_device numbers the rows 0..R-1, then the new keys R..: per minibatch, rows 0..T_b-1
+        # (the row's position in its frontier), then its new sources T_b..
+        is_new = local >= rows.shape[0]
+        local = torch.where(is_new, local - rows.shape[0] - new_before[ebid] + size_t[ebid], local - first_row[ebid])
+        edge_counts = _count(bid, k, counts)
+        sizes_e = torch.cat([edge_counts, new_counts]).tolist()  # read: the per-minibatch sizes
+        news = torch.split(new_keys - new_bid * n, sizes_e[k:])
+        offs = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.cumsum(counts, 0)])
+        row0 = 0
+        for b, (front, new, loc, e) in enumerate(zip(fronts, news, torch.split(local, sizes_e[:k]),
+                                                      torch.split(eid, sizes_e[:k]))):
+            indptr_b = offs[row0:row0 + sizes[b] + 1] - offs[row0]  # this minibatch's rows, from 0
+            row0 += sizes[b]
+            src_nodes = torch.cat([front, new])
+            layers[b].insert(0, SampledLayer(dst_nodes=front, src_nodes=src_nodes, indptr=indptr_b, src_local=loc,
+                                             eids=e))
+            fronts[b] = src_nodes
+        sizes = [s + m for s, m in zip(sizes, sizes_e[k:])]
+    return [SamplerOutput(seeds=b.to(device=device, dtype=torch.int64), layers=tuple(ls))
+            for b, ls in zip(batches, layers)]

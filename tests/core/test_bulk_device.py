@@ -1,0 +1,102 @@
+"""Bulk neighbour sampling on the device (``core/sampling/bulk_device.py``): under the Triton
+interpreter it gives the CPU path's blocks (``bulk_neighbor.sample_layer``, compiled or numpy),
+array for array, for every minibatch and layer; and it reads the host at most its stated bound."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_accel.core.sampling import bulk_device
+from dgl_accel.core.sampling.bulk_device import sample_bulk_device
+from dgl_accel.core.sampling.bulk_matrix import canonical_adjacency
+from dgl_accel.core.sampling.bulk_neighbor import sample_layer
+from dgl_accel.core.sampling.checks import SamplingInputError
+from dgl_accel.core.sampling.output import SampledLayer
+from dgl_accel.testing import tensors as tst
+
+
+def _canon(e):
+    """The canonical adjacency of ``e``'s distinct (src, dst) pairs (the device path's domain)."""
+    pairs = sorted(set(zip(e.src.tolist(), e.dst.tolist())))
+    n = e.num_src
+    src = np.array([p[0] for p in pairs], dtype=np.int64)
+    dst = np.array([p[1] for p in pairs], dtype=np.int64)
+    order = np.lexsort((src, dst))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    return canonical_adjacency(indptr, src[order], order.astype(np.int64) * 3 + 1, n)  # edge ids: not positions
+
+
+def _cpu_blocks(canon, batches, keys, fanouts, replace, excl):
+    """Per minibatch, per layer (input layer first): (indptr, local, new, eids) of the CPU path."""
+    frontiers = [b.numpy() for b in batches]
+    out = [[] for _ in batches]
+    for step, fanout in enumerate(reversed(fanouts)):
+        parts, _ = sample_layer(canon, frontiers, keys, step, fanout, replace=replace, spgemm=None,
+                                excl=None if excl is None else np.sort(excl.numpy()), path="native", device="cpu",
+                                adjacency=None)
+        for b, p in enumerate(parts):
+            out[b].insert(0, p)
+        frontiers = [np.concatenate([f, p[2]]) for f, p in zip(frontiers, parts)]
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300), k=st.integers(1, 4),
+       fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5, 17]), min_size=1, max_size=3), replace=st.booleans(),
+       seed=st.integers(0, 2**64 - 1), data=st.data())
+def test_device_blocks_are_the_cpu_paths_for_every_minibatch(e, k, fanouts, replace, seed, data):
+    canon = _canon(e)
+    n = canon.n
+    batches = [torch.tensor(sorted(set(data.draw(st.lists(st.integers(0, n - 1), max_size=8)))), dtype=torch.int64)
+               for _ in range(k)]
+    keys = [(seed + 7919 * b) % 2**64 for b in range(k)]
+    excl = None
+    if data.draw(st.booleans()) and canon.eids.size:
+        excl = torch.tensor(sorted(set(data.draw(st.lists(st.sampled_from(canon.eids.tolist()), max_size=5)))))
+    want = _cpu_blocks(canon, batches, keys, fanouts, replace, excl)
+    got = sample_bulk_device(*(torch.from_numpy(a) for a in (canon.indptr, canon.indices, canon.eids)), n,
+                             batches, keys, fanouts, replace=replace, exclude=excl)
+    assert len(got) == k
+    for b, (out, cpu) in enumerate(zip(got, want)):
+        assert torch.equal(out.seeds, batches[b]) and len(out.layers) == len(fanouts)
+        for i, (layer, (indptr, local, new, eids)) in enumerate(zip(out.layers, cpu)):
+            for field in dataclasses.fields(SampledLayer):
+                assert getattr(layer, field.name).dtype == torch.int64, field.name
+            assert layer.indptr.tolist() == indptr.tolist(), (b, i)
+            assert layer.src_local.tolist() == local.tolist(), (b, i)
+            assert layer.src_nodes[layer.dst_nodes.numel():].tolist() == new.tolist(), (b, i)
+            assert layer.eids.tolist() == eids.tolist(), (b, i)
+            if i + 1 < len(out.layers):
+                assert torch.equal(out.layers[i + 1].src_nodes, layer.dst_nodes)
+        assert torch.equal(out.layers[-1].dst_nodes, batches[b])
+
+
+@pytest.mark.parametrize("exclude", [False, True])
+def test_bulk_device_reads_the_host_at_most_its_bound_whatever_k(exclude):
+    from dgl_accel.testing.host_reads import HostReads
+    n = 400
+    src = torch.tensor([(v + d) % n for v in range(n) for d in range(1, 4 if v % 50 else 120)])
+    dst = torch.tensor([v for v in range(n) for d in range(1, 4 if v % 50 else 120)])
+    order = torch.argsort(dst * n + src)
+    indptr = torch.zeros(n + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(torch.bincount(dst, minlength=n), 0)
+    fanouts = [3, 5, 4]
+    excl = torch.tensor([3, 40, 41, 500]) if exclude else None
+    for k in (1, 6):
+        batches = [torch.arange(b, n, 37)[:10] for b in range(k)]
+        with HostReads() as reads:
+            sample_bulk_device(indptr, src[order], order, n, batches, list(range(k)), fanouts, replace=False,
+                               exclude=excl)
+        bound = len(fanouts) * (bulk_device.HOST_READS_PER_BULK_LAYER + exclude)
+        assert 0 < len(reads.events) <= bound, (k, reads.events)
+
+
+def test_labels_beyond_the_counter_range_are_refused_before_any_draw():
+    indptr = torch.zeros(3, dtype=torch.int64)
+    with pytest.raises(SamplingInputError, match="2\\^39"):
+        sample_bulk_device(indptr, torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64), 1 << 38,
+                           [torch.tensor([0])], [1], [2, 2], replace=False)
