@@ -1,7 +1,8 @@
-"""The PPR push kernel (``kernels/ppr.py``, shaDow-GNN's PPR scope) on the report's device against the
-numpy reference (``ppr_node_sets(..., compiled=False)`` on the CPU): the same node sets and the same
-push estimates bit for bit (the kernel adds residuals in the CPU's order, ``core/sampling/ppr.py``).
-One check per registered variant: int32 and int64 neighbour ids, targets with a hub among them,
+"""The PPR device pipeline (``core/sampling/ppr_device.py`` and its kernel ``kernels/ppr.py``,
+shaDow-GNN's PPR scope) on the report's device against the numpy reference
+(``ppr_node_sets(..., compiled=False)`` on the CPU): the same node sets and the same push estimates
+bit for bit (the kernel adds residuals in the CPU's order, ``core/sampling/ppr.py``).
+One check each for int32 and int64 neighbour ids, targets with a hub among them,
 ``topk`` the node count so every positive estimate is compared."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 One check per registered variant of each kernel: neighbour choice (sub-warp, block and grid
 classes, with and without replacement, with counter ids through k-hop sampling), random walks
 (weights x restarts x edge ids), node2vec (uniform, weighted), the multi-dimensional random walk,
-GraphSAINT's frontier kernel, and bulk sampling's draw / compact / relabel kernels.
+GraphSAINT's frontier kernel, bulk sampling's draw / compact / relabel kernels and its device pipeline.
 """
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ import torch
 
 from ..core.backend import use_backend
 from ..core.csr import Structure
+from ..core.sampling.bulk_device import sample_bulk_device
 from ..core.sampling.bulk_matrix import canonical_adjacency
+from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
 from ..core.sampling.bulk_sampling_triton import relabel_triton
 from ..core.sampling.khop import khop_sample
 from ..core.sampling.neighbor import choose_neighbors, relabel_block
+from ..core.sampling.output import assert_same_output
 from ..core.sampling.saint_frontier import frontier_sample
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_mdrw import multi_dimensional_random_walk
@@ -137,6 +140,25 @@ def check_bulk(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
         relabel_block(flat, counts, front, canon.pairs, excl, hub.num_nodes), "block"))
 
 
+def check_bulk_pipeline(checks, g: Graph, device) -> None:
+    """The device pipeline of bulk sampling (every layer of several minibatches, blocks relabelled
+    on the device) against the CPU path's blocks, with and without an exclusion."""
+    s = structure(g, "cpu")
+    canon = canonical_adjacency(*(t.numpy().astype(np.int64) for t in (s.indptr, s.indices, s.eids)), g.num_nodes)
+    if not canon.unit:
+        return  # parallel edges: weighted rows, which the device pipeline does not take
+    gen = np.random.default_rng(2)
+    batches = [np.unique(gen.integers(0, g.num_nodes, 64)) for _ in range(3)]
+    arrays = [canon.on_device(name, device) for name in ("indptr", "indices", "eids")]
+    for excl in (None, np.sort(gen.choice(canon.eids, min(200, canon.eids.size), replace=False))):
+        def check(excl=excl):
+            assert_same_output(sample_bulk_device(*arrays, canon.n, [torch.from_numpy(b).to(device) for b in batches],
+                                                  [5, 6, 7], [5, 10, 15], replace=False,
+                                                  exclude=None if excl is None else torch.from_numpy(excl)),
+                               sample_bulk_cpu(canon, batches, [5, 6, 7], [5, 10, 15], replace=False, excl=excl))
+        checks.run("bulk_sampling", f"device pipeline, 3 minibatches, exclusion={excl is not None}", check)
+
+
 def run(checks, g: Graph, hub_degree: int, device, tiny: bool, progress) -> None:
     hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, "cpu", seed=1)
     check_neighbors(checks, g, hub, device, tiny)
@@ -144,3 +166,4 @@ def run(checks, g: Graph, hub_degree: int, device, tiny: bool, progress) -> None
     check_walks(checks, g, device)
     progress("  sampling: walks and frontier done")
     check_bulk(checks, g, hub, device, tiny)
+    check_bulk_pipeline(checks, g, device)

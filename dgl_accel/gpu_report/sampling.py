@@ -20,8 +20,8 @@ entries in ``dgl_accel.core.sampling``):
   pipeline ``sample_bulk_device``; on the CPU ``sample_layer`` of the matrix formulation): sampled edges/s;
 * PPR extraction (shaDow-GNN's scope: ``ppr_node_sets``, the push per target then its top-K nodes),
   K = 32, 64, 200 (32 under ``tiny``), alpha 0.15, eps 1e-5 (1e-3 under ``tiny``): targets/s, and the mean subgraph size
-  (``mean_size``: nodes per target).  The device path keeps dense [targets, nodes] estimates, so
-  the number of targets per call shrinks with the graph (about 1 GB of them).
+  (``mean_size``: nodes per target); 256 targets a call on the device (the pipeline of
+  ``ppr_device``: rounds over groups of targets, work proportional to the pushed entries), 8 on the CPU.
 """
 from __future__ import annotations
 
@@ -170,8 +170,7 @@ def ppr_extraction(csr, targets: torch.Tensor, topk: int, eps: float) -> tuple[i
 def _ppr_cases(g: Graph, s_in, where: str, tiny: bool):
     """[(name, unit, fn)] of the PPR extraction at each K (the push does not depend on K, the selection does)."""
     eps = 1e-3 if tiny else PPR_EPS  # tiny: one target, few push rounds (the interpreter runs them)
-    dense = max(1, (1 << 27) // max(g.num_nodes, 1))  # float64 [targets, nodes] estimates: about 1 GB
-    count = 1 if tiny else min(256, dense) if where == "device" else min(8, dense)
+    count = 1 if tiny else 256 if where == "device" else 8
     targets = torch.randint(g.num_nodes, (count,), generator=torch.Generator().manual_seed(5))
     return [(f"PPR top-{k} (alpha {PPR_ALPHA:g}, eps {eps:g})", "targets/s",
              lambda k=k: ppr_extraction(s_in, targets, k, eps)) for k in (PPR_TOPK[:1] if tiny else PPR_TOPK)]

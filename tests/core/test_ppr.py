@@ -12,7 +12,7 @@ import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
-from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np, ppr_topk_np, select_dense
+from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np, ppr_topk_np
 from dgl_accel.testing import tensors as tst
 
 
@@ -107,22 +107,33 @@ def test_table_serves_the_same_sets(e, topk, data):
 
 @settings(max_examples=25, deadline=None)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 12),
-       threshold=st.sampled_from([0.0, 1e-3, 0.02]), data=st.data())
-def test_dense_selection_equals_the_reference(e, topk, threshold, data):
-    """The selection the Triton path runs on dense estimates (torch) picks the reference's sets."""
-    csr = _symmetric_csr(e)
+       threshold=st.sampled_from([0.0, 1e-3, 0.02]), eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(),
+       group=st.sampled_from([None, 1, 2]), data=st.data())
+def test_device_pipeline_equals_the_reference(e, topk, threshold, eps, directed, group, data):
+    """``ppr_device`` (torch ops and the spread kernel, interpreted): the reference's nodes, scores
+    and counts bit for bit, whatever the targets per group (repeats included), within its host-read
+    bound."""
+    from dgl_accel.core.sampling import ppr_device
+    from dgl_accel.testing.host_reads import HostReads
+    csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in") if directed else _symmetric_csr(e)
     ip, ix = csr.indptr.long().numpy(), csr.indices.long().numpy()
     tnp = np.array(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)), dtype=np.int64)
-    p = torch.from_numpy(np.stack([ppr_push_np(ip, ix, int(s), 0.15, 1e-3) for s in tnp]))
-    for got, want in zip(select_dense(p, tnp, topk, threshold), ppr_topk_np(ip, ix, tnp, 0.15, 1e-3, topk, threshold)):
-        assert np.array_equal(got, want)
+    with pytest.MonkeyPatch.context() as mp, HostReads() as reads:
+        if group is not None:
+            mp.setattr(ppr_device, "WORKSPACE_BYTES", 16 * e.num_src * group)
+        *got, rounds = ppr_device.ppr_topk_device(csr.indptr, csr.indices, torch.from_numpy(tnp), 0.15, eps, topk,
+                                                  threshold)
+    for x, want in zip(got, ppr_topk_np(ip, ix, tnp, 0.15, eps, topk, threshold)):
+        assert np.array_equal(x.numpy(), want)
+    groups = -(-len(tnp) // (group or len(tnp)))
+    assert len(reads.events) <= ppr_device.HOST_READS_PER_ROUND * rounds + ppr_device.HOST_READS_PER_GROUP * groups
 
 
 @settings(max_examples=8, deadline=None)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=16, max_edges=50), topk=st.integers(1, 8),
        eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(), data=st.data())
 def test_triton_kernel_equals_the_cpu_path(e, topk, eps, directed, data):
-    """kernels/ppr.py under the interpreter: the CPU's estimates bit for bit (parallel edges,
+    """The device pipeline and kernels/ppr.py under the interpreter: the CPU's estimates bit for bit (parallel edges,
     self-loops, nodes without neighbours included), so the same sets."""
     csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in") if directed else _symmetric_csr(e)
     targets = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=3)))
@@ -175,15 +186,23 @@ def test_targets_out_of_range_are_refused():
         ppr_node_sets(csr, torch.tensor([0, 5]))
 
 
-def test_dense_selection_breaks_ties_by_id_without_sorting_rows():
-    """The selection's topk + tie pass picks the set a stable descending sort would: the k largest
-    positive scores, equal scores by lower id (keys drawn from five values: ties everywhere)."""
-    from dgl_accel.core.sampling.ppr import _best
+def test_device_selection_breaks_ties_by_id():
+    """The device selection picks what the reference's sort does: the target, then the best
+    ``topk - 1`` positive scores at or above the threshold, equal scores by lower id (scores drawn
+    from five values: ties everywhere)."""
+    from dgl_accel.core.sampling.ppr_device import _select
     gen = torch.Generator().manual_seed(0)
     for _ in range(100):
-        t, n = int(torch.randint(1, 5, (1,), generator=gen)), int(torch.randint(1, 30, (1,), generator=gen))
-        key = torch.randint(-1, 4, (t, n), generator=gen).double() / 4
-        vals, idx = torch.sort(key, dim=1, descending=True, stable=True)
-        for k in range(n + 1):
-            want = torch.where(vals[:, :k] > 0, idx[:, :k], torch.full_like(idx[:, :k], n))
-            assert torch.equal(_best(key, k).sort(1).values, want.sort(1).values), (key, k)
+        g, n = int(torch.randint(1, 5, (1,), generator=gen)), int(torch.randint(1, 30, (1,), generator=gen))
+        targets = torch.randint(0, n, (g,), generator=gen)
+        p = torch.randint(-1, 4, (g, n), generator=gen).double().clamp(min=0) / 4
+        p[torch.arange(g), targets] = 0.5  # the target's own estimate is positive, as after a push
+        for topk in (1, 2, 5, n + 1):
+            threshold = float(torch.randint(0, 2, (1,), generator=gen)) / 4
+            nodes, scores, counts = _select(p.flatten(), targets, n, topk, threshold)
+            for t in range(g):
+                s_ = int(targets[t])
+                cand = [v for v in range(n) if v != s_ and p[t, v] > 0 and p[t, v] >= threshold]
+                want = sorted([s_] + sorted(cand, key=lambda v: (-float(p[t, v]), v))[:topk - 1])
+                assert nodes[t, :int(counts[t])].tolist() == want and (nodes[t, int(counts[t]):] == -1).all()
+                assert scores[t, :int(counts[t])].tolist() == p[t, want].tolist()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import torch
 
 from ..jit import runtime
 from .arrays import offsets
@@ -31,8 +32,9 @@ from .bulk_sampling import (
 from .bulk_sampling_triton import relabel_triton
 from .checks import expected
 from .neighbor import relabel_block
+from .output import SampledLayer, SamplerOutput
 
-__all__ = ["sample_layer", "positions_in_a", "add_timing"]
+__all__ = ["sample_layer", "sample_bulk_cpu", "positions_in_a", "add_timing"]
 
 
 def positions_in_a(flat, counts, rows, p_cols, canon, n: int) -> np.ndarray:
@@ -121,3 +123,21 @@ def sample_layer(canon, frontiers, keys, step: int, fanout: int, *, replace: boo
         else:
             parts.append(relabel_block(mine, c, front, canon.pairs, excl, n))
     return parts, (t0, t1, t2)
+
+
+def sample_bulk_cpu(canon, batches, keys, fanouts, *, replace: bool, excl=None) -> list[SamplerOutput]:
+    """Every layer of the minibatches ``batches`` (int64 numpy seed ids, keyed by ``keys``) on the CPU
+    path, ``fanouts`` input layer first, as the typed output of the device pipeline
+    (:func:`.bulk_device.sample_bulk_device`, whose samples these are).  ``excl``: sorted int64 edge
+    ids, or None."""
+    frontiers = [np.asarray(b, dtype=np.int64) for b in batches]
+    layers: list[list[SampledLayer]] = [[] for _ in batches]
+    for step, fanout in enumerate(reversed(list(fanouts))):
+        parts, _ = sample_layer(canon, frontiers, keys, step, fanout, replace=replace, spgemm=None, excl=excl,
+                                path="native", device="cpu", adjacency=None)
+        for b, (indptr, local, new, eids) in enumerate(parts):
+            src = np.concatenate([frontiers[b], new])
+            layers[b].insert(0, SampledLayer(*(torch.from_numpy(np.asarray(a, dtype=np.int64)) for a in (
+                frontiers[b], src, indptr, local, eids))))
+            frontiers[b] = src
+    return [SamplerOutput(torch.from_numpy(np.asarray(b, dtype=np.int64)), tuple(ls)) for b, ls in zip(batches, layers)]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["SampledLayer", "SamplerOutput"]
+__all__ = ["SampledLayer", "SamplerOutput", "assert_same_output"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +52,17 @@ class SamplerOutput:
     def input_nodes(self) -> torch.Tensor:
         """The nodes whose input features the first layer reads."""
         return self.layers[0].src_nodes if self.layers else self.seeds
+
+
+def assert_same_output(got, want) -> None:
+    """Raise ``AssertionError`` naming the minibatch, layer and field where two lists of
+    :class:`SamplerOutput` differ (every tensor int64, equal element for element, on any devices)."""
+    assert len(got) == len(want), f"{len(got)} minibatches, expected {len(want)}"
+    for b, (x, y) in enumerate(zip(got, want)):
+        assert torch.equal(x.seeds.cpu(), y.seeds.cpu()), f"minibatch {b}: seeds"
+        assert len(x.layers) == len(y.layers), f"minibatch {b}: {len(x.layers)} layers, expected {len(y.layers)}"
+        for i, (lx, ly) in enumerate(zip(x.layers, y.layers)):
+            for name in ("dst_nodes", "src_nodes", "indptr", "src_local", "eids"):
+                a, c = getattr(lx, name), getattr(ly, name)
+                assert a.dtype == c.dtype == torch.int64 and torch.equal(a.cpu(), c.cpu()), \
+                    f"minibatch {b}, layer {i}: {name} differs"

@@ -1,8 +1,8 @@
 """Approximate personalised PageRank by the push method, one push per target, and top-K node sets
 (shaDow-GNN's PPR scope): the DGL-free maths of ``dgl_accel.sampling.ShaDowPPRSampler``.  Family
-``ppr``: kernel ``kernels/ppr.py`` (one target per program, launcher :mod:`.ppr_triton`), compiled
-twin :mod:`dgl_accel.core.jit.ppr` (parallel over targets), numpy reference here; all three give
-the same estimates bit for bit.
+``ppr``: the device pipeline :mod:`.ppr_device` (many targets per round, work proportional to the
+pushed entries; its kernel ``kernels/ppr.py``), compiled twin :mod:`dgl_accel.core.jit.ppr`
+(parallel over targets), numpy reference here; all three give the same estimates bit for bit.
 
 The walk.  On a CSR whose row ``u`` lists ``u``'s neighbours (``deg(u)`` = its row length), the
 personalised PageRank of target ``s`` with teleport ``alpha`` is ``pi_s = alpha * sum_k ((1 - alpha)
@@ -52,10 +52,10 @@ from ..jit import ppr as jit_ppr
 from ..jit import runtime
 from .arrays import np64, offsets
 from .checks import check_int, check_positive, expected, node_ids
-from .ppr_triton import ppr_push_triton
+from .ppr_device import ppr_topk_device
 from .shadow import NodeSets
 
-__all__ = ["check_ppr", "ppr_push_np", "ppr_topk_np", "select_dense", "ppr_node_sets", "PPRTable"]
+__all__ = ["check_ppr", "ppr_push_np", "ppr_topk_np", "ppr_node_sets", "PPRTable"]
 
 
 def check_ppr(topk, alpha, eps, threshold=None):
@@ -133,49 +133,14 @@ def ppr_topk_np(indptr: np.ndarray, indices: np.ndarray, targets: np.ndarray, al
     return out_nodes, out_scores, counts
 
 
-def select_dense(p: torch.Tensor, tnp: np.ndarray, topk: int, threshold: float):
-    """The selection of the module docstring on dense estimates ``p`` [T, n] (any device): (nodes
-    int64 [T, topk] -1 padded, scores float64, counts), numpy, as :func:`ppr_topk_np` returns."""
-    T, n = p.shape
-    t = torch.from_numpy(tnp).to(p.device)
-    ids = torch.arange(n, device=p.device)
-    ok = (p > 0) & (p >= threshold) & (ids[None, :] != t[:, None])
-    key = torch.where(ok, p, torch.full_like(p, -1.0))
-    k = min(topk - 1, n)
-    rows = torch.cat([t[:, None], _best(key, k)], 1).sort(1).values  # the sentinel n sorts last
-    valid = rows < n
-    nodes = torch.full((T, topk), -1, dtype=torch.int64, device=p.device)
-    scores = torch.zeros((T, topk), dtype=torch.float64, device=p.device)
-    nodes[:, :k + 1] = torch.where(valid, rows, torch.full_like(rows, -1))
-    scores[:, :k + 1] = torch.where(valid, p.gather(1, rows.clamp(max=n - 1)), torch.zeros_like(p[:, :1]))
-    return nodes.cpu().numpy(), scores.cpu().numpy(), valid.sum(1).cpu().numpy()
-
-
-def _best(key: torch.Tensor, k: int) -> torch.Tensor:
-    """Per row, the ids of the ``k`` largest positive keys (equal keys: lower id first), in any
-    order, padded with the sentinel ``n``: a ``topk`` for the k-th value and linear passes for the
-    ties at it, not a sort of the whole row."""
-    T, n = key.shape
-    out = torch.full((T, k + 1), n, dtype=torch.int64, device=key.device)  # column k: a dump for the rest
-    if k == 0 or T == 0:
-        return out[:, :k]
-    kth = key.topk(k, dim=1).values[:, -1:]
-    above, tied = key > kth, key == kth
-    need = k - above.sum(1, keepdim=True)  # how many of the tied keys still fit, lowest ids first
-    take = (above | (tied & (tied.cumsum(1) <= need))) & (key > 0)
-    slot = torch.where(take, take.cumsum(1) - 1, torch.full_like(kth, k, dtype=torch.int64))
-    out.scatter_(1, slot, torch.arange(n, device=key.device).expand(T, n))
-    return out[:, :k]
-
-
 def _rows(csr: Structure, tnp, alpha, eps, topk, threshold, compiled):
     """(nodes [T, topk] -1 padded, scores, counts) of the targets ``tnp`` on the path the backend
     picks (the Triton push kernel, else the compiled loop or the numpy reference)."""
     path = choose_path(csr.indptr)
     record("ppr_push", path, csr.indptr.device)
-    if path == "triton":
-        p = ppr_push_triton(csr.indptr, csr.indices, torch.from_numpy(tnp), alpha, eps)
-        return select_dense(p, tnp, topk, threshold)
+    if path == "triton":  # the device pipeline; only the [T, topk] result comes to the host
+        out = ppr_topk_device(csr.indptr, csr.indices, torch.from_numpy(tnp), alpha, eps, topk, threshold)[:3]
+        return tuple(x.cpu().numpy() for x in out)
     indptr, indices = np64(csr.indptr), np64(csr.indices)
     if compiled is None:
         compiled = runtime.enabled()
@@ -207,7 +172,7 @@ def ppr_node_sets(csr: Structure, targets, *, topk: int = 200, alpha: float = 0.
 
     csr: the neighbour lists the mass moves along (``dgl_accel.graph.in_csr(g)`` in the samplers);
     targets: 1-D node ids (repeats allowed: each gets its own set).  CUDA CSR (or backend "triton"):
-    the push kernel of ``kernels/ppr.py``; CPU: ``compiled`` forces the compiled loop (True) or the
+    the device pipeline (:mod:`.ppr_device`); CPU: ``compiled`` forces the compiled loop (True) or the
     numpy reference (False), default compiled where numba is enabled.  Every path gives the same
     estimates bit for bit.
     Returns :class:`NodeSets` with ``scores`` (the push estimates of the chosen nodes), on the CPU.
