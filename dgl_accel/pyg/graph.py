@@ -68,10 +68,11 @@ class Edges:
         views = self._views.get(key)
         if views is None:
             with torch.inference_mode(False):  # cached tensors must serve later calls with autograd
+                known = (self.lowest, self.max_src, self.max_dst)  # read once per graph, not per view
                 if homogeneous:
-                    views = TensorGraph(self.src, self.dst, num_nodes=num_src)
+                    views = TensorGraph(self.src, self.dst, num_nodes=num_src, id_range=known)
                 else:
-                    views = TensorGraph(self.src, self.dst, num_src=num_src, num_dst=num_dst)
+                    views = TensorGraph(self.src, self.dst, num_src=num_src, num_dst=num_dst, id_range=known)
             with self._lock:
                 views = self._views.setdefault(key, views)
         return views

@@ -121,3 +121,24 @@ def test_inference_mode(cache):
     xg = x.clone().requires_grad_()
     run(ours, xg, ei).sum().backward()  # the caches filled in inference mode serve autograd
     assert xg.grad is not None
+
+
+def test_a_new_graph_reads_its_id_range_once_not_per_view(cache):
+    """The id range read when a graph is converted serves every view built on it: building the core
+    graph reads nothing more from the device (each read is a sync on a GPU)."""
+    from dgl_accel.testing.host_reads import HostReads
+    ei = torch.tensor([[0, 1, 2, 3, 3], [1, 2, 3, 0, 1]])
+    with HostReads() as reads:
+        edges = graph.edges_of(ei)
+    assert reads.events == ["tolist"]
+    with HostReads() as reads:
+        views = edges.views(4, 4, homogeneous=True)
+        edges.views(4, 5, homogeneous=False)
+    assert reads.events == [] and (views.num_src, views.num_dst) == (4, 4)
+
+
+def test_the_core_graph_still_refuses_ids_outside_a_known_range():
+    from dgl_accel.core.aggregation.views import TensorGraph
+    src, dst = torch.tensor([0, 5]), torch.tensor([1, 2])
+    with pytest.raises(ValueError, match="source ids in \\[0, 4\\).*up to 5"):
+        TensorGraph(src, dst, num_nodes=4, id_range=(0, 5, 2))

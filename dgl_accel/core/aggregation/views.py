@@ -129,7 +129,8 @@ def _csr_from(rows: torch.Tensor, cols: torch.Tensor, num_rows: int, num_cols: i
 
 
 class TensorGraph(GraphViews):
-    """A graph held as plain tensors: edges ``src[e] -> dst[e]`` with edge id ``e``.
+    """A graph held as plain tensors: edges ``src[e] -> dst[e]`` with edge id ``e`` (``id_range``: see
+    :func:`~.checks.check_edge_list`).
 
     >>> import torch
     >>> g = TensorGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 2, 1]), num_nodes=3)
@@ -138,8 +139,8 @@ class TensorGraph(GraphViews):
     """
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor, num_nodes: int | None = None, *,
-                 num_src: int | None = None, num_dst: int | None = None):
-        self.num_src, self.num_dst = check_edge_list(src, dst, num_nodes, num_src, num_dst)
+                 num_src: int | None = None, num_dst: int | None = None, id_range=None):
+        self.num_src, self.num_dst = check_edge_list(src, dst, num_nodes, num_src, num_dst, id_range)
         self._src, self._dst = src, dst
         self.num_edges = int(src.numel())
         self.device, self.idtype = src.device, src.dtype
