@@ -23,10 +23,16 @@ import triton.language as tl
 from .registry import Specialisation
 
 
-@triton.jit
-def _neighbor_choice_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, num_transits, fanout, seed, step,
-                            num_nodes, REPLACE: tl.constexpr, BLOCK_T: tl.constexpr, K_PAD: tl.constexpr,
-                            HAS_CIDS: tl.constexpr):
+# The scalars change from call to call (the key every call, the transit count every hop): typed
+# int64 and not specialised on their values, so every call runs the one registered variant instead
+# of compiling one per (key >= 2^63, key % 16 == 0, step == 1, ...) combination.
+_SCALARS = ["num_transits", "fanout", "seed", "step", "num_nodes"]
+
+
+@triton.jit(do_not_specialize=_SCALARS)
+def _neighbor_choice_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, num_transits: tl.int64, fanout: tl.int64,
+                            seed: tl.int64, step: tl.int64, num_nodes: tl.int64, REPLACE: tl.constexpr,
+                            BLOCK_T: tl.constexpr, K_PAD: tl.constexpr, HAS_CIDS: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
     i_mask = i < num_transits
     v = tl.load(transits_ptr + i, mask=i_mask, other=0).to(tl.int64)
@@ -62,9 +68,10 @@ def _neighbor_choice_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, num_tra
     tl.store(out_ptr + i[:, None] * fanout + j[None, :], pos, mask=slot)
 
 
-@triton.jit
-def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, fanout, seed, step, num_nodes,
-                                 REPLACE: tl.constexpr, CHUNK: tl.constexpr, HAS_CIDS: tl.constexpr):
+@triton.jit(do_not_specialize=_SCALARS[1:])
+def _neighbor_choice_grid_kernel(indptr_ptr, transits_ptr, cids_ptr, out_ptr, fanout: tl.int64, seed: tl.int64,
+                                 step: tl.int64, num_nodes: tl.int64, REPLACE: tl.constexpr, CHUNK: tl.constexpr,
+                                 HAS_CIDS: tl.constexpr):
     """Grid class (fanout > 1024 slots): program (t, c) fills slots [c * CHUNK, (c + 1) * CHUNK) of
     transit t, so one transit spans several programs.  Same draws as the kernel above.
 

@@ -88,3 +88,37 @@ def test_check_refuses_an_interpreted_process():
             "try:\n    run()\nexcept RuntimeError as e:\n    print('ERR', e)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
     assert "ERR expected a process with Triton in compiled mode" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_neighbour_choice_runs_one_variant_whatever_the_key_and_sizes():
+    """The per-call scalars (key, step, transit count) are typed int64 and not specialised: every
+    call binds the registered signature, never a new compile for a key >= 2^63, a step of 1 or a
+    count divisible by 16 (the binder Triton runs at each launch, built for sm_90 in a subprocess)."""
+    code = textwrap.dedent("""
+        import os
+        os.environ["TRITON_INTERPRET"] = "0"
+        import torch
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler.compiler import make_backend
+        from triton.runtime.jit import create_function_from_signature
+        from dgl_accel.kernels import sampling
+        from dgl_accel.kernels.registry import specialisations
+        backend = make_backend(GPUTarget("cuda", 90, 32))
+        t = torch.zeros(4, dtype=torch.int64)
+        for k, args in ((sampling._neighbor_choice_kernel, (t, t, t, t, "nt", 15)),
+                        (sampling._neighbor_choice_grid_kernel, (t, t, t, t, 2000))):
+            binder = create_function_from_signature(k.signature, k.params, backend)
+            seen = set()
+            for seed in (0, 1, 16, 2**40, 2**63 - 16, -(2**63) + 5):
+                for nt in (1, 16, 17):
+                    for step in (0, 1, 2):
+                        a = tuple(nt if x == "nt" else x for x in args) + (seed, step, 1000)
+                        seen.add(tuple(map(str, binder(*a, REPLACE=False, CHUNK=256, HAS_CIDS=False)[1]))
+                                 if k is sampling._neighbor_choice_grid_kernel else
+                                 tuple(map(str, binder(*a, REPLACE=False, BLOCK_T=4, K_PAD=16, HAS_CIDS=False)[1])))
+            registered = {s.signature["seed"] for s in specialisations() if s.kernel == k.__name__}
+            print(k.__name__, len(seen), registered)
+            assert len(seen) == 1 and registered == {"i64"}, seen
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -21,6 +21,7 @@ def neighbor_choice_triton(indptr: torch.Tensor, transits: torch.Tensor, fanout:
     from ...kernels.sampling import SUBWARP_BLOCK_T, k_pad  # lazy: Triton's mode is fixed per process
 
     transits = transits.to(torch.int64).contiguous()
+    seed = seed - (1 << 64) if seed >= 1 << 63 else seed  # the kernel's int64 key: the same 64 bits
     has_cids = counter_ids is not None
     cids = counter_ids.to(torch.int64).contiguous() if has_cids else transits
     out = torch.full((transits.numel(), fanout), -1, dtype=torch.int64, device=transits.device)
