@@ -22,7 +22,6 @@ import triton.language as tl
 
 from .registry import Specialisation
 
-
 # The scalars change from call to call (the key every call, the transit count every hop): typed
 # int64 and not specialised on their values, so every call runs the one registered variant instead
 # of compiling one per (key >= 2^63, key % 16 == 0, step == 1, ...) combination.
