@@ -26,9 +26,9 @@ import triton.language as tl
 from .registry import Specialisation
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_rows", "s", "max_draws", "search_iters"])  # per call: one variant
 def _its_rows_kernel(prefix_ptr, start_ptr, deg_ptr, key_ptr, label_ptr, before_ptr, total_ptr, out_ptr,
-                     n_rows, s, max_draws, search_iters,
+                     n_rows: tl.int64, s: tl.int64, max_draws: tl.int64, search_iters: tl.int64,
                      UNIFORM: tl.constexpr, REPLACE: tl.constexpr, BLOCK_R: tl.constexpr, S_PAD: tl.constexpr):
     r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     rmask = r < n_rows
@@ -86,8 +86,8 @@ def _its_rows_kernel(prefix_ptr, start_ptr, deg_ptr, key_ptr, label_ptr, before_
     tl.store(out_ptr + r[:, None] * S_PAD + cols[None, :], out, mask=rmask[:, None])
 
 
-@triton.jit
-def _compact_kernel(picks_ptr, offs_ptr, pos_out_ptr, n_rows, S_PAD: tl.constexpr, BLOCK_R: tl.constexpr):
+@triton.jit(do_not_specialize=["n_rows"])
+def _compact_kernel(picks_ptr, offs_ptr, pos_out_ptr, n_rows: tl.int64, S_PAD: tl.constexpr, BLOCK_R: tl.constexpr):
     """Row i of the padded picks -> positions offs[i] .. offs[i+1]-1 of the flat (CSR) output."""
     i = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     imask = i < n_rows
@@ -99,8 +99,9 @@ def _compact_kernel(picks_ptr, offs_ptr, pos_out_ptr, n_rows, S_PAD: tl.constexp
     tl.store(pos_out_ptr + o[:, None] + j[None, :], p, mask=m)
 
 
-@triton.jit
-def _relabel_kernel(pos_ptr, src_tab_ptr, dstpos_ptr, newrank_ptr, src_out_ptr, local_out_ptr, n_edges, num_dst,
+@triton.jit(do_not_specialize=["n_edges", "num_dst"])
+def _relabel_kernel(pos_ptr, src_tab_ptr, dstpos_ptr, newrank_ptr, src_out_ptr, local_out_ptr, n_edges: tl.int64,
+                    num_dst: tl.int64,
                     BLOCK: tl.constexpr):
     """Sampled entry -> its column (source id) and block-local source id: a dst node keeps its dst
     position, a new source gets num_dst + its rank among the new sources (ascending id)."""

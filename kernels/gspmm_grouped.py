@@ -21,11 +21,11 @@ import triton.language as tl
 from .registry import Specialisation
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_groups"])  # per graph (each minibatch's): one variant, not one per num_groups % 16
 def _gspmm_grouped_fwd_kernel(group_row_ptr, group_start_ptr, group_len_ptr,
                               indices_ptr, eids_ptr, feat_ptr, efeat_ptr,
                               src_scale_ptr, dst_scale_ptr, out_ptr,
-                              num_groups, num_feats, stride_feat, stride_efeat, stride_out,
+                              num_groups: tl.int64, num_feats, stride_feat, stride_efeat, stride_out,
                               BLOCK_G: tl.constexpr, BLOCK_F: tl.constexpr,
                               HAS_EFEAT: tl.constexpr, EFEAT_PER_FEAT: tl.constexpr,
                               HAS_SRC_SCALE: tl.constexpr, HAS_DST_SCALE: tl.constexpr,
@@ -85,9 +85,9 @@ def _segment_reduce_kernel(row_group_ptr, partial_ptr, dst_scale_ptr, out_ptr,
     tl.store(out_ptr + r * stride_out + f, acc.to(out_ptr.dtype.element_ty), mask=f_mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_edges"])  # per graph: one variant whatever the edge count
 def _sddmm_grad_efeat_kernel(src_ptr, dst_ptr, feat_ptr, grad_ptr, src_scale_ptr, dst_scale_ptr, out_ptr,
-                             num_edges, num_feats, stride_feat, stride_grad, stride_out,
+                             num_edges: tl.int64, num_feats, stride_feat, stride_grad, stride_out,
                              BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr, PER_FEAT: tl.constexpr,
                              HAS_SRC_SCALE: tl.constexpr, HAS_DST_SCALE: tl.constexpr,
                              ACC_FP64: tl.constexpr):

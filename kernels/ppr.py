@@ -18,8 +18,8 @@ import triton.language as tl
 from .registry import Specialisation
 
 
-@triton.jit
-def _ppr_spread_kernel(r_ptr, key_ptr, seg_ptr, val_ptr, n_keys, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["n_keys"])  # every round's count: one variant
+def _ppr_spread_kernel(r_ptr, key_ptr, seg_ptr, val_ptr, n_keys: tl.int64, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = i < n_keys
     key = tl.load(key_ptr + i, mask=m, other=0)

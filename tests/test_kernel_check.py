@@ -90,35 +90,54 @@ def test_check_refuses_an_interpreted_process():
     assert "ERR expected a process with Triton in compiled mode" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_the_neighbour_choice_runs_one_variant_whatever_the_key_and_sizes():
-    """The per-call scalars (key, step, transit count) are typed int64 and not specialised: every
-    call binds the registered signature, never a new compile for a key >= 2^63, a step of 1 or a
-    count divisible by 16 (the binder Triton runs at each launch, built for sm_90 in a subprocess)."""
+PER_CALL_SCALARS = {  # kernel -> its scalars that change from call to call (keys, steps, sizes of a minibatch)
+    "_neighbor_choice_kernel": ("num_transits", "fanout", "seed", "step", "num_nodes"),
+    "_neighbor_choice_grid_kernel": ("fanout", "seed", "step", "num_nodes"),
+    "_gspmm_grouped_fwd_kernel": ("num_groups",),
+    "_sddmm_grad_efeat_kernel": ("num_edges",),
+    "_its_rows_kernel": ("n_rows", "s", "max_draws", "search_iters"),
+    "_compact_kernel": ("n_rows",),
+    "_relabel_kernel": ("n_edges", "num_dst"),
+    "_ppr_spread_kernel": ("n_keys",),
+}
+
+
+def test_per_call_scalars_bind_one_registered_variant_whatever_their_values():
+    """Scalars that change from call to call are typed as registered and not specialised: every
+    launch binds the registered signature, never a new compile for a key >= 2^63, a step of 1 or a
+    size divisible by 16 (Triton's launch binder, built for sm_90, in a subprocess)."""
     code = textwrap.dedent("""
-        import os
+        import json, os, sys
         os.environ["TRITON_INTERPRET"] = "0"
-        import torch
+        import importlib, torch
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import make_backend
         from triton.runtime.jit import create_function_from_signature
-        from dgl_accel.kernels import sampling
         from dgl_accel.kernels.registry import specialisations
         backend = make_backend(GPUTarget("cuda", 90, 32))
-        t = torch.zeros(4, dtype=torch.int64)
-        for k, args in ((sampling._neighbor_choice_kernel, (t, t, t, t, "nt", 15)),
-                        (sampling._neighbor_choice_grid_kernel, (t, t, t, t, 2000))):
+        dtypes = {"i32": torch.int32, "i64": torch.int64, "fp16": torch.float16, "bf16": torch.bfloat16,
+                  "fp32": torch.float32, "fp64": torch.float64, "i8": torch.int8}
+        per_call = json.loads(sys.argv[1])
+        done = set()
+        for spec in specialisations():
+            if spec.kernel not in per_call or spec.kernel in done:
+                continue
+            done.add(spec.kernel)
+            k = getattr(importlib.import_module(f"dgl_accel.kernels.{spec.module}"), spec.kernel)
             binder = create_function_from_signature(k.signature, k.params, backend)
+            base = {n: (torch.zeros(4, dtype=dtypes[t[1:]]) if t.startswith("*") else 1000)
+                    for n, t in spec.signature.items() if t != "constexpr"}
             seen = set()
-            for seed in (0, 1, 16, 2**40, 2**63 - 16, -(2**63) + 5):
-                for nt in (1, 16, 17):
-                    for step in (0, 1, 2):
-                        a = tuple(nt if x == "nt" else x for x in args) + (seed, step, 1000)
-                        seen.add(tuple(map(str, binder(*a, REPLACE=False, CHUNK=256, HAS_CIDS=False)[1]))
-                                 if k is sampling._neighbor_choice_grid_kernel else
-                                 tuple(map(str, binder(*a, REPLACE=False, BLOCK_T=4, K_PAD=16, HAS_CIDS=False)[1])))
-            registered = {s.signature["seed"] for s in specialisations() if s.kernel == k.__name__}
-            print(k.__name__, len(seen), registered)
-            assert len(seen) == 1 and registered == {"i64"}, seen
+            for name in per_call[spec.kernel]:
+                for value in (0, 1, 16, 17, 2**40, -(2**63) + 5):
+                    args = dict(base, **{name: value})
+                    bound = binder(**args, **spec.constexprs)[1]
+                    seen.add(tuple(str(x) for n, x in zip(k.arg_names, bound) if n in per_call[spec.kernel]))
+            want = {tuple(str((spec.signature[n], None)) for n in k.arg_names if n in per_call[spec.kernel])}
+            assert seen == want, (spec.kernel, seen, want)
+        assert done == set(per_call), set(per_call) - done
+        print(len(done), "kernels")
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(PER_CALL_SCALARS)], capture_output=True, text=True,
+                          env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
