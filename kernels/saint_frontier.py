@@ -43,9 +43,10 @@ NB_BLOCK = 4095    # Philox block of a step holding the neighbour word (0) and t
 _NB = tl.constexpr(NB_BLOCK)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["m", "seed"])  # per call: one variant
 def _frontier_kernel(indptr_ptr, indices_ptr, roots_ptr, inst_ptr, db_ptr, ftag_ptr, fvert_ptr, vis_ptr, out_ptr,
-                     count_ptr, status_ptr, m, n, max_steps, cap0, phys_cap, vis_words, clip, eta_q, seed,
+                     count_ptr, status_ptr, m: tl.int64, n, max_steps, cap0, phys_cap, vis_words, clip, eta_q,
+                     seed: tl.int64,
                      BLOCK: tl.constexpr, PROBES: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     inst = tl.load(inst_ptr + pid).to(tl.int64)

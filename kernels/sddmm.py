@@ -38,9 +38,9 @@ def _offsets(off_ptr, f, f_mask, BCAST: tl.constexpr):
         return f.to(tl.int64)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_edges"])  # per graph (each minibatch's): one variant
 def _sddmm_kernel(src_ptr, dst_ptr, lhs_ptr, rhs_ptr, loff_ptr, roff_ptr, out_ptr,
-                  num_edges, out_len, lhs_len, rhs_len,
+                  num_edges: tl.int64, out_len, lhs_len, rhs_len,
                   OP: tl.constexpr, LHS_T: tl.constexpr, RHS_T: tl.constexpr, BCAST: tl.constexpr,
                   BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
     acc_dtype = tl.float64 if out_ptr.dtype.element_ty == tl.float64 else tl.float32
@@ -72,9 +72,9 @@ def _sddmm_kernel(src_ptr, dst_ptr, lhs_ptr, rhs_ptr, loff_ptr, roff_ptr, out_pt
     tl.store(out_ptr + e[:, None] * out_len + f[None, :], z.to(out_ptr.dtype.element_ty), mask=m2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_edges"])
 def _sddmm_dot_kernel(src_ptr, dst_ptr, lhs_ptr, rhs_ptr, loff_ptr, roff_ptr, out_ptr,
-                      num_edges, out_len, lhs_len, rhs_len, red_len,
+                      num_edges: tl.int64, out_len, lhs_len, rhs_len, red_len,
                       LHS_T: tl.constexpr, RHS_T: tl.constexpr, BCAST: tl.constexpr,
                       BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[e, f] = sum over k < red_len of lhs[row_l(e), loff[f] + k] * rhs[row_r(e), roff[f] + k]."""

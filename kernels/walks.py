@@ -57,9 +57,9 @@ def _first_order(key_ptr, cur, st, deg, word, mask, search_iters, WEIGHTED: tl.c
         return st + ((word * deg) >> 32)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_walks", "seed"])  # per call: one variant
 def _random_walk_kernel(nodes_ptr, start_ptr, deg_ptr, indices_ptr, eids_ptr, key_ptr, thresh_ptr,
-                        trace_ptr, eout_ptr, num_walks, length, seed, search_iters,
+                        trace_ptr, eout_ptr, num_walks: tl.int64, length, seed: tl.int64, search_iters,
                         WEIGHTED: tl.constexpr, RESTART: tl.constexpr, RETURN_EIDS: tl.constexpr,
                         BLOCK_W: tl.constexpr):
     w = tl.program_id(0).to(tl.int64) * BLOCK_W + tl.arange(0, BLOCK_W)
@@ -105,10 +105,10 @@ def _is_edge(start_ptr, rowdeg_ptr, indices_ptr, a, b, mask, nb_iters):
     return hit & (tl.load(indices_ptr + lo, mask=hit, other=-1) == b)
 
 
-@triton.jit(do_not_specialize=["s"])  # one compiled variant for every step (s == 1 would be a constexpr)
+@triton.jit(do_not_specialize=["num_walks", "s", "seed"])  # one variant for every step and call
 def _node2vec_step_kernel(trace_ptr, pos_ptr, start_ptr, deg_ptr, rowdeg_ptr, indices_ptr,
                           key_ptr, w_ptr, scale_ptr, alt_ptr, main_ptr,
-                          num_walks, length, s, seed, search_iters, nb_iters, max_deg,
+                          num_walks: tl.int64, length, s: tl.int64, seed: tl.int64, search_iters, nb_iters, max_deg,
                           thr_t, thr_lo, thr_hi, nb_accepts, fparams_ptr,
                           WEIGHTED: tl.constexpr, BLOCK_W: tl.constexpr,
                           MAX_TRIALS: tl.constexpr):
@@ -213,9 +213,9 @@ def _node2vec_step_kernel(trace_ptr, pos_ptr, start_ptr, deg_ptr, rowdeg_ptr, in
     tl.store(pos_ptr + w * length + s, e, mask=alive)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["m", "seed"])  # per call: one variant
 def _mdrw_kernel(frontier_ptr, fdeg_ptr, start_ptr, deg_ptr, indices_ptr, eids_ptr,
-                 nodes_out_ptr, src_ptr, dst_ptr, eid_ptr, m, steps, walk_budget, seed,
+                 nodes_out_ptr, src_ptr, dst_ptr, eid_ptr, m: tl.int64, steps, walk_budget, seed: tl.int64,
                  BLOCK_M: tl.constexpr):
     """One program per instance of the frontier sampler.  The instance's frontier and its
     out-degrees live in scratch rows [m] (global memory, so any m fits); per step the program

@@ -99,6 +99,12 @@ PER_CALL_SCALARS = {  # kernel -> its scalars that change from call to call (key
     "_compact_kernel": ("n_rows",),
     "_relabel_kernel": ("n_edges", "num_dst"),
     "_ppr_spread_kernel": ("n_keys",),
+    "_sddmm_kernel": ("num_edges",),
+    "_sddmm_dot_kernel": ("num_edges",),
+    "_random_walk_kernel": ("num_walks", "seed"),
+    "_node2vec_step_kernel": ("num_walks", "s", "seed"),
+    "_mdrw_kernel": ("m", "seed"),
+    "_frontier_kernel": ("m", "seed"),
 }
 
 

@@ -21,6 +21,7 @@ import torch
 from ..backend import record
 from ..csr import row_positions
 from ..launch import triton_kernel
+from .arrays import signed64
 from .checks import expected
 from .neighbor_device import relabel_device
 from .output import SampledLayer, SamplerOutput
@@ -34,7 +35,7 @@ _MAX_DRAWS = 4 << _LABEL_SHIFT
 
 def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
     """Philox keys in [0, 2^64) as the int64 words the kernel reads (two's complement)."""
-    return torch.tensor([k - (1 << 64) if k >= 1 << 63 else k for k in keys], dtype=torch.int64, device=device)
+    return torch.tensor([signed64(k) for k in keys], dtype=torch.int64, device=device)
 
 
 def _count(index: torch.Tensor, size: int, weights: torch.Tensor | None = None) -> torch.Tensor:

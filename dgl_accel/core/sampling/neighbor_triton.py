@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..launch import triton_kernel
+from .arrays import signed64
 from .engine import BLOCK_MAX, SUBWARP_MAX
 
 __all__ = ["neighbor_choice_triton"]
@@ -21,7 +22,7 @@ def neighbor_choice_triton(indptr: torch.Tensor, transits: torch.Tensor, fanout:
     from ...kernels.sampling import SUBWARP_BLOCK_T, k_pad  # lazy: Triton's mode is fixed per process
 
     transits = transits.to(torch.int64).contiguous()
-    seed = seed - (1 << 64) if seed >= 1 << 63 else seed  # the kernel's int64 key: the same 64 bits
+    seed = signed64(seed)  # the kernel's int64 key: the same 64 bits
     has_cids = counter_ids is not None
     cids = counter_ids.to(torch.int64).contiguous() if has_cids else transits
     out = torch.full((transits.numel(), fanout), -1, dtype=torch.int64, device=transits.device)
