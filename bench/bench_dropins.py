@@ -26,8 +26,9 @@ formats; the last one sizes the repeats: at least ``--repeat``, more up to 8x wh
 under a few seconds), then the providers interleaved repeat by repeat (``bench.harness.interleaved``),
 batch after batch of that size while the ratio's 95% bootstrap interval is wider than +-3% (at most
 4 batches: noisy cells, such as two threads on a two-core machine, get more repeats, whatever their
-ratio).  Ratio = DGL's median / dgl-accel's median (> 1: the drop-in is faster); the interval goes in
-the row (``ratio_low``, ``ratio_high``).
+ratio; in ``--quick`` no new batch starts after a cell's batches took 15 s).  Ratio = DGL's
+median / dgl-accel's median (> 1: the drop-in is faster); the interval goes in the row
+(``ratio_low``, ``ratio_high``).
 
 Bars: every cell >= 0.95x; geomean >= 1.5x over the attention modules' cells (GATConv, GATv2Conv,
 DotGatConv) and >= 1.2x over all cells.  Rows (one per cell and provider, with a ``run_id``) are
@@ -68,6 +69,7 @@ ATTENTION = ("GATConv", "GATv2Conv", "DotGatConv")
 BARS = {"cell": 0.95, "attention": 1.5, "overall": 1.2}
 PRECISION = 0.03  # a cell's repeats go on until its ratio's 95% interval is within about +-3% ...
 CAP = 4           # ... or this many batches of repeats ran
+QUICK_CELL_CAP_S = 15.0  # ... or, in --quick, a cell's batches took this long (51 cells in <= 10 minutes)
 PLOTTER = "bench/bench_dropins.py --plot-only"  # this bench draws its own figure (bench/plot.py's would not fit)
 AXES = ("base", "width", "hidden", "heads", "dropout", "extra", "threads")
 
@@ -99,10 +101,12 @@ def ratio_interval(times: dict, resamples: int = 400) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def time_cell(steps: dict, warmup: int, repeat: int, budget_s: float) -> dict:
+def time_cell(steps: dict, warmup: int, repeat: int, budget_s: float, cell_cap_s: float | None = None) -> dict:
     """Warm-up steps (the last one's time sizes a batch of repeats), then batches of the providers
     interleaved repeat by repeat, until the ratio's 95% interval is within ``PRECISION`` of it (in
-    log terms: the stop depends on the spread, never on the ratio itself) or ``CAP`` batches ran."""
+    log terms: the stop depends on the spread, never on the ratio itself), ``CAP`` batches ran, or
+    (``cell_cap_s``, the quick mode) the batches took that many seconds: a wider interval, reported."""
+    started = time.perf_counter()
     pair = 0.0
     for _ in range(warmup):
         pair = 0.0
@@ -118,6 +122,8 @@ def time_cell(steps: dict, warmup: int, repeat: int, budget_s: float) -> dict:
             times[p] += batch[p]
         low, high = ratio_interval(times)
         if math.log(high / low) / 2 <= PRECISION:
+            break
+        if cell_cap_s is not None and time.perf_counter() - started > cell_cap_s:
             break
     out = {p: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
            for p, v in times.items()}
@@ -248,6 +254,7 @@ def run(args) -> int:
     warmup = max(1, args.warmup)
     repeat = args.repeat or (3 if args.quick else 5)
     budget = 1.5 if args.quick else 4.0  # seconds per cell that cheap cells may spend on more repeats
+    cell_cap = QUICK_CELL_CAP_S if args.quick else None
     mode = "quick" if args.quick else "full"
     print(f"{len(cells)} cells ({mode}), graphs {', '.join(names)}, threads {threads}, warm-up {warmup}, "
           f"repeats >= {repeat}; run {run_id}", file=sys.stderr)
@@ -255,7 +262,7 @@ def run(args) -> int:
     for i, cell in enumerate(cells, 1):
         counts = set_threads(cell.threads)
         steps, facts = setup(cell, graphs[cell.graph])
-        times = time_cell(steps, warmup, repeat, budget)
+        times = time_cell(steps, warmup, repeat, budget, cell_cap)
         ratio = times["dgl"]["median"] / times["dgl_accel"]["median"]
         after = {"torch_threads_after": torch.get_num_threads()}  # a step that changed it would show here
         common = {"run_id": run_id, "timestamp": stamp, "plotter": PLOTTER, **cell.fields(), **facts, **counts,
