@@ -3,6 +3,7 @@
 on the native CPU path and on the grouped kernels (``kernels/gspmm_grouped.py``) under the Triton
 interpreter; fp32/fp64/fp16/bf16, copy_u and u_mul_e, sum and mean, every GCN norm, atomic and
 deterministic combine, hubs above 1024 neighbours.  (tests/test_aggregation.py runs the DGL entry.)"""
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from dgl_accel.core.aggregation.function import aggregate
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.reference import ref_gspmm
-from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
+from dgl_accel.testing.tolerances import assert_close, assert_matches_reference, tolerance
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 NORMS = ("none", "both", "left", "right")
@@ -199,3 +200,32 @@ def test_degree_statistics_on_the_device_equal_numpys_with_one_host_read(degrees
     for field, want in vars(host).items():
         got = getattr(device, field)
         assert type(got) is type(want) and got == pytest.approx(want, rel=1e-12, abs=1e-12), (field, got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("sign", ["positive", "mixed"])
+@pytest.mark.parametrize("path", ["native", pytest.param("triton", marks=pytest.mark.slow)])  # interpreter: 20 s each
+def test_low_precision_sums_of_a_hub_with_over_100000_in_edges_stay_accurate(path, dtype, sign):
+    """bf16 / fp16 sums over a hub of 120,000 in-edges stay within the dtype's tolerance of the exact
+    sum of the same rounded inputs (float64), on both paths: the accumulation is fp32 whatever the
+    storage dtype.  A sum accumulated in the storage dtype (each fp16 addition rounded, as a
+    low-precision sparse product does) misses the bar by far on the positive inputs: the bar is
+    not loose."""
+    hub_in = 120_000
+    n = hub_in + 3
+    src = torch.cat([torch.arange(1, hub_in + 1), torch.tensor([0, 2])])
+    dst = torch.cat([torch.zeros(hub_in, dtype=torch.int64), torch.tensor([n - 1, n - 2])])
+    g = TensorGraph(src, dst, num_nodes=n)
+    gen = torch.Generator().manual_seed(7)
+    x = torch.rand((n, 4), generator=gen)
+    x = (x if sign == "positive" else x - 0.5).to(dtype)
+    exact = torch.zeros((n, 4), dtype=torch.float64).index_add_(0, dst, x.double()[src])
+    dgl_accel.reset_stats()
+    with dgl_accel.use_backend(path):
+        out = aggregate(g, "copy_u", "sum", x)
+    assert out.dtype == dtype and dgl_accel.stats()["copy_u_sum"] == {PATH_LABEL[path]: 1}
+    assert_close(out, exact.to(dtype), msg=f"{path} {dtype} hub sum")
+    if sign == "positive" and dtype == torch.float16:  # numpy rounds each fp16 addition: the storage-dtype sum
+        naive = torch.from_numpy(np.add.accumulate(x[1:hub_in + 1].numpy(), axis=0)[-1]).double()
+        rtol, atol = tolerance(dtype)
+        assert ((naive - exact[0]).abs() > atol + rtol * exact[0].abs()).all(), naive
