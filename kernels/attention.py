@@ -284,6 +284,13 @@ def gat_num_warps(block_d: int) -> int:
     return max(4, min(8, GAT_BLOCK_E * block_d // 256))
 
 
+def gat_maxnreg(kernel: str, block_d: int, dropout: bool) -> int | None:
+    """Register cap: 168 for the source-side backward with dropout on the 64-feature tile (8 warps;
+    triton 3.6's ptxas stopped at its 128-register target and spilled 16-32 bytes on sm_80 and
+    sm_90; at 168 none, one 256-thread block per SM instead of two); None elsewhere."""
+    return 168 if kernel == "_gat_bwd_src_kernel" and block_d == 64 and dropout else None
+
+
 # ------------------------------------------------------------------ AOT specialisations
 _DT = ("fp32", "fp16", "bf16", "fp64")
 _IDX = ("i32", "i64")
@@ -316,7 +323,7 @@ def _gat(kernel: str, t: str, idx: str, block_d: int, dropout: bool) -> Speciali
     }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_D", "DROPOUT")
     return Specialisation("attention", kernel, {a: types[a] for a in args},
                           {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d, "DROPOUT": dropout},
-                          num_warps=gat_num_warps(block_d))
+                          num_warps=gat_num_warps(block_d), maxnreg=gat_maxnreg(kernel, block_d, dropout))
 
 
 SPECIALISATIONS = (

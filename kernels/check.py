@@ -109,8 +109,10 @@ def compile_one(spec: Specialisation, cap: int, fn=None) -> Result:
         if fn is None:
             fn = getattr(importlib.import_module(f"{__package__}.{spec.module}"), spec.kernel)
         src = ASTSource(fn=fn, signature=dict(spec.signature), constexprs=dict(spec.constexprs))
-        compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32),
-                                  options={"num_warps": spec.num_warps, "num_stages": spec.num_stages})
+        options = {"num_warps": spec.num_warps, "num_stages": spec.num_stages}
+        if spec.maxnreg:
+            options["maxnreg"] = spec.maxnreg
+        compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32), options=options)
         with tempfile.TemporaryDirectory() as workdir:
             res = _resources(compiled.asm["cubin"], workdir)
             result.spill_bytes = _spills(compiled.asm["ptx"], cap, workdir)

@@ -132,6 +132,13 @@ def num_warps_for(block_g: int, block_f: int) -> int:
     return max(1, min(8, (block_g * block_f) // 256))
 
 
+def fwd_maxnreg(bf16: bool, idx64: bool, efeat: bool, per_feat: bool, src_scale: bool, atomic: bool) -> int | None:
+    """Register cap of ``_gspmm_grouped_fwd_kernel``: 128 for bf16 features with int64 ids, one
+    weight per edge, the source scale, atomic (triton 3.6's ptxas stopped at its 96-register target
+    on sm_90 and spilled 8 bytes, tiles 16-64); None elsewhere (ptxas's default)."""
+    return 128 if bf16 and idx64 and efeat and not per_feat and src_scale and atomic else None
+
+
 def fwd_num_warps(block_f: int, efeat: bool, src_scale: bool, dst_scale: bool, atomic: bool) -> int:
     """Warps of ``_gspmm_grouped_fwd_kernel`` (``dst_scale``: its HAS_DST_SCALE): :func:`num_warps_for`'s,
     doubled for mean's backward (copy_u, the source scale alone, atomic: SAGEConv's mean run on the
@@ -189,7 +196,8 @@ def _fwd(t, idx, efeat, per_feat, atomic, block_f, scales="both"):
               "ACC_FP64": t == "fp64"}
     sig.update({k: "constexpr" for k in consts})
     return Specialisation("gspmm_grouped", "_gspmm_grouped_fwd_kernel", sig, consts,
-                          num_warps=fwd_num_warps(block_f, efeat, src, dst and atomic, atomic))
+                          num_warps=fwd_num_warps(block_f, efeat, src, dst and atomic, atomic),
+                          maxnreg=fwd_maxnreg(t == "bf16", idx == "i64", efeat, per_feat, src, atomic))
 
 
 def _reduce(t, block_f, dst=True):

@@ -24,13 +24,14 @@ class Specialisation:
     constexprs: Mapping[str, object] = dataclasses.field(default_factory=dict)
     num_warps: int = 4
     num_stages: int = 3
+    maxnreg: int | None = None       # ptxas's register cap where its default target spills (None: its default)
 
     @property
     def tag(self) -> str:
         # pointer element types in argument order, e.g. "i64,i32,fp32,fp32[BLOCK_F=32]w4"
         ptr_types = ",".join(t[1:] for t in self.signature.values() if t.startswith("*"))
         consts = ",".join(f"{k}={v}" for k, v in self.constexprs.items())
-        return f"{ptr_types}[{consts}]w{self.num_warps}"
+        return f"{ptr_types}[{consts}]w{self.num_warps}" + (f"r{self.maxnreg}" if self.maxnreg else "")
 
 
 def specialisations() -> list[Specialisation]:

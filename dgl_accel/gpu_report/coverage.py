@@ -35,7 +35,7 @@ def spec_key(spec) -> tuple:
     """The identity of a registered specialisation (see the module docstring)."""
     pointers = tuple((a, t[1:]) for a, t in spec.signature.items() if t.startswith("*"))
     consts = tuple(sorted((k, v) for k, v in spec.constexprs.items()))
-    return spec.module, spec.kernel, pointers, consts, spec.num_warps, spec.num_stages
+    return spec.module, spec.kernel, pointers, consts, spec.num_warps, spec.num_stages, spec.maxnreg
 
 
 class LaunchLog:
@@ -56,7 +56,8 @@ class LaunchLog:
         pointers = tuple((a, TRITON_TYPES.get(bound[a].dtype, str(bound[a].dtype))) for a in names
                          if isinstance(bound.get(a), torch.Tensor))
         const_items = tuple(sorted((k, bound[k]) for k in consts if k in bound))
-        key = (module, name, pointers, const_items, int(kwargs.get("num_warps", 4)), int(kwargs.get("num_stages", 3)))
+        key = (module, name, pointers, const_items, int(kwargs.get("num_warps", 4)), int(kwargs.get("num_stages", 3)),
+               kwargs.get("maxnreg"))
         self.counts[key] += 1
 
     @contextlib.contextmanager

@@ -45,21 +45,24 @@ def gspmm_forward(structure: Structure, groups: Groups, ufeat: torch.Tensor, efe
     common = dict(BLOCK_G=block_g, BLOCK_F=block_f, HAS_EFEAT=has_e, EFEAT_PER_FEAT=per_feat,
                   HAS_SRC_SCALE=src_scale is not None, ACC_FP64=acc == torch.float64)
 
-    def warps(has_dst: bool, atomic: bool) -> int:  # the registry's choice (kernels/gspmm_grouped.py)
-        return consts.fwd_num_warps(block_f, has_e, src_scale is not None, has_dst, atomic)
+    def warps(has_dst: bool, atomic: bool) -> dict:  # the registry's choice (kernels/gspmm_grouped.py)
+        cap = consts.fwd_maxnreg(ufeat.dtype == torch.bfloat16, structure.indices.dtype == torch.int64, has_e,
+                                 per_feat, src_scale is not None, atomic)
+        return {"num_warps": consts.fwd_num_warps(block_f, has_e, src_scale is not None, has_dst, atomic),
+                **({"maxnreg": cap} if cap else {})}
     args = (groups.row, groups.start, groups.length, structure.indices, structure.eids, ufeat, efeat,
             src_s, dst_s)
     if not deterministic:
         buf = torch.zeros((rows, num_feats), dtype=acc, device=device)
         kernel[grid](*args, buf, groups.num_groups, num_feats, ufeat.stride(0),
                      efeat.stride(0) if has_e else 0, buf.stride(0),
-                     HAS_DST_SCALE=dst_scale is not None, ATOMIC=True, num_warps=warps(dst_scale is not None, True),
+                     HAS_DST_SCALE=dst_scale is not None, ATOMIC=True, **warps(dst_scale is not None, True),
                      **common)
         return buf.to(ufeat.dtype)
     partial = torch.empty((groups.num_groups, num_feats), dtype=acc, device=device)
     kernel[grid](*args, partial, groups.num_groups, num_feats, ufeat.stride(0),
                  efeat.stride(0) if has_e else 0, partial.stride(0),
-                 HAS_DST_SCALE=False, ATOMIC=False, num_warps=warps(False, False), **common)
+                 HAS_DST_SCALE=False, ATOMIC=False, **warps(False, False), **common)
     out = torch.empty((rows, num_feats), dtype=ufeat.dtype, device=device)
     reduce = triton_kernel("gspmm_grouped", "_segment_reduce_kernel", device)
     reduce[(rows, -(-num_feats // block_f))](

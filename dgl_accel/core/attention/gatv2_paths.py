@@ -90,10 +90,16 @@ def backward_compiled(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope
 
 
 # ------------------------------------------------------------------ triton
-def _config(dim: int):
+_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
+
+
+def _config(dim: int, kernel: str, dtype: torch.dtype):
+    """(launch options as registered in ``kernels/attention_gatv2.py``, the feature tile)."""
     mod = kernel_module("attention_gatv2")
     block_d = mod.feature_tile(dim)
-    return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": mod.num_warps(block_d)}, block_d
+    cap = mod.maxnreg(kernel, block_d, _TYPES[dtype])
+    return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": mod.num_warps(block_d),
+            **({"maxnreg": cap} if cap else {})}, block_d
 
 
 def _inputs(fs, fd, attn):
@@ -108,7 +114,7 @@ def forward_triton(in_csr: Structure, fs, fd, attn, slope: float):
     out = torch.empty((num_dst, heads, dim), dtype=fs.dtype, device=fs.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=fs.device)
     if num_dst:  # heads, dim >= 1 (checks)
-        cfg, block_d = _config(dim)
+        cfg, block_d = _config(dim, "_gatv2_fwd_kernel", fs.dtype)
         kernel = triton_kernel("attention_gatv2", "_gatv2_fwd_kernel", fs.device)
         kernel[(num_dst, heads, -(-dim // block_d))](in_csr.indptr, in_csr.indices, fs, fd, attn,
                                                      scalar(slope, acc, fs.device), out, lse, heads, dim, **cfg)
@@ -121,7 +127,7 @@ def attention_triton(in_csr: Structure, fs, fd, attn, slope: float, lse) -> torc
     heads, dim = fs.shape[1], fs.shape[2]
     a = torch.empty((in_csr.num_edges, heads), dtype=lse.dtype, device=fs.device)
     if in_csr.num_rows and in_csr.num_edges:
-        cfg, _ = _config(dim)
+        cfg, _ = _config(dim, "_gatv2_attn_kernel", fs.dtype)
         kernel = triton_kernel("attention_gatv2", "_gatv2_attn_kernel", fs.device)
         kernel[(in_csr.num_rows, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, fs, fd, attn,
                                          scalar(slope, lse.dtype, fs.device), lse, a, heads, dim, **cfg)
@@ -141,7 +147,7 @@ def backward_triton(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: 
         ga, ga_on = grad_attn.to(acc).contiguous(), 1
     grad_fs, grad_fd = torch.empty_like(fs), torch.empty_like(fd)
     grad_w = torch.empty((num_dst, heads, dim), dtype=acc, device=fs.device)  # per destination, summed below
-    cfg, block_d = _config(dim)
+    cfg, block_d = _config(dim, "_gatv2_bwd_dst_kernel", fs.dtype)
     slope_t = scalar(slope, acc, fs.device)
     blocks = -(-dim // block_d)
     if num_dst:
@@ -149,6 +155,7 @@ def backward_triton(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: 
         kernel[(num_dst, heads, blocks)](in_csr.indptr, in_csr.indices, in_csr.eids, fs, fd, attn, slope_t, lse, c,
                                          grad_out, ga, ga_on, grad_fd, grad_w, heads, dim, **cfg)
     if num_src:
+        cfg, _ = _config(dim, "_gatv2_bwd_src_kernel", fs.dtype)
         kernel = triton_kernel("attention_gatv2", "_gatv2_bwd_src_kernel", fs.device)
         kernel[(num_src, heads, blocks)](out_csr.indptr, out_csr.indices, out_csr.eids, fs, fd, attn, slope_t, lse, c,
                                          grad_out, ga, ga_on, grad_fs, heads, dim, **cfg)

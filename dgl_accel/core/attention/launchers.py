@@ -88,6 +88,8 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
                                  delta, grad_er, heads, dim, **opts)
     if num_src:
         kernel = triton_kernel("attention", "_gat_bwd_src_kernel", feat.device)
+        cap = mod.gat_maxnreg("_gat_bwd_src_kernel", block_d, drop is not None)
+        opts = {**opts, **({"maxnreg": cap} if cap else {})}
         kernel[(num_src, heads, -(-dim // block_d))](out_csr.indptr, out_csr.indices, out_csr.eids, feat, el, er,
                                                      params, rng, lse, grad_out, delta, grad_feat, grad_el, heads,
                                                      dim, **opts)
