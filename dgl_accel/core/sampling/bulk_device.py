@@ -93,10 +93,10 @@ def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.
     key_words = signed_keys(keys, device)
     fronts = [b.to(device=device, dtype=torch.int64) for b in batches]
     sizes = [int(f.shape[0]) for f in fronts]
+    size_t = torch.tensor(sizes, dtype=torch.int64, device=device)  # the same sizes on the device
     layers: list[list[SampledLayer]] = [[] for _ in range(k)]
     for step, fanout in enumerate(reversed(list(fanouts))):
         rows = torch.cat(fronts) if fronts else torch.empty(0, dtype=torch.int64, device=device)
-        size_t = torch.tensor(sizes, device=device)
         bid = torch.repeat_interleave(torch.arange(k, device=device), size_t, output_size=rows.shape[0])
         flat, counts = _draws(indptr, rows, key_words[bid], step * n, fanout, replace)
         src, eid = indices[flat], eids[flat]
@@ -130,5 +130,6 @@ def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.
                                              eids=e))
             fronts[b] = src_nodes
         sizes = [s + m for s, m in zip(sizes, sizes_e[k:])]
+        size_t = size_t + new_counts  # no upload per layer
     return [SamplerOutput(seeds=b.to(device=device, dtype=torch.int64), layers=tuple(ls))
             for b, ls in zip(batches, layers)]
