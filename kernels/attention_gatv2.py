@@ -202,13 +202,13 @@ def num_warps(block_d: int) -> int:
     return max(4, min(8, BLOCK_E * block_d // 256))
 
 
-def maxnreg(kernel: str, block_d: int, dtype: str) -> int | None:
+def maxnreg(kernel: str, block_d: int, fp64: bool) -> int | None:
     """Register cap where triton 3.6's ptxas spilled at its default target: 168 for the forward and
     the destination-side backward on the 64-feature tile (8 warps; 8 bytes), 128 for the fp64
     destination-side backward on the 16-feature tile (4 warps; 32 bytes); None elsewhere."""
     if kernel in ("_gatv2_fwd_kernel", "_gatv2_bwd_dst_kernel") and block_d == 64:
         return 168
-    return 128 if kernel == "_gatv2_bwd_dst_kernel" and block_d == 16 and dtype == "fp64" else None
+    return 128 if kernel == "_gatv2_bwd_dst_kernel" and block_d == 16 and fp64 else None
 
 
 # ------------------------------------------------------------------ AOT specialisations
@@ -236,7 +236,7 @@ def _spec(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
     sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
     sig.update(BLOCK_E="constexpr", BLOCK_D="constexpr")
     return Specialisation("attention_gatv2", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
-                          num_warps=num_warps(block_d), maxnreg=maxnreg(kernel, block_d, t))
+                          num_warps=num_warps(block_d), maxnreg=maxnreg(kernel, block_d, t == "fp64"))
 
 
 SPECIALISATIONS = [_spec(k, t, idx, bd) for k in _ARGS for t in _DT for idx in _IDX for bd in FEATURE_TILES]

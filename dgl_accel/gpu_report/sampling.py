@@ -17,7 +17,7 @@ entries in ``dgl_accel.core.sampling``):
 * GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper; the node set of
   the walks, then its induced edges by a mask over the edge list): subgraphs/s;
 * bulk sampling, k = 32 minibatches of 1,024 seeds at once, fanouts [15, 10, 5] (the device
-  pipeline ``sample_bulk_device``; on the CPU ``sample_layer`` of the matrix formulation): sampled edges/s;
+  pipeline ``sample_bulk_device``; on the CPU ``sample_bulk_cpu``, the matrix formulation's layers): sampled edges/s;
 * PPR extraction (shaDow-GNN's scope: ``ppr_node_sets``, the push per target then its top-K nodes),
   K = 32, 64, 200 (32 under ``tiny``), alpha 0.15, eps 1e-5 (1e-3 under ``tiny``): targets/s, and the mean subgraph size
   (``mean_size``: nodes per target); 256 targets a call on the device (the pipeline of
@@ -34,8 +34,8 @@ import torch
 from ..core.backend import use_backend
 from ..core.sampling.arrays import np64
 from ..core.sampling.bulk_device import sample_bulk_device
-from ..core.sampling.bulk_matrix import adjacency_tensor, canonical_adjacency
-from ..core.sampling.bulk_neighbor import sample_layer
+from ..core.sampling.bulk_matrix import canonical_adjacency
+from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.induced import InCSR, induced_entries
 from ..core.sampling.induced_device import induced_device
 from ..core.sampling.khop import khop_sample
@@ -147,18 +147,14 @@ def saint_walk_subgraph(wcsr: WalkCSR, g_src, g_dst, num_nodes: int, roots: int,
 def bulk_sampling(canon, seeds: np.ndarray, k: int, path: str, device, fanouts=FANOUTS, seed: int = 0) -> int:
     """k minibatches of ``len(seeds) // k`` seeds, all layers; returns the number of sampled edges."""
     frontiers = [np.unique(b) for b in np.array_split(seeds, k)]
-    keys, total = [seed * 1000 + b for b in range(k)], 0
+    keys, order = [seed * 1000 + b for b in range(k)], list(reversed(fanouts))  # fanouts[0]: the output layer
     if path == "triton":  # the device pipeline: every array stays on the device
         arrays = [canon.on_device(name, device) for name in ("indptr", "indices", "eids")]
         outs = sample_bulk_device(*arrays, canon.n, [torch.from_numpy(f).to(device) for f in frontiers], keys,
-                                  list(reversed(fanouts)), replace=False)
-        return sum(layer.num_edges for out in outs for layer in out.layers)
-    for step, fanout in enumerate(fanouts):
-        parts, _ = sample_layer(canon, frontiers, keys, step, fanout, replace=False, spgemm=None, excl=None,
-                                path=path, device=device, adjacency=lambda: adjacency_tensor(canon))
-        total += sum(int(p[1].shape[0]) for p in parts)
-        frontiers = [np.concatenate([f, p[2]]) for f, p in zip(frontiers, parts)]
-    return total
+                                  order, replace=False)
+    else:
+        outs = sample_bulk_cpu(canon, frontiers, keys, order, replace=False)
+    return sum(layer.num_edges for out in outs for layer in out.layers)
 
 
 def ppr_extraction(csr, targets: torch.Tensor, topk: int, eps: float) -> tuple[int, dict]:

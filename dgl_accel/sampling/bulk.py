@@ -288,13 +288,7 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
             frontiers = new_frontiers
             add_timing(timing, *marks)
         self.last_timing = timing
-        out = []
-        for seeds, blocks in zip(batches, per_batch):
-            out_dev = seeds.device if self.output_device is None else torch.device(self.output_device)
-            if out_dev.type != "cpu":
-                blocks = [b.to(out_dev) for b in blocks]
-            out.append((blocks[0].srcdata[dgl.NID], seeds, blocks))
-        return out
+        return self._outputs(batches, per_batch)
 
     def _sample_bulk_device(self, canon, batches, keys, excl, dev, idtype):
         """The device pipeline (:func:`~dgl_accel.core.sampling.bulk_device.sample_bulk_device`): the
@@ -304,10 +298,16 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         outs = sample_bulk_device(*arrays, canon.n, batches, keys, self.fanouts, replace=self.replace,
                                   exclude=None if excl is None else torch.from_numpy(excl))
         self.last_timing = {"probability": 0.0, "sampling": time.perf_counter() - t0, "extraction": 0.0}
+        return self._outputs(batches, [blocks_from_output(sampled, idtype) for sampled in outs])
+
+    def _outputs(self, batches, per_batch):
+        """``(input_nodes, output_nodes, blocks)`` per minibatch, the blocks on the output device (the
+        seeds' by default) wherever they were built."""
         out = []
-        for seeds, sampled in zip(batches, outs):
+        for seeds, blocks in zip(batches, per_batch):
             out_dev = seeds.device if self.output_device is None else torch.device(self.output_device)
-            blocks = [b.to(out_dev) if out_dev != dev else b for b in blocks_from_output(sampled, idtype)]
+            if blocks[0].device != out_dev:
+                blocks = [b.to(out_dev) for b in blocks]
             out.append((blocks[0].srcdata[dgl.NID], seeds, blocks))
         return out
 

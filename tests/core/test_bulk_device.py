@@ -77,6 +77,6 @@ def test_bulk_device_reads_the_host_at_most_its_bound_whatever_k(exclude):
 
 def test_labels_beyond_the_counter_range_are_refused_before_any_draw():
     indptr = torch.zeros(3, dtype=torch.int64)
-    with pytest.raises(SamplingInputError, match="2\\^39"):
+    with pytest.raises(SamplingInputError, match="2\\^39"):  # 3 layers x 2^38 nodes: labels up to 3 * 2^38 - 1
         sample_bulk_device(indptr, torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64), 1 << 38,
-                           [torch.tensor([0])], [1], [2, 2], replace=False)
+                           [torch.tensor([0])], [1], [2, 2, 2], replace=False)

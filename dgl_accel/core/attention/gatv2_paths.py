@@ -90,14 +90,11 @@ def backward_compiled(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope
 
 
 # ------------------------------------------------------------------ triton
-_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
-
-
 def _config(dim: int, kernel: str, dtype: torch.dtype):
     """(launch options as registered in ``kernels/attention_gatv2.py``, the feature tile)."""
     mod = kernel_module("attention_gatv2")
     block_d = mod.feature_tile(dim)
-    cap = mod.maxnreg(kernel, block_d, _TYPES[dtype])
+    cap = mod.maxnreg(kernel, block_d, dtype == torch.float64)
     return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": mod.num_warps(block_d),
             **({"maxnreg": cap} if cap else {})}, block_d
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["np64", "offsets", "signed64", "OneThread"]
+__all__ = ["np64", "offsets", "signed64", "index_counts", "OneThread"]
 
 
 def np64(t: torch.Tensor) -> np.ndarray:
@@ -35,6 +35,17 @@ def signed64(seed: int) -> int:
     """The seed's bit pattern as a signed int64 kernel argument (``tl.randint4x`` reads it back as
     uint64, so seeds in [2^63, 2^64) keep their Philox key)."""
     return seed - (1 << 64) if seed >= (1 << 63) else seed
+
+
+def index_counts(index: torch.Tensor, size: int, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """``bincount(index, weights, minlength=size)`` (int64) for ``index < size``, on ``index``'s device
+    without the host read of the maximum that ``bincount`` makes on a GPU.
+
+    >>> index_counts(torch.tensor([2, 0, 2]), 4).tolist()
+    [1, 0, 2, 0]
+    """
+    ones = torch.ones_like(index) if weights is None else weights
+    return torch.zeros(size, dtype=torch.int64, device=index.device).index_add_(0, index, ones)
 
 
 class OneThread:

@@ -21,7 +21,8 @@ import torch
 from ..backend import record
 from ..csr import row_positions
 from ..launch import triton_kernel
-from .arrays import signed64
+from .arrays import index_counts, signed64
+from .bulk_sampling import LABEL_SHIFT, MAX_DRAWS
 from .checks import expected
 from .neighbor_device import relabel_device
 from .output import SampledLayer, SamplerOutput
@@ -29,20 +30,11 @@ from .output import SampledLayer, SamplerOutput
 __all__ = ["sample_bulk_device", "HOST_READS_PER_BULK_LAYER", "signed_keys"]
 
 HOST_READS_PER_BULK_LAYER = 5
-_LABEL_SHIFT = 24           # .bulk_sampling.LABEL_SHIFT: draw t of a row uses counter (label << 24) + t // 4
-_MAX_DRAWS = 4 << _LABEL_SHIFT
 
 
 def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
     """Philox keys in [0, 2^64) as the int64 words the kernel reads (two's complement)."""
     return torch.tensor([signed64(k) for k in keys], dtype=torch.int64, device=device)
-
-
-def _count(index: torch.Tensor, size: int, weights: torch.Tensor | None = None) -> torch.Tensor:
-    """``bincount(index, weights, minlength=size)`` for ``index < size``, without the host read of
-    the maximum that ``bincount`` makes on a GPU."""
-    ones = torch.ones_like(index) if weights is None else weights
-    return torch.zeros(size, dtype=torch.int64, device=index.device).index_add_(0, index, ones)
 
 
 def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int, fanout: int,
@@ -68,7 +60,7 @@ def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, l
         dummy = torch.zeros(1, dtype=torch.float64, device=rows.device)
         triton_kernel("bulk_sampling", "_its_rows_kernel", rows.device)[(-(-R // its_block_r(S)),)](
             dummy, start[draw].contiguous(), deg[draw].contiguous(), key_of_row[draw].contiguous(),
-            (rows[draw] + label_base).contiguous(), dummy, dummy, out, R, fanout, _MAX_DRAWS, 1,
+            (rows[draw] + label_base).contiguous(), dummy, dummy, out, R, fanout, MAX_DRAWS, 1,
             UNIFORM=True, REPLACE=replace, BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(True))
         picks = out[:, :fanout]
         pad[draw] = picks if replace else torch.sort(picks, dim=1).values  # the spec: ascending column
@@ -84,8 +76,8 @@ def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.
     canonical: columns ascending per row, no parallel edges (:class:`.bulk_matrix.Canonical` with
     ``unit``).  Every tensor of the result is int64 on ``indptr``'s device."""
     device, n, k = indptr.device, int(num_nodes), len(batches)
-    if len(fanouts) * n >= 1 << (63 - _LABEL_SHIFT):
-        raise expected("layers * num_nodes < 2^39 (the rows' counter labels)", f"{len(fanouts)} x {n}",
+    if len(fanouts) * n > 1 << (63 - LABEL_SHIFT):  # .bulk_sampling.row_label's bound: every label < 2^39
+        raise expected("layers * num_nodes <= 2^39 (the rows' counter labels)", f"{len(fanouts)} x {n}",
                        "use fewer layers or partition the graph.")
     indptr, indices, eids = (t.to(torch.int64) for t in (indptr, indices, eids))
     exclude = None if exclude is None or exclude.numel() == 0 else exclude.to(device=device, dtype=torch.int64)
@@ -105,18 +97,18 @@ def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.
             row_of = torch.repeat_interleave(torch.arange(rows.shape[0], device=device), counts,
                                              output_size=eid.numel())
             src, eid, row_of = src[keep], eid[keep], row_of[keep]
-            counts = _count(row_of, rows.shape[0])
+            counts = index_counts(row_of, rows.shape[0])
         ebid = torch.repeat_interleave(bid, counts, output_size=src.numel())
         new_keys, local = relabel_device(ebid * n + src, bid * n + rows)
         first_row = torch.cumsum(size_t, 0) - size_t
         new_bid = torch.div(new_keys, n, rounding_mode="floor")
-        new_counts = _count(new_bid, k)
+        new_counts = index_counts(new_bid, k)
         new_before = torch.cumsum(new_counts, 0) - new_counts
         # relabel_device numbers the rows 0..R-1, then the new keys R..: per minibatch, rows 0..T_b-1
         # (the row's position in its frontier), then its new sources T_b..
         is_new = local >= rows.shape[0]
         local = torch.where(is_new, local - rows.shape[0] - new_before[ebid] + size_t[ebid], local - first_row[ebid])
-        edge_counts = _count(bid, k, counts)
+        edge_counts = index_counts(bid, k, counts)
         sizes_e = torch.cat([edge_counts, new_counts]).tolist()  # read: the per-minibatch sizes
         news = torch.split(new_keys - new_bid * n, sizes_e[k:])
         offs = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.cumsum(counts, 0)])

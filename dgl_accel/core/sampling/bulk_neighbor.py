@@ -18,7 +18,7 @@ import torch
 
 from ..jit import runtime
 from .arrays import offsets
-from .bulk_matrix import canonical_csr, local_spgemm, selection_matrix
+from .bulk_matrix import adjacency_tensor, canonical_csr, local_spgemm, selection_matrix
 from .bulk_sampling import (
     RowSet,
     extract,
@@ -134,7 +134,7 @@ def sample_bulk_cpu(canon, batches, keys, fanouts, *, replace: bool, excl=None) 
     layers: list[list[SampledLayer]] = [[] for _ in batches]
     for step, fanout in enumerate(reversed(list(fanouts))):
         parts, _ = sample_layer(canon, frontiers, keys, step, fanout, replace=replace, spgemm=None, excl=excl,
-                                path="native", device="cpu", adjacency=None)
+                                path="native", device="cpu", adjacency=lambda: adjacency_tensor(canon))
         for b, (indptr, local, new, eids) in enumerate(parts):
             src = np.concatenate([frontiers[b], new])
             layers[b].insert(0, SampledLayer(*(torch.from_numpy(np.asarray(a, dtype=np.int64)) for a in (

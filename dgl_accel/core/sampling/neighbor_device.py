@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from ..csr import Structure, row_positions
+from .arrays import index_counts
 from .neighbor_triton import neighbor_choice_triton
 
 __all__ = ["sample_neighbors_device", "sample_layers_device", "relabel_device", "HOST_READS_PER_LAYER",
@@ -82,7 +83,7 @@ def sample_layers_device(csr: Structure, seeds: torch.Tensor, fanouts: list[int]
             keep = ~torch.isin(eid, exclude)
             rows = torch.arange(cur.shape[0], device=cur.device)
             row = torch.repeat_interleave(rows, counts, output_size=eid.numel())
-            counts = torch.zeros_like(counts).index_add_(0, row, keep.to(counts.dtype))
+            counts = index_counts(row, counts.shape[0], keep.to(torch.int64))
             kept = keep.nonzero().squeeze(1)  # the one read of the exclusion
             src, eid = src[kept], eid[kept]
         new, src_local = relabel_device(src, cur)

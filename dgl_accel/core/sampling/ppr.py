@@ -135,7 +135,7 @@ def ppr_topk_np(indptr: np.ndarray, indices: np.ndarray, targets: np.ndarray, al
 
 def _rows(csr: Structure, tnp, alpha, eps, topk, threshold, compiled):
     """(nodes [T, topk] -1 padded, scores, counts) of the targets ``tnp`` on the path the backend
-    picks (the Triton push kernel, else the compiled loop or the numpy reference)."""
+    picks (the device pipeline, else the compiled loop or the numpy reference)."""
     path = choose_path(csr.indptr)
     record("ppr_push", path, csr.indptr.device)
     if path == "triton":  # the device pipeline; only the [T, topk] result comes to the host

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from ..csr import row_positions
+from .arrays import index_counts
 from .ppr_triton import ppr_spread_triton
 
 __all__ = ["ppr_topk_device", "HOST_READS_PER_ROUND", "HOST_READS_PER_GROUP", "WORKSPACE_BYTES"]
@@ -71,7 +72,7 @@ def _select(p, targets, n: int, topk: int, threshold: float):
     best = keys[order[torch.nonzero(rank < topk - 1).flatten()]]  # read: the chosen
     chosen = torch.sort(torch.cat([torch.arange(g, device=dev) * n + targets, best])).values
     ct = torch.div(chosen, n, rounding_mode="floor")
-    counts = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ct, torch.ones_like(ct))
+    counts = index_counts(ct, g)
     slot = torch.arange(chosen.numel(), device=dev) - (torch.cumsum(counts, 0) - counts)[ct]
     nodes = torch.full((g, topk), -1, dtype=torch.int64, device=dev)
     scores = torch.zeros((g, topk), dtype=torch.float64, device=dev)
