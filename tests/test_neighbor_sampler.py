@@ -505,21 +505,28 @@ def test_graphsage_accuracy_matches_dgl_sampler():
 def test_triton_path_gives_the_same_blocks_as_the_native_path():
     import dgl_accel
 
+    """Uniform, weighted (``prob``) and masked choice: the device pipeline's blocks are the CPU's."""
     g = dgl.rand_graph(300, 3000)
+    g.edata["p"] = torch.rand(3000) * (torch.rand(3000) > 0.3)
+    g.edata["m"] = torch.rand(3000) > 0.5
     seeds = torch.arange(0, 300, 3)
     blocks = {}
+    kinds = [dict(), dict(prob="p"), dict(mask="m")]
     for name in ("native", "triton"):
         with dgl_accel.use_backend(name):
             dgl_accel.reset_stats()
             for replace in (False, True):
-                sampler = NeighborSampler([4, 3], replace=replace, seed=11)
-                blocks[(name, replace)] = sampler.sample_blocks(g, seeds)[2]
-            label = "native-cpu" if name == "native" else "triton-interpreter"
-            assert dgl_accel.stats()["neighbor_choice"] == {label: 4}
-    for replace in (False, True):
-        for a, b in zip(blocks[("native", replace)], blocks[("triton", replace)]):
+                for k, kw in enumerate(kinds):
+                    sampler = NeighborSampler([4, 3], replace=replace, seed=11, **kw)
+                    blocks[(name, replace, k)] = sampler.sample_blocks(g, seeds)[2]
+            if name == "triton":
+                assert dgl_accel.stats()["neighbor_choice"] == {"triton-interpreter": 4 * len(kinds)}
+    for key in blocks:
+        for a, b in zip(blocks[("native",) + key[1:]], blocks[key]):
             assert torch.equal(a.srcdata[dgl.NID], b.srcdata[dgl.NID])
             assert torch.equal(a.edata[dgl.EID], b.edata[dgl.EID])
+    for a in blocks[("triton", False, 2)]:
+        assert bool(g.edata["m"][a.edata[dgl.EID]].all())  # masked-out edges never sampled
 
 
 @pytest.mark.parametrize("fanouts", [[-1, -1], [3, 2]])

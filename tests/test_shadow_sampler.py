@@ -257,3 +257,28 @@ def test_ppr_sampler_same_on_triton_and_native(path):
     with dgl_accel.use_backend("native"):
         ref = ShaDowPPRSampler(topk=6, eps=1e-3, cache=False).sample(g, seeds)
     assert torch.equal(inp, ref[0]) and torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_merged_scope_on_the_device_path_is_the_cpu_paths(graph, symmetric):
+    """On the Triton path (a CUDA graph; here the interpreter) the merged scope and its subgraph are
+    built where the graph lives: the CPU path's node list and edges, uniform, weighted, with
+    replacement and with an exclusion (a symmetric graph's CPU subgraph lists its edges in the
+    half-CSR order, so there the edge sets are compared)."""
+    g = graph if symmetric else dgl.rand_graph(1500, 9000)
+    w = torch.rand(g.num_edges(), generator=torch.Generator().manual_seed(3))
+    w[::4] = 0
+    g = g.clone() if symmetric else g
+    g.edata["q"] = w
+    seeds, excl = torch.arange(0, 1500, 13), torch.arange(0, g.num_edges(), 5)
+    for kw in (dict(), dict(prob="q"), dict(replace=True)):
+        out = {}
+        for name in ("native", "triton"):
+            with dgl_accel.use_backend(name):
+                out[name] = ShaDowKHopSampler([5, 3], seed=2, **kw).sample(g, seeds, exclude_eids=excl)
+        (inp, _, sg), (ref_inp, _, ref) = out["triton"], out["native"]
+        assert torch.equal(inp, ref_inp) and inp.dtype == ref_inp.dtype, kw
+        assert _edges(g, sg) == _edges(g, ref), kw
+        assert not set(sg.edata[dgl.EID].tolist()) & set(excl.tolist())
+        if not symmetric:
+            assert torch.equal(sg.edata[dgl.EID], ref.edata[dgl.EID]), kw

@@ -1,7 +1,8 @@
 """The samplers' kernels on the report's device against their CPU twins: same seed, same output.
 
 One check per registered variant of each kernel: neighbour choice (sub-warp, block and grid
-classes, with and without replacement, with counter ids through k-hop sampling), random walks
+classes, with and without replacement, with counter ids through k-hop sampling; the weighted
+choice's torch ops through multi-layer blocks), random walks
 (weights x restarts x edge ids), node2vec (uniform, weighted), the multi-dimensional random walk,
 GraphSAINT's frontier kernel, bulk sampling's draw / compact / relabel kernels and its device pipeline.
 """
@@ -17,8 +18,9 @@ from ..core.sampling.bulk_matrix import canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
 from ..core.sampling.bulk_sampling_triton import relabel_triton
+from ..core.sampling.choice import weight_tables
 from ..core.sampling.khop import khop_sample
-from ..core.sampling.neighbor import choose_neighbors, relabel_block
+from ..core.sampling.neighbor import choose_neighbors, relabel_block, sample_layers
 from ..core.sampling.output import assert_same_output
 from ..core.sampling.saint_frontier import frontier_sample
 from ..core.sampling.walks import WalkCSR, random_walk
@@ -84,6 +86,15 @@ def check_neighbors(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
                 return tuple(khop_sample(s, seeds.to(s.device), [fanout, 3], replace=replace, seed=11).steps)
             checks.run("neighbor", f"khop fanout={fanout} replace={replace}",
                        lambda khop=khop: assert_same(*twin(khop, hub, device), "k-hop steps"))
+    # weighted blocks (torch ops on the device, no kernel): zero weights, the hub above 1,024 in-edges
+    prob = torch.rand(hub.src.numel(), generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    prob[::7] = 0
+    for replace in (False, True):
+        def weighted(s, replace=replace):
+            return [sample_layers(s, torch.arange(20, device=s.device), [600, 10], seed=13, replace=replace,
+                                  tables=weight_tables(s.indptr, s.eids, prob.to(s.device)))]
+        checks.run("neighbor", f"weighted blocks [600, 10] replace={replace}",
+                   lambda weighted=weighted: assert_same_output(*twin(weighted, hub, device)))
 
 
 def check_walks(checks, g: Graph, device) -> None:

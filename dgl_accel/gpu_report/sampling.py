@@ -4,7 +4,8 @@ entries in ``dgl_accel.core.sampling``):
 * neighbour sampling, fanouts [15, 10, 5], batch 1,024 seeds (``sample_neighbors`` per layer, the
   next frontier = seeds + new sources): sampled edges/s;
 * the same with the blocks built (``sample_layers``: every layer relabelled, a ``SamplerOutput``),
-  with ``host_reads``, what one batch reads on the host (``testing.HostReads``);
+  with ``host_reads``, what one batch reads on the host (``testing.HostReads``), uniform and
+  weighted (uniform random edge weights; the tables are built in the untimed first call);
 * k-hop sampling, fanouts [15, 10, 5], one sample per seed of a 1,024 batch (``khop_sample``):
   sampled vertices/s;
 * shaDow-GNN's k-hop extraction (DGL's ``ShaDowKHopSampler``: the merged node list of fanouts
@@ -36,6 +37,7 @@ from ..core.sampling.arrays import np64
 from ..core.sampling.bulk_device import sample_bulk_device
 from ..core.sampling.bulk_matrix import canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_bulk_cpu
+from ..core.sampling.choice import weight_tables
 from ..core.sampling.induced import InCSR, induced_entries
 from ..core.sampling.induced_device import induced_device
 from ..core.sampling.khop import khop_sample
@@ -63,10 +65,13 @@ def neighbor_sampling(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0) 
     return total
 
 
-def neighbor_blocks(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0, host=None) -> int:
+def neighbor_blocks(csr, seeds: torch.Tensor, fanouts=FANOUTS, seed: int = 0, host=None, prob=None) -> int:
     """Multi-layer sampling with every layer relabelled (the blocks' arrays); the sampled edges.
-    ``host``: the CPU path's numpy arrays, built once per graph as the DGL adapter caches them."""
-    return sum(layer.num_edges for layer in sample_layers(csr, seeds, list(fanouts), seed=seed, host=host).layers)
+    ``host``: the CPU path's numpy arrays, built once per graph as the DGL adapter caches them;
+    ``prob``: edge weights (the weighted choice; tables built on the first call, then cached)."""
+    tables = None if prob is None else weight_tables(csr.indptr, csr.eids, prob)
+    return sum(layer.num_edges for layer in
+               sample_layers(csr, seeds, list(fanouts), seed=seed, host=host, tables=tables).layers)
 
 
 def _reads_once(fn):
@@ -176,6 +181,7 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
     """[(name, unit, fn)]: ``fn()`` runs one unit of work and returns its count."""
     src_d, dst_d = g.src.to(dev), g.dst.to(dev)
     many = {n: _seeds(g.num_nodes, n, dev) for n in sz["one_layer"]}  # drawn once: the timings are the samplers'
+    prob = torch.rand(g.num_edges, generator=torch.Generator().manual_seed(6)).to(dev)  # weights in [0, 1)
     host = InCSR.from_structure(s_in) if path == "native" else None  # the CPU path's numpy CSR, built once
     # sample_layers' CPU arrays, built once (per call they cost two E-sized passes: 2.4 s a batch on R-MAT 22)
     pairs = (np64(s_in.indptr), pack_pairs(np64(s_in.indices), np64(s_in.eids))) if path == "native" else None
@@ -183,6 +189,8 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
         (f"neighbor [15,10,5] batch {sz['batch']}", "sampled edges/s", lambda: neighbor_sampling(s_in, seeds.to(dev))),
         (f"neighbor blocks [15,10,5] batch {sz['batch']}", "sampled edges/s",
          _reads_once(lambda: neighbor_blocks(s_in, seeds.to(dev), host=pairs))),
+        (f"neighbor blocks weighted [15,10,5] batch {sz['batch']}", "sampled edges/s",
+         _reads_once(lambda: neighbor_blocks(s_in, seeds.to(dev), host=pairs, prob=prob))),
         (f"k-hop [15,10,5] batch {sz['batch']}", "sampled vertices/s", lambda: khop_vertices(s_in, seeds.to(dev))),
         (f"shaDow k-hop [10,5] extraction batch {sz['batch']}", "targets/s",
          lambda: shadow_khop(s_in, seeds.to(dev), host)),

@@ -183,6 +183,19 @@ def layer_block(g, v, row_pos, src, eid, w, weight: str):
     return block, src_nodes
 
 
+def device_subgraph(indptr: torch.Tensor, local: torch.Tensor, nodes: torch.Tensor, eids: torch.Tensor, idtype):
+    """:func:`new_subgraph`'s CSC form from tensors on any device, built there: ``nodes.shape[0]``
+    nodes (``ndata[dgl.NID] = nodes``), in-edges of node i at ``indptr[i]:indptr[i + 1]`` from
+    ``local`` sources, ``edata[dgl.EID] = eids``."""
+    dev = indptr.device
+    ids = torch.arange(local.shape[0], dtype=idtype, device=dev)
+    sg = dgl.graph(("csc", (indptr.to(idtype), local.to(idtype), ids)), num_nodes=nodes.shape[0], idtype=idtype,
+                   device=dev)
+    sg.ndata[dgl.NID] = nodes.to(idtype)
+    sg.edata[dgl.EID] = eids.to(idtype)
+    return sg
+
+
 def new_subgraph(fmt: str, arrays, k: int, idtype, nodes: np.ndarray, eids: np.ndarray):
     """A homogeneous DGLGraph of ``k`` nodes (the parent's ``nodes``, in ``ndata[dgl.NID]``) with
     ``edata[dgl.EID] = eids``, from ``arrays``: ``(indptr, local sources)`` of a CSC whose edge j is

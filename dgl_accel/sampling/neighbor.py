@@ -24,7 +24,6 @@ from ..core.sampling.arrays import np64
 from ..core.sampling.checks import (
     check_fanouts,
     check_int,
-    check_prob,
     excluded_edge_ids,
     expected,
     resolve_seed,
@@ -160,9 +159,7 @@ class NeighborSampler(CallSeeds, BlockSampler):
             if self.prob not in g.edata:
                 raise expected(f"g.edata to have the {kind} field {self.prob!r}", f"fields {list(g.edata.keys())}",
                                f"set g.edata[{self.prob!r}] = {'weights' if kind == 'prob' else 'one bool per edge'}.")
-            p = g.edata[self.prob]
-            check_prob(p, g.num_edges(), f"g.edata[{self.prob!r}]")
-            tab = weight_tables(csr.indptr, csr.eids, p, np64(csr.indptr), np64(csr.eids))
+            tab = weight_tables(csr.indptr, csr.eids, g.edata[self.prob], name=f"g.edata[{self.prob!r}]")
         excl = excluded_edge_ids(exclude_eids)
         host = (np64(csr.indptr), packed_pairs(g, csr)) if csr.device.type == "cpu" else None
         out = sample_layers(csr, seed_nodes, fanouts, seed=self.call_keys(self.calls)[0], replace=self.replace,

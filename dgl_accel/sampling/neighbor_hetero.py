@@ -3,6 +3,8 @@
 The relations' in-CSRs are stacked as segments of one CSR (:mod:`dgl_accel.core.sampling.relations`,
 cached on the graph), so a layer makes one neighbour choice for all relations that share a fanout:
 one kernel launch on the Triton path, one compiled loop on the CPU, instead of one per relation.
+The core samples (``sample_typed_layers``: on a CUDA graph every layer stays on the device, the
+same samples as the CPU path) and this module converts its typed layers to DGL blocks.
 Relation ``r``'s destination ``v`` draws as node ``row_offsets[r] + v`` of the stacked CSR under
 the call's key, so two relations into one node type draw independently.
 The block has DGL's typed layout (as ``dgl.to_block(frontier, dst_nodes)``): every node type on
@@ -23,11 +25,10 @@ import dgl
 import numpy as np
 import torch
 
-from ..core.sampling.arrays import np64, offsets
+from ..core.sampling.arrays import np64
 from ..core.sampling.checks import check_fanout, check_nodes, check_prob, excluded_edge_ids, expected
 from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import drop_excluded
-from ..core.sampling.relations import choose_relations, relabel_types, stack_relations, stacked_weights
+from ..core.sampling.relations import sample_typed_layers, stack_relations, stacked_weights
 from ..graph.structure import cached, relation_in_csr
 from .blocks import new_typed_block, np_idtype
 
@@ -130,32 +131,31 @@ def _weights(g, stack, prob: str):
     return holder["tables"]
 
 
-def _layer(g, stack, cur, fanouts, excl, key, step, replace, tables):
-    """Sampled edges of one layer: {c: (counts per destination in cur[dsttype], source ids, edge
-    ids)}, one choice for all relations that share a fanout."""
-    rels = g.canonical_etypes
-    chosen = choose_relations(stack, [cur[c[2]] for c in rels], [fanouts[c] for c in rels], seed=key, step=step,
-                              replace=replace, tables=tables)
-    return {c: drop_excluded(*chosen[r], excl.get(c)) for r, c in enumerate(rels)}
-
-
-def _block(g, cur, edges, idtype):
-    """The typed block of one layer and its source ids per node type (seeds first, then the other
-    sources in increasing id)."""
+def _typed_block(g, layer, idtype):
+    """The typed DGL block of one :class:`~dgl_accel.core.sampling.output.TypedLayer` (node types
+    in ``g.ntypes`` order, relations in ``g.canonical_etypes`` order), on the layer's device."""
+    rels, types = g.canonical_etypes, g.ntypes
+    num_src = {nt: int(layer.src_nodes[t].shape[0]) for t, nt in enumerate(types)}
+    num_dst = {nt: int(layer.dst_nodes[t].shape[0]) for t, nt in enumerate(types)}
+    if layer.relations and layer.relations[0].indptr.device.type != "cpu":
+        dev = layer.relations[0].indptr.device
+        data = {c: ("csc", (b.indptr.to(idtype), b.src_local.to(idtype),
+                            torch.arange(b.num_edges, dtype=idtype, device=dev)))
+                for c, b in zip(rels, layer.relations)}
+        block = dgl.create_block(data, num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=idtype, device=dev)
+        for t, nt in enumerate(types):
+            block.srcnodes[nt].data[dgl.NID] = layer.src_nodes[t].to(idtype)
+            block.dstnodes[nt].data[dgl.NID] = layer.dst_nodes[t].to(idtype)
+        for c, b in zip(rels, layer.relations):
+            block.edges[c].data[dgl.EID] = b.eids.to(idtype)
+        return block
     np_idt = np_idtype(idtype)
-    rels, types = g.canonical_etypes, {nt: t for t, nt in enumerate(g.ntypes)}
-    new, loc = relabel_types([np.asarray(edges[c][1], dtype=np.int64) for c in rels], [types[c[0]] for c in rels],
-                             [cur[nt] for nt in g.ntypes], [g.num_nodes(nt) for nt in g.ntypes])
-    src_ids = {nt: np.concatenate([cur[nt], new[t]]) for nt, t in types.items()}
-    local = dict(zip(rels, loc))
-    csc = {c: (offsets(edges[c][0]).astype(np_idt), local[c].astype(np_idt)) for c in g.canonical_etypes}
-    block = new_typed_block(csc, {nt: int(src_ids[nt].shape[0]) for nt in g.ntypes},
-                            {nt: int(cur[nt].shape[0]) for nt in g.ntypes}, idtype,
-                            {nt: src_ids[nt].astype(np_idt) for nt in g.ntypes},
-                            # a copy: cur may view the caller's seed tensor (see blocks.finish_block)
-                            {nt: np.array(cur[nt], dtype=np_idt) for nt in g.ntypes},
-                            {c: np.asarray(edges[c][2]).astype(np_idt) for c in g.canonical_etypes})
-    return block, src_ids
+    return new_typed_block({c: (b.indptr.numpy().astype(np_idt), b.src_local.numpy().astype(np_idt))
+                            for c, b in zip(rels, layer.relations)}, num_src, num_dst, idtype,
+                           {nt: layer.src_nodes[t].numpy().astype(np_idt) for t, nt in enumerate(types)},
+                           # a copy: the destinations may view the caller's seed tensor (see blocks.finish_block)
+                           {nt: np.array(layer.dst_nodes[t].numpy(), dtype=np_idt) for t, nt in enumerate(types)},
+                           {c: b.eids.numpy().astype(np_idt) for c, b in zip(rels, layer.relations)})
 
 
 def hetero_blocks(g, seed_nodes, fanouts, *, key: int, prob, replace: bool, exclude_eids=None) -> list:
@@ -163,13 +163,14 @@ def hetero_blocks(g, seed_nodes, fanouts, *, key: int, prob, replace: bool, excl
     if g.is_block:
         raise expected("a graph, not a block", "a block", "sample on the original graph.")
     per_layer = [layer_fanouts(g, f) for f in fanouts]
-    cur = hetero_seeds(g, seed_nodes)
+    seeds = hetero_seeds(g, seed_nodes)
     excl = hetero_exclusions(g, exclude_eids)
     stack = _stack(g)
     tables = None if prob is None else _weights(g, stack, prob)
-    blocks = []
-    for step, fan in enumerate(reversed(per_layer)):
-        edges = _layer(g, stack, cur, fan, excl, key, step, replace, tables)
-        block, cur = _block(g, cur, edges, g.idtype)
-        blocks.insert(0, block)
-    return blocks
+    rels, types = g.canonical_etypes, {nt: t for t, nt in enumerate(g.ntypes)}
+    out = sample_typed_layers(stack, [(types[c[0]], types[c[2]]) for c in rels],
+                              [g.num_nodes(nt) for nt in g.ntypes], [torch.from_numpy(seeds[nt]) for nt in g.ntypes],
+                              [[f[c] for c in rels] for f in per_layer],
+                              seed=key, replace=replace, tables=tables,
+                              exclude=[None if excl.get(c) is None else torch.from_numpy(excl[c]) for c in rels])
+    return [_typed_block(g, layer, g.idtype) for layer in out.layers]

@@ -32,11 +32,11 @@ import torch
 from dgl.dataloading import Sampler
 from dgl.dataloading.base import set_edge_lazy_features, set_node_lazy_features
 
+from ..core.backend import choose_path
 from ..core.sampling.arrays import np64, offsets
 from ..core.sampling.checks import (
     check_bool,
     check_fanouts,
-    check_prob,
     excluded_edge_ids,
     expected,
     resolve_seed,
@@ -44,6 +44,8 @@ from ..core.sampling.checks import (
 )
 from ..core.sampling.choice import weight_tables
 from ..core.sampling.induced import induced_symmetric_coo
+from ..core.sampling.induced_device import induced_device
+from ..core.sampling.neighbor import sample_layers
 from ..core.sampling.ppr import PPRTable, check_ppr, ppr_node_sets
 from ..core.sampling.shadow import (
     NodeSets,
@@ -54,7 +56,7 @@ from ..core.sampling.shadow import (
 )
 from ..graph.structure import cached, in_csr
 from .base import CallSeeds
-from .blocks import check_homogeneous, new_subgraph, np_idtype
+from .blocks import check_homogeneous, device_subgraph, new_subgraph, np_idtype
 from .errors import dgl_errors
 from .induced import cpu_in_csr, half_csr
 
@@ -115,9 +117,12 @@ class _ShaDowBase(Sampler):
     """Prefetching, output device and the (input_nodes, output_nodes, subgraph) triple."""
 
     def _finish(self, g, seed_nodes, sets: NodeSets, exclude_eids, per_target: bool):
-        sg = _subgraph(g, sets, excluded_edge_ids(exclude_eids), per_target)
-        dev = g.device if self.output_device is None else torch.device(self.output_device)
-        if dev.type != "cpu":
+        return self._deliver(seed_nodes, _subgraph(g, sets, excluded_edge_ids(exclude_eids), per_target), g.device)
+
+    def _deliver(self, seed_nodes, sg, graph_device=None):
+        """(input nodes, output nodes, subgraph) on the output device, features prefetched lazily."""
+        dev = (graph_device or sg.device) if self.output_device is None else torch.device(self.output_device)
+        if sg.device != dev:
             sg = sg.to(dev)
         set_node_lazy_features(sg, self.prefetch_node_feats)
         set_edge_lazy_features(sg, self.prefetch_edge_feats)
@@ -204,9 +209,15 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
             if self.prob not in g.edata:
                 raise expected(f"g.edata to have the prob field {self.prob!r}", f"fields {list(g.edata.keys())}",
                                f"set g.edata[{self.prob!r}] = weights.")
-            check_prob(g.edata[self.prob], g.num_edges(), f"g.edata[{self.prob!r}]")
-            tables = weight_tables(csr.indptr, csr.eids, g.edata[self.prob], np64(csr.indptr), np64(csr.eids))
+            tables = weight_tables(csr.indptr, csr.eids, g.edata[self.prob], name=f"g.edata[{self.prob!r}]")
         excl = excluded_edge_ids(exclude_eids)
+        if choose_path(csr.indptr) == "triton":  # a CUDA graph: the scope and its subgraph on the device
+            excl_t = None if excl is None else torch.from_numpy(excl)
+            nodes = sample_layers(csr, seeds, self.fanouts, seed=key, replace=self.replace, tables=tables,
+                                  exclude=excl_t).input_nodes  # merged_khop_nodes' list
+            indptr, local, eids = induced_device(csr, nodes, excl_t)
+            sg = device_subgraph(indptr, local, nodes, eids, g.idtype)
+            return self._deliver(seed_nodes, sg)
         nodes = merged_khop_nodes(csr, np64(seeds), self.fanouts, seed=key, replace=self.replace, tables=tables,
                                   excl=excl)
         N = nodes.shape[0]

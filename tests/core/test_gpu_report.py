@@ -82,6 +82,9 @@ def test_tiny_run_times_every_provider_and_sampler(report):
         shadow  # the same subgraph on both paths
     blocks = [r for r in samplers if r["sampler"].startswith("neighbor blocks")]
     assert {r["where"] for r in blocks} == {"device", "cpu"} and all(r["host_reads"] >= 1 for r in blocks), blocks
+    for kind in ("blocks [", "blocks weighted"):  # uniform and weighted: the same samples on both paths
+        same = [r for r in blocks if kind in r["sampler"]]
+        assert {r["where"] for r in same} == {"device", "cpu"} and len({r["count"] for r in same}) == 1, same
     bound = [r for r in samplers if r["sampler"].startswith("trivial")]
     assert len(bound) == 6 and all(r["count"] > 0 for r in bound), bound  # 3 seed counts x (device, cpu)
     assert all(r["ok"] and r["rate"] > 0 for r in samplers), [r for r in samplers if not r["ok"]]

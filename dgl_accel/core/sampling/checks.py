@@ -239,8 +239,9 @@ def excluded_edge_ids(exclude_eids):
     return np.unique(t.contiguous().numpy())
 
 
-def check_prob(prob, num_edges: int, name: str = "prob") -> None:
-    """Raise unless ``prob`` holds one finite non-negative weight per edge."""
+def check_prob(prob, num_edges: int, name: str = "prob", values: bool = True) -> None:
+    """Raise unless ``prob`` holds one finite non-negative weight per edge (``values=False``: check
+    the type and shape only, without reading the values)."""
     if not isinstance(prob, torch.Tensor):
         raise expected(f"{name} to be a tensor with one weight per edge", type(prob).__name__,
                        f"pass a float tensor of shape ({num_edges},).")
@@ -249,7 +250,7 @@ def check_prob(prob, num_edges: int, name: str = "prob") -> None:
                        "store one weight per edge, in edge-id order.")
     if prob.is_complex():
         raise expected(f"{name} to be real", prob.dtype, "pass float weights.")
-    if prob.numel():
+    if values and prob.numel():
         p = prob if prob.is_floating_point() else prob.to(torch.float64)
         if not bool(torch.isfinite(p).all()):
             raise expected(f"{name} to be finite", "inf or nan",

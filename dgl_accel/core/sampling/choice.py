@@ -28,8 +28,9 @@ Uniform, ``replace=False``: ``d <= F``: ``pos[i, j] = start + j`` for ``j < d``,
         if t in chosen: t = m
         chosen.append(t); pos[i, j] = start + t
 
-Weighted choice (``prob`` = one non-negative weight per edge, in edge-id order) is CPU-only for now
-and keeps one draw (word 0) per counter; its layouts are documented on :func:`weighted_neighbor_choice`.
+Weighted choice (``prob`` = one non-negative weight per edge, in edge-id order) keeps one draw
+(word 0) per counter; its layouts are documented on :func:`weighted_neighbor_choice`, and
+:mod:`.weighted_device` gives the same positions with torch ops on the tables' device.
 
 CPU implementation note: the work is done in numpy on zero-copy views of the tensors.  Philox in
 numpy's uint64 arithmetic (a 32x32-bit product fits exactly) is bit-identical to ``rng.philox_randint``
@@ -50,6 +51,7 @@ from ..jit import runtime
 from .arrays import np64, offsets
 from .checks import check_fanout, check_indptr, check_int, check_nodes, check_prob, check_seed, expected
 from .rng import philox4x32_np, philox_uniform_np
+from .weighted_device import DeviceWeights
 
 __all__ = [
     "neighbor_choice", "weighted_neighbor_choice", "uniform_choice_np", "uniform_choice_flat", "weighted_choice_np",
@@ -236,6 +238,15 @@ class WeightTables:
         self.w = w
         pos_cnt = np.concatenate([[0], np.cumsum(w > 0)])
         self.npos = pos_cnt[indptr[1:]] - pos_cnt[indptr[:-1]]  # positive-weight edges per row
+        self._on = {}
+
+    def on(self, device) -> DeviceWeights:
+        """The tables as tensors on ``device`` for the device pipeline (copied on the first call for
+        a device, then kept with the tables)."""
+        device = torch.device(device)
+        if device not in self._on:
+            self._on[device] = DeviceWeights(*(torch.from_numpy(a).to(device) for a in (self.cum0, self.w, self.npos)))
+        return self._on[device]
 
 
 _TABLE_LOCK = threading.Lock()
@@ -248,15 +259,23 @@ def clear_cache() -> None:
         _TABLE.clear()
 
 
-def weight_tables(indptr_t, eids_t, prob, indptr, eids) -> WeightTables:
-    """The :class:`WeightTables` of (indptr, eids, prob), cached for the last triple asked for."""
+def weight_tables(indptr_t, eids_t, prob, indptr: np.ndarray | None = None, eids: np.ndarray | None = None, *,
+                  name: str = "prob") -> WeightTables:
+    """The :class:`WeightTables` of (indptr, eids, prob), cached for the last triple asked for.
+
+    ``prob`` is checked (:func:`.checks.check_prob`, ``name`` in its errors): its shape on every call,
+    its values when the tables are built (a cached triple was checked then, and is not read again).
+    ``indptr`` / ``eids``: the CSR's arrays as int64 numpy, when the caller has them (else copied
+    on a miss only)."""
+    check_prob(prob, eids_t.numel(), name, values=False)
     key = (indptr_t.data_ptr(), indptr_t.numel(), eids_t.data_ptr(), eids_t.numel(),
            prob.data_ptr(), prob.numel(), prob._version, prob.dtype, prob.device)
     with _TABLE_LOCK:
         hit = _TABLE.get(key)
     if hit is not None:
         return hit[1]
-    tab = WeightTables(indptr, eids, prob)
+    check_prob(prob, eids_t.numel(), name)
+    tab = WeightTables(np64(indptr_t) if indptr is None else indptr, np64(eids_t) if eids is None else eids, prob)
     with _TABLE_LOCK:
         _TABLE.clear()  # a single entry: the sampler reuses one weight tensor per graph
         _TABLE[key] = ((indptr_t, eids_t, prob), tab)  # refs keep the pointers from being reused
@@ -297,7 +316,6 @@ def weighted_neighbor_choice(indptr: torch.Tensor, eids: torch.Tensor, prob: tor
         got = tuple(eids.shape) if isinstance(eids, torch.Tensor) else type(eids).__name__
         raise expected(f"eids to be a 1-D tensor with indptr[-1] = {num_edges} entries", got,
                        "pass the eids of the same CSR as indptr.")
-    check_prob(prob, num_edges)
     ip, e = np64(indptr), np64(eids)
     tab = weight_tables(indptr, eids, prob, ip, e)
     out = weighted_choice_np(ip, tab, np64(transits), fanout, seed, step, num_nodes, bool(replace))

@@ -20,10 +20,11 @@ __all__ = ["induced_device", "HOST_READS"]
 HOST_READS = 2  # the gathered in-edges, the kept ones
 
 
-def induced_device(csr: Structure, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def induced_device(csr: Structure, nodes: torch.Tensor, exclude: torch.Tensor | None = None):
     """``(sub_indptr [k + 1], local sources [m], parent edge ids [m])``, int64 on the CSR's device:
     destination ``i`` (= ``nodes[i]``, distinct ids) has the in-edges from chosen nodes at
-    ``sub_indptr[i]:sub_indptr[i + 1]``, in CSR order, their sources as positions in ``nodes``."""
+    ``sub_indptr[i]:sub_indptr[i + 1]``, in CSR order, their sources as positions in ``nodes``;
+    edges whose ids are in ``exclude`` are left out (no extra read)."""
     nodes = nodes.to(device=csr.device, dtype=torch.int64)
     k = nodes.shape[0]
     if k == 0:
@@ -35,6 +36,8 @@ def induced_device(csr: Structure, nodes: torch.Tensor) -> tuple[torch.Tensor, t
     chosen, order = torch.sort(nodes)
     at = torch.searchsorted(chosen, src).clamp_max(k - 1)
     member = chosen[at] == src
+    if exclude is not None and exclude.numel():
+        member &= ~torch.isin(csr.eids[flat].to(torch.int64), exclude.to(device=csr.device, dtype=torch.int64))
     row = torch.repeat_interleave(torch.arange(k, device=csr.device), counts, output_size=total)
     kept_per_row = torch.zeros(k, dtype=torch.int64, device=csr.device).index_add_(0, row, member.to(torch.int64))
     kept = member.nonzero().squeeze(1)  # read 2

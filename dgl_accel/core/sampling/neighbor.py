@@ -29,7 +29,7 @@ from ..csr import Structure
 from ..jit import neighbor as jit_neighbor
 from ..jit import runtime
 from .arrays import np64, offsets
-from .checks import check_fanout, check_fanouts, check_int, check_nodes, check_prob, check_seed
+from .checks import check_fanout, check_fanouts, check_int, check_nodes, check_seed
 from .choice import neighbor_choice, uniform_choice_flat, weight_tables, weighted_choice_np
 from .neighbor_device import sample_layers_device, sample_neighbors_device
 from .neighbor_triton import neighbor_choice_triton
@@ -52,8 +52,8 @@ def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, 
         draws of several layers under one key.
     prob : optional non-negative weight per edge (edge-id order); zero-weight edges are never chosen.
 
-    Without ``prob``, on the Triton path (a CUDA CSR) everything stays on the device
-    (:mod:`.neighbor_device`: the same samples, two host reads).
+    On the Triton path (a CUDA CSR) everything stays on the device (:mod:`.neighbor_device`: the
+    same samples, two host reads, more with ``prob``, whose tables are built once per weight tensor).
 
     >>> from dgl_accel.core.csr import Structure
     >>> csr = Structure(indptr=torch.tensor([0, 2, 3, 3]), indices=torch.tensor([1, 2, 0]),
@@ -66,13 +66,11 @@ def sample_neighbors(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed, 
     """
     check_nodes(seeds, csr.num_rows, "seeds")
     fanout, seed, step = check_fanout(fanout), check_seed(seed), check_int(step, "step")
-    tables = None
-    if prob is None and choose_path(csr.indptr) == "triton":
+    tables = None if prob is None else weight_tables(csr.indptr, csr.eids, prob)
+    if choose_path(csr.indptr) == "triton":
         record("neighbor_choice", "triton", csr.indptr.device)
-        return sample_neighbors_device(csr, seeds, fanout, seed=seed, step=step, replace=bool(replace))
-    if prob is not None:
-        check_prob(prob, csr.num_edges)
-        tables = weight_tables(csr.indptr, csr.eids, prob, np64(csr.indptr), np64(csr.eids))
+        return sample_neighbors_device(csr, seeds, fanout, seed=seed, step=step, replace=bool(replace),
+                                       weights=None if tables is None else tables.on(csr.device))
     cur = np64(seeds)
     flat, counts = choose_positions(csr, cur, fanout, seed=seed, step=step, num_nodes=csr.num_rows,
                                     replace=bool(replace), tables=tables)
@@ -88,9 +86,9 @@ def sample_layers(csr: Structure, seeds: torch.Tensor, fanouts: list[int], *, se
     layer's sources, minus the edge ids in ``exclude``, relabelled (:class:`~.output.SampledLayer`:
     the destinations first, then the new sources in increasing id).
 
-    ``tables`` (:func:`.choice.weight_tables`) makes the choice weighted, on the CPU path.  Without
-    them, on the Triton path (a CUDA CSR) every layer is built on the device
-    (:func:`.neighbor_device.sample_layers_device`: the same samples, bounded host reads).
+    ``tables`` (:func:`.choice.weight_tables`) makes the choice weighted.  On the Triton path (a
+    CUDA CSR) every layer is built on the device (:func:`.neighbor_device.sample_layers_device`:
+    the same samples, bounded host reads).
     ``host``: ``(indptr, pack_pairs(indices, eids))`` as numpy arrays, when the caller caches them.
 
     >>> csr = Structure(indptr=torch.tensor([0, 2, 3, 3]), indices=torch.tensor([1, 2, 0]),
@@ -106,10 +104,11 @@ def sample_layers(csr: Structure, seeds: torch.Tensor, fanouts: list[int], *, se
     if exclude is not None and not isinstance(exclude, torch.Tensor):
         raise TypeError(f"expected exclude to be a 1-D tensor of edge ids or None (got {type(exclude).__name__}). "
                         "Fix: pass torch.as_tensor(eids).")
-    if tables is None and choose_path(csr.indptr) == "triton":
+    if choose_path(csr.indptr) == "triton":
         for _ in fanouts:  # one choice per layer, as on the CPU path
             record("neighbor_choice", "triton", csr.indptr.device)
-        layers = sample_layers_device(csr, seeds, fanouts, seed=seed, replace=bool(replace), exclude=exclude)
+        layers = sample_layers_device(csr, seeds, fanouts, seed=seed, replace=bool(replace), exclude=exclude,
+                                      weights=None if tables is None else tables.on(csr.device))
         return SamplerOutput(seeds, tuple(SampledLayer(*arrays) for arrays in layers))
     indptr, pairs = host if host is not None else (np64(csr.indptr), pack_pairs(np64(csr.indices), np64(csr.eids)))
     excl = None if exclude is None else np.unique(np64(exclude))

@@ -3,16 +3,18 @@
 
 :func:`.neighbor.sample_neighbors` and :func:`.neighbor.sample_layers` run these when the backend
 picks the Triton path (a CUDA CSR, or ``DGL_ACCEL_BACKEND=triton`` on the CPU, where the kernel is
-interpreted) and no ``prob`` is given.  The choice kernel writes padded positions [T, fanout];
-compaction, exclusion, relabelling (sorts and searches over the sampled edges, no node-sized array)
-and the gathers are torch ops on the same device, so nothing graph-sized crosses to the host.
+interpreted).  The uniform choice kernel writes padded positions [T, fanout] (a weighted choice
+runs :mod:`.weighted_device`'s torch ops instead); compaction, exclusion, relabelling (sorts and
+searches over the sampled edges, no node-sized array) and the gathers are torch ops on the same
+device, so nothing graph-sized crosses to the host.
 
 Host reads: :data:`HOST_READS_PER_LAYER` for one layer (the seeds' range check, one read of min and
 max, and the number of sampled edges); for blocks, the range check once and
 :data:`HOST_READS_PER_BLOCK_LAYER` per layer (sample count, distinct sources, new sources), one more
-per layer with an exclusion (the kept edges).  The samples are the CPU path's, sample for sample:
-the same counter-based draws (:mod:`.choice`), compacted and relabelled in the same order.  This
-module and its launcher import no numpy (an import-linter contract).
+per layer with an exclusion (the kept edges); a weighted choice adds :data:`WEIGHTED_EXTRA_READS` a
+layer.  The samples are the CPU path's, sample for sample: the same counter-based draws
+(:mod:`.choice`), compacted and relabelled in the same order.  This module and its launcher import
+no numpy (an import-linter contract).
 """
 from __future__ import annotations
 
@@ -21,18 +23,27 @@ import torch
 from ..csr import Structure, row_positions
 from .arrays import index_counts
 from .neighbor_triton import neighbor_choice_triton
+from .weighted_device import HOST_READS as WEIGHTED_READS
+from .weighted_device import DeviceWeights, weighted_choose_device
 
-__all__ = ["sample_neighbors_device", "sample_layers_device", "relabel_device", "HOST_READS_PER_LAYER",
-           "HOST_READS_PER_BLOCK_LAYER"]
+__all__ = ["sample_neighbors_device", "sample_layers_device", "choose_device", "relabel_device", "HOST_READS_PER_LAYER",
+           "HOST_READS_PER_BLOCK_LAYER", "WEIGHTED_EXTRA_READS"]
 
 HOST_READS_PER_LAYER = 2  # sample_neighbors: the seeds' range check, the number of sampled edges
 # sample_layers: one range check in all, then per layer the sample count, the distinct sources and the
 # new ones (and the kept edges with an exclusion)
 HOST_READS_PER_BLOCK_LAYER = 3
+# a weighted choice reads the host more than the uniform one's single size read (3 at most, see
+# :mod:`.weighted_device`): add this to either bound
+WEIGHTED_EXTRA_READS = max(WEIGHTED_READS.values()) - 1
 
 
-def _choose(csr: Structure, seeds: torch.Tensor, fanout: int, seed: int, step: int, replace: bool):
+def choose_device(csr: Structure, seeds: torch.Tensor, fanout: int, seed: int, step: int, replace: bool,
+            weights: DeviceWeights | None):
     """(CSR positions of the chosen in-edges, grouped by seed then slot; counts per seed)."""
+    if weights is not None:
+        return weighted_choose_device(weights, csr.indptr, seeds, fanout, seed=seed, step=step,
+                                      num_nodes=csr.num_rows, replace=replace)
     if fanout == -1:
         return row_positions(csr.indptr, seeds)  # the one size read
     pos = neighbor_choice_triton(csr.indptr, seeds, fanout, seed=seed, step=step, num_nodes=csr.num_rows,
@@ -42,11 +53,12 @@ def _choose(csr: Structure, seeds: torch.Tensor, fanout: int, seed: int, step: i
 
 
 def sample_neighbors_device(csr: Structure, seeds: torch.Tensor, fanout: int, *, seed: int, step: int,
-                            replace: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                            replace: bool, weights: DeviceWeights | None = None):
     """``(src, dst, eids)`` of :func:`.neighbor.sample_neighbors` for checked arguments, on the
-    CSR's device; ``fanout`` -1 takes every in-edge of each seed, in CSR order."""
+    CSR's device; ``fanout`` -1 takes every in-edge of each seed, in CSR order; ``weights``
+    (:meth:`.choice.WeightTables.on`) make the choice weighted."""
     seeds = seeds.to(device=csr.device, dtype=torch.int64)
-    flat, counts = _choose(csr, seeds, fanout, seed, step, replace)
+    flat, counts = choose_device(csr, seeds, fanout, seed, step, replace, weights)
     dst = torch.repeat_interleave(seeds, counts, output_size=flat.numel())
     return csr.indices[flat], dst.to(csr.indices.dtype), csr.eids[flat]
 
@@ -70,14 +82,15 @@ def relabel_device(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, 
 
 
 def sample_layers_device(csr: Structure, seeds: torch.Tensor, fanouts: list[int], *, seed: int, replace: bool,
-                         exclude: torch.Tensor | None):
+                         exclude: torch.Tensor | None, weights: DeviceWeights | None = None):
     """:func:`.neighbor.sample_layers` on the CSR's device, for checked arguments: a list of
-    ``(dst_nodes, src_nodes, indptr, src_local, eids)``, input layer first, all int64."""
+    ``(dst_nodes, src_nodes, indptr, src_local, eids)``, input layer first, all int64; ``weights``
+    as :func:`sample_neighbors_device`'s."""
     cur = seeds.to(device=csr.device, dtype=torch.int64)
     exclude = None if exclude is None or exclude.numel() == 0 else exclude.to(device=csr.device, dtype=torch.int64)
     layers = []
     for step, fanout in enumerate(reversed(fanouts)):
-        flat, counts = _choose(csr, cur, fanout, seed, step, replace)
+        flat, counts = choose_device(csr, cur, fanout, seed, step, replace, weights)
         src, eid = csr.indices[flat].to(torch.int64), csr.eids[flat].to(torch.int64)
         if exclude is not None and eid.numel():
             keep = ~torch.isin(eid, exclude)

@@ -27,13 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..backend import choose_path
 from ..csr import Structure
 from ..jit import neighbor as jit_neighbor
 from ..jit import runtime
 from .arrays import np64, offsets
-from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources
+from .neighbor import choose_positions, drop_excluded, gather_pairs, pack_pairs, relabel_sources
+from .output import SampledLayer, TypedLayer, TypedSamplerOutput
+from .relations_device import sample_typed_layers_device
 
-__all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations", "relabel_types"]
+__all__ = ["StackedRelations", "stack_relations", "stacked_weights", "choose_relations", "relabel_types",
+           "sample_typed_layers"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,3 +146,43 @@ def relabel_types(srcs: Sequence[np.ndarray], src_types: Sequence[int], dsts: Se
     bounds = offsets(sizes)
     return ([new[new_bounds[t]:new_bounds[t + 1]] - type_bounds[t] for t in range(K)],
             [loc[bounds[i]:bounds[i + 1]] for i in range(len(srcs))])
+
+
+def sample_typed_layers(stack: StackedRelations, rel_types: Sequence[tuple[int, int]], num_nodes: Sequence[int],
+                        seeds: Sequence[torch.Tensor], fanouts: Sequence[Sequence[int]], *, seed: int, replace: bool,
+                        tables=None, exclude: Sequence[torch.Tensor | None] | None = None) -> TypedSamplerOutput:
+    """Multi-layer neighbour sampling on a heterograph, for checked arguments: a
+    :class:`~.output.TypedSamplerOutput`, input layer first.
+
+    ``rel_types[r]``: (source type, destination type) of relation r (``stack``'s order);
+    ``num_nodes[t]``: nodes of type t; ``seeds[t]``: int64 seed ids of type t; ``fanouts``: per
+    layer (input layer first) one fanout per relation; ``tables``: weight tables of the stacked CSR
+    (weighted choice); ``exclude[r]``: relation r's edge ids never to sample (or None).  Layer
+    ``step`` (0 = nearest the seeds) draws relation r's in-edges of destination v as stacked row
+    ``row_offsets[r] + v`` (:mod:`.relations`); each node type's sources are its destinations
+    first, then its other sources over all relations in increasing id.  On the Triton path (a CUDA
+    CSR) every layer is built on the device (:mod:`.relations_device`: the same samples)."""
+    R = len(rel_types)
+    exclude = [None] * R if exclude is None else list(exclude)
+    if choose_path(stack.csr.indptr) == "triton":
+        return sample_typed_layers_device(stack, rel_types, num_nodes, seeds, fanouts, seed=seed, replace=replace,
+                                          weights=None if tables is None else tables.on(stack.csr.device),
+                                          exclude=exclude)
+    excl = [None if x is None else np.unique(np64(x)) for x in exclude]
+    cur, layers = [np64(s) for s in seeds], []
+    for step, fan in enumerate(reversed(list(fanouts))):
+        chosen = choose_relations(stack, [cur[d] for _, d in rel_types], list(fan), seed=seed, step=step,
+                                  replace=replace, tables=tables)
+        edges = [drop_excluded(*chosen[r], excl[r]) for r in range(R)]
+        new, local = relabel_types([np.asarray(e[1], dtype=np.int64) for e in edges], [s for s, _ in rel_types],
+                                   cur, num_nodes)
+        src = [np.concatenate([cur[t], new[t]]) for t in range(len(cur))]
+        dst_t = tuple(torch.from_numpy(np.asarray(c, dtype=np.int64)) for c in cur)
+        src_t = tuple(torch.from_numpy(a) for a in src)
+        rels = tuple(SampledLayer(dst_t[d], src_t[s], torch.from_numpy(offsets(edges[r][0])),
+                                  torch.from_numpy(np.asarray(local[r], dtype=np.int64)),
+                                  torch.from_numpy(np.asarray(edges[r][2], dtype=np.int64)))
+                     for r, (s, d) in enumerate(rel_types))
+        layers.insert(0, TypedLayer(dst_t, src_t, rels))
+        cur = src
+    return TypedSamplerOutput(tuple(seeds), tuple(layers))
