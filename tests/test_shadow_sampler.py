@@ -228,11 +228,27 @@ def test_ppr_table_serves_the_sets_it_computed(graph):
         assert torch.equal(a[0], b[0]) and torch.equal(a[2].edata[dgl.EID], b[2].edata[dgl.EID])
 
 
-def test_per_target_same_on_triton_and_native(graph, path):
-    inp, out, sg = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(graph, torch.arange(0, 2000, 97))
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_per_target_same_on_triton_and_native(graph, path, symmetric):
+    """The sets and their batch (built on the device on the Triton path): the CPU path's nodes,
+    set sizes, targets and edges; a symmetric graph's CPU batch lists its edges in the half-CSR
+    order, so there each set's edges are compared as sets."""
+    g = graph if symmetric else dgl.rand_graph(2000, 9000)
+    seeds, excl = torch.arange(0, 2000, 97), torch.arange(0, g.num_edges(), 7)
+    inp, out, sg = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(g, seeds, exclude_eids=excl)
     with dgl_accel.use_backend("native"):
-        ref = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(graph, torch.arange(0, 2000, 97))
-    assert torch.equal(inp, ref[0]) and torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])
+        ref = ShaDowKHopSampler([4, 3], per_target=True, seed=4).sample(g, seeds, exclude_eids=excl)
+    assert torch.equal(inp, ref[0]) and torch.equal(sg.batch_num_nodes(), ref[2].batch_num_nodes())
+    assert torch.equal(sg.batch_num_edges(), ref[2].batch_num_edges())
+    for key in (GRAPH_ID, IS_TARGET):
+        assert torch.equal(sg.ndata[key], ref[2].ndata[key])
+    if symmetric:
+        assert [_edges(g, a) for a in dgl.unbatch(sg)] == [_edges(g, b) for b in dgl.unbatch(ref[2])]
+    else:
+        assert torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])
+    assert torch.equal(out, seeds) and not set(sg.edata[dgl.EID].tolist()) & set(excl.tolist())
+    for part in dgl.unbatch(sg):
+        _edges(g, part)
 
 
 def test_signature_is_dgls_plus_keyword_only_extras():
@@ -256,7 +272,9 @@ def test_ppr_sampler_same_on_triton_and_native(path):
     inp, out, sg = ShaDowPPRSampler(topk=6, eps=1e-3, cache=False).sample(g, seeds)
     with dgl_accel.use_backend("native"):
         ref = ShaDowPPRSampler(topk=6, eps=1e-3, cache=False).sample(g, seeds)
-    assert torch.equal(inp, ref[0]) and torch.equal(sg.edata[dgl.EID], ref[2].edata[dgl.EID])
+    assert torch.equal(inp, ref[0]) and torch.equal(sg.batch_num_edges(), ref[2].batch_num_edges())
+    assert [_edges(g, a) for a in dgl.unbatch(sg)] == [_edges(g, b) for b in dgl.unbatch(ref[2])]
+    assert torch.equal(sg.ndata[PPR_SCORE], ref[2].ndata[PPR_SCORE])
 
 
 @pytest.mark.parametrize("symmetric", [False, True])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..core.backend import use_backend
+from ..core.backend import choose_path, use_backend
 from ..core.csr import Structure
 from ..core.sampling.bulk_device import sample_bulk_device
 from ..core.sampling.bulk_matrix import canonical_adjacency
@@ -19,10 +19,12 @@ from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
 from ..core.sampling.bulk_sampling_triton import relabel_triton
 from ..core.sampling.choice import weight_tables
+from ..core.sampling.induced_device import induced_sets_device
 from ..core.sampling.khop import khop_sample
 from ..core.sampling.neighbor import choose_neighbors, relabel_block, sample_layers
 from ..core.sampling.output import assert_same_output
 from ..core.sampling.saint_frontier import frontier_sample
+from ..core.sampling.shadow import induced_batch, khop_node_sets
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_mdrw import multi_dimensional_random_walk
 from ..core.sampling.walks_node2vec import node2vec_random_walk
@@ -86,6 +88,15 @@ def check_neighbors(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
                 return tuple(khop_sample(s, seeds.to(s.device), [fanout, 3], replace=replace, seed=11).steps)
             checks.run("neighbor", f"khop fanout={fanout} replace={replace}",
                        lambda khop=khop: assert_same(*twin(khop, hub, device), "k-hop steps"))
+    # shaDow's per-target scopes and their batch, built on the device: the hub in several scopes
+    def per_target(s):
+        sets = khop_node_sets(s, torch.tensor([0, 1, 2, 0]), [600, 5], seed=9)
+        if choose_path(s.indptr) == "native":
+            return list(sets[:3]) + [torch.from_numpy(a) for a in induced_batch(
+                *(t.numpy() for t in (s.indptr, s.indices, s.eids)), sets)]
+        return list(sets[:3]) + list(induced_sets_device(s, sets.offsets, sets.nodes))
+    checks.run("neighbor", "shaDow per-target sets and batch", lambda: assert_same(*twin(per_target, hub, device),
+                                                                                 "per-target batch"))
     # weighted blocks (torch ops on the device, no kernel): zero weights, the hub above 1,024 in-edges
     prob = torch.rand(hub.src.numel(), generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     prob[::7] = 0

@@ -11,6 +11,8 @@ entries in ``dgl_accel.core.sampling``):
 * shaDow-GNN's k-hop extraction (DGL's ``ShaDowKHopSampler``: the merged node list of fanouts
   [10, 5] from a 1,024 batch, then the subgraph it induces; ``induced_device`` on the device,
   ``merged_khop_nodes`` and ``induced_entries`` on the CPU): targets/s, with the subgraph's size;
+  and its per-target mode (each target's own scope, ``khop_node_sets``, then the batch of induced
+  subgraphs: ``induced_sets_device`` on the device, ``induced_batch`` on the CPU);
 * one layer, fanout 15, at 1k / 64k / 1M seeds (64 / 256 / 1,024 under ``tiny``), beside a trivial
   sampler with replacement timed in the same run (one random number per slot, a gather: what a
   sampler that only reads the CSR costs, the bound): sampled edges/s;
@@ -39,11 +41,11 @@ from ..core.sampling.bulk_matrix import canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.choice import weight_tables
 from ..core.sampling.induced import InCSR, induced_entries
-from ..core.sampling.induced_device import induced_device
+from ..core.sampling.induced_device import induced_device, induced_sets_device
 from ..core.sampling.khop import khop_sample
 from ..core.sampling.neighbor import pack_pairs, sample_layers, sample_neighbors
 from ..core.sampling.ppr import ppr_node_sets
-from ..core.sampling.shadow import merged_khop_nodes
+from ..core.sampling.shadow import induced_batch, khop_node_sets, merged_khop_nodes
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_node2vec import node2vec_random_walk
 from .correctness_sampling import structure
@@ -112,6 +114,17 @@ def shadow_khop(csr, seeds: torch.Tensor, host: InCSR | None) -> tuple[int, dict
                                     host.num_nodes)
         size, edges = nodes.shape[0], int(ptr[-1])
     return seeds.numel(), {"nodes": size, "edges": edges}
+
+
+def shadow_per_target(csr, seeds: torch.Tensor, host: InCSR | None) -> tuple[int, dict]:
+    """One per-target shaDow k-hop batch (fanouts [10, 5], target side first): each target's own
+    scope, then the batch of their induced subgraphs (on the CPU: ``host``, the numpy CSR)."""
+    sets = khop_node_sets(csr, seeds, list(SHADOW_FANOUTS), seed=5)
+    if host is None:
+        ptr, _, _ = induced_sets_device(csr, sets.offsets, sets.nodes)
+    else:
+        ptr, _, _ = induced_batch(host.indptr, host.indices, host.eids, sets)
+    return seeds.numel(), {"nodes": sets.nodes.numel(), "edges": int(ptr[-1])}
 
 
 def one_layer(csr, seeds: torch.Tensor, fanout: int = 15) -> int:
@@ -194,6 +207,8 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
         (f"k-hop [15,10,5] batch {sz['batch']}", "sampled vertices/s", lambda: khop_vertices(s_in, seeds.to(dev))),
         (f"shaDow k-hop [10,5] extraction batch {sz['batch']}", "targets/s",
          lambda: shadow_khop(s_in, seeds.to(dev), host)),
+        (f"shaDow per-target k-hop [10,5] batch {sz['batch']}", "targets/s",
+         lambda: shadow_per_target(s_in, seeds.to(dev), host)),
     ] + [
         case for n in sz["one_layer"] for case in (
             (f"one layer fanout 15, {n:,} seeds", "sampled edges/s",

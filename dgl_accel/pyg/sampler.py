@@ -27,7 +27,13 @@ dict {edge type: list} as in PyG), ``subgraph_type`` "directional" and "bidirect
 conversion), ``replace``, node-wise and link-wise loaders (negative sampling through PyG's helper),
 ``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``.  Refused with ``NotImplementedError``,
 before any sampling: ``subgraph_type="induced"`` (or ``directed=False``), ``disjoint=True``,
-temporal sampling (``time_attr``, seed times), ``weight_attr`` and ``sample_direction="backward"``.
+temporal sampling (``time_attr``, seed times) and ``sample_direction="backward"``.
+
+``weight_attr`` (PyG's biased sampling; pyg-lib >= 0.3 there) names an edge attribute of
+non-negative weights, on every edge type of a ``HeteroData``: a hop draws in-edges with
+probability proportional to their weight (without replacement: successive weighted draws;
+zero-weight edges never), the core's weighted choice
+(:func:`dgl_accel.core.sampling.choice.weighted_neighbor_choice`), on the device for a CUDA graph.
 
 >>> import torch
 >>> from torch_geometric.data import Data
@@ -49,7 +55,7 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
 from ..core.sampling.checks import check_fanout, check_nodes, expected, resolve_seed
 from ..core.sampling.hops import sample_hops
 from ..core.sampling.rng import call_seed
-from .sampler_graph import read_graph
+from .sampler_graph import read_graph, with_weights
 
 __all__ = ["NeighborSampler"]
 
@@ -98,9 +104,6 @@ class NeighborSampler(BaseSampler):
                           f"pass disjoint=False: one shared subgraph per mini-batch, {PYG_FIX}")
         if time_attr is not None:
             raise _refuse(f"temporal sampling (time_attr={time_attr!r})", f"drop time_attr, {PYG_FIX}")
-        if weight_attr is not None:
-            raise _refuse(f"weighted sampling (weight_attr={weight_attr!r})",
-                          "drop weight_attr, or use torch_geometric's own NeighborSampler with pyg-lib>=0.3 installed")
         if sample_direction != "forward":
             raise _refuse(f"sample_direction={sample_direction!r}", "sample in-edges (sample_direction='forward'), "
                           "or reverse the edges (edge_index.flip(0)) to sample out-edges")
@@ -109,7 +112,8 @@ class NeighborSampler(BaseSampler):
         self.replace = replace
         self.temporal_strategy = temporal_strategy
         self.keep_orig_edges = False
-        self.graph = read_graph(data)
+        self.graph = read_graph(data) if weight_attr is None else with_weights(read_graph(data), data, weight_attr)
+        self.weight_attr = weight_attr
         self.num_neighbors = num_neighbors
         self.seed = resolve_seed(seed)
         self.calls = 0

@@ -17,16 +17,18 @@ LinkLoader map either form to the same ``e_id`` and edge attributes).  A graph s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData, remote_backend_utils
 
 from ..core.csr import Structure, sort_by_row
-from ..core.sampling.checks import expected
+from ..core.sampling.arrays import np64
+from ..core.sampling.checks import check_prob, expected
+from ..core.sampling.choice import WeightTables
 from ..core.sampling.hops import Relation
 
-__all__ = ["SamplerGraph", "read_graph", "relation_csr"]
+__all__ = ["SamplerGraph", "read_graph", "relation_csr", "with_weights"]
 
 DATA_FIX = "pass a torch_geometric.data.Data, a HeteroData or a (FeatureStore, GraphStore) tuple."
 
@@ -96,6 +98,29 @@ def read_graph(data) -> SamplerGraph:
             and isinstance(data[1], GraphStore):
         return _read_store(*data)
     raise expected("a graph", type(data).__name__, DATA_FIX)
+
+
+def with_weights(g: SamplerGraph, data, weight_attr: str) -> SamplerGraph:
+    """``g`` with weight tables on every relation, from the edge attribute ``weight_attr`` (one
+    finite non-negative weight per edge, in ``edge_index`` order: PyG's ``data[weight_attr]``, per
+    edge type on a ``HeteroData``), built once here."""
+    if not isinstance(data, (Data, HeteroData)):
+        raise NotImplementedError(f"dgl_accel.pyg.NeighborSampler does not support weighted sampling "
+                                  f"(weight_attr={weight_attr!r}) on (FeatureStore, GraphStore) inputs, as PyG's "
+                                  "own sampler does not. Fix: pass a Data or HeteroData, or drop weight_attr.")
+    stores = [data] if isinstance(data, Data) else [data[et] for et in g.edge_types]
+    names = ["data"] if isinstance(data, Data) else [f"data[{et!r}]" for et in g.edge_types]
+    rels = []
+    for rel, store, name in zip(g.rels, stores, names):
+        if weight_attr not in store:
+            raise expected(f"the edge attribute {name}.{weight_attr}", f"{name} without it (keys {list(store.keys())})",
+                           f"set {name}.{weight_attr} = one weight per edge (all ones samples that type uniformly).")
+        w = store[weight_attr]
+        if isinstance(w, torch.Tensor) and w.dim() == 2 and w.shape[1] == 1:
+            w = w.reshape(-1)  # an [E, 1] edge attribute, as edge weights are often stored
+        check_prob(w, rel.csr.num_edges, f"{name}.{weight_attr}")
+        rels.append(replace(rel, weights=WeightTables(np64(rel.csr.indptr), np64(rel.csr.eids), w)))
+    return replace(g, rels=rels)
 
 
 def _read_store(feature_store: FeatureStore, graph_store: GraphStore) -> SamplerGraph:

@@ -12,7 +12,10 @@ Use it exactly like DGL's::
 Distributions: :mod:`dgl_accel.core.sampling.saint_draw`; normalisation:
 :mod:`dgl_accel.core.sampling.saint_norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint_frontier`;
 subgraph construction: :mod:`dgl_accel.sampling.induced` (with the half-CSR path for symmetric
-graphs without parallel edges, detected once per graph).
+graphs without parallel edges, detected once per graph).  On a CUDA graph the node set (at most
+the budget's size) is drawn on the host from tables built once per graph, and the subgraph it
+induces and its normalisation weights are built on the device
+(:func:`dgl_accel.core.sampling.induced_device.induced_device`): nothing graph-sized crosses.
 
 Randomness is counter-based: call ``c`` of a sampler built with ``seed=s`` (in data-loader worker
 ``w``, 0 outside workers) draws from numpy's Philox keyed by ``call_seed(s, c, w)``, so equal seeds
@@ -27,6 +30,7 @@ import torch
 from dgl.dataloading import Sampler
 from dgl.dataloading.base import set_edge_lazy_features, set_node_lazy_features
 
+from ..core.backend import choose_path
 from ..core.sampling.checks import (
     check_choice,
     check_has_edges,
@@ -36,6 +40,7 @@ from ..core.sampling.checks import (
     expected,
     resolve_seed,
 )
+from ..core.sampling.induced_device import induced_device
 from ..core.sampling.rng import call_seed
 from ..core.sampling.saint_draw import (
     NODE_PROBS,
@@ -49,9 +54,9 @@ from ..core.sampling.saint_draw import (
     node_weights,
 )
 from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normalization
-from ..graph.structure import cached, out_csr
+from ..graph.structure import cached, in_csr, out_csr
 from .base import CallSeeds
-from .blocks import check_homogeneous
+from .blocks import check_homogeneous, device_subgraph
 from .errors import dgl_errors
 from .frontier import frontier_sample
 from .induced import cpu_in_csr, half_csr, induced_subgraph, induced_subgraph_symmetric
@@ -171,11 +176,12 @@ class SAINTSampler(CallSeeds, Sampler):
             raise expected("prefetch fields other than 'w' / 'loss_w' with normalize=True", "a clash",
                            "rename the graph's field; the sampler writes sg.edata['w'] and sg.ndata['loss_w'].")
         self._norm_ref = None  # (weakref to graph, weakref to its index, Normalization)
+        self._norm_dev = None  # (Normalization, device, edge_w, loss_w): its weights on the graph's device
 
     def __getstate__(self):
         # the normalisation cache holds weak references (not picklable); spawned workers recompute it
         state = self.__dict__.copy()
-        state["_norm_ref"] = None
+        state["_norm_ref"] = state["_norm_dev"] = None
         return state
 
     # ----------------------------------------------------------------------------- node sets
@@ -251,20 +257,38 @@ class SAINTSampler(CallSeeds, Sampler):
         norm = self.normalization(g) if self.normalize else None
         t = tables(g, self.cache)
         nodes = self._draw(g, t, self._call_seed())
-        half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
-        if half is not None:
-            sg, eids = induced_subgraph_symmetric(g, nodes, half)
+        csr = in_csr(g)
+        if choose_path(csr.indptr) == "triton":  # a CUDA graph: the subgraph built where it lives
+            sg = self._device_subgraph(g, csr, torch.from_numpy(nodes).to(csr.device), norm)
         else:
-            sg, eids = induced_subgraph(g, nodes, t.csr)
-        if norm is not None:
-            # numpy gathers: torch indexing can stall in its thread pool on a busy machine
-            sg.edata["w"] = torch.from_numpy(np.take(norm.edge_w, eids))
-            sg.ndata["loss_w"] = torch.from_numpy(np.take(norm.loss_w, nodes))
+            half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
+            if half is not None:
+                sg, eids = induced_subgraph_symmetric(g, nodes, half)
+            else:
+                sg, eids = induced_subgraph(g, nodes, t.csr)
+            if norm is not None:
+                # numpy gathers: torch indexing can stall in its thread pool on a busy machine
+                sg.edata["w"] = torch.from_numpy(np.take(norm.edge_w, eids))
+                sg.ndata["loss_w"] = torch.from_numpy(np.take(norm.loss_w, nodes))
         out = g.device if self.output_device is None else torch.device(self.output_device)
-        if out.type != "cpu":
+        if sg.device != out:
             sg = sg.to(out)
         set_node_lazy_features(sg, self.prefetch_ndata)
         set_edge_lazy_features(sg, self.prefetch_edata)
+        return sg
+
+
+    def _device_subgraph(self, g, csr, nodes: torch.Tensor, norm):
+        """The subgraph ``nodes`` (sorted distinct ids, on the CSR's device) induce, built there
+        (``induced_device``: the CPU path's edges; its CSC order), with the normalisation's weights
+        gathered from copies on the device made once per normalisation."""
+        indptr, local, eids = induced_device(csr, nodes)
+        sg = device_subgraph(indptr, local, nodes, eids, g.idtype)
+        if norm is not None:
+            if self._norm_dev is None or self._norm_dev[0] is not norm or self._norm_dev[1] != csr.device:
+                self._norm_dev = (norm, csr.device, torch.from_numpy(norm.edge_w).to(csr.device),
+                                  torch.from_numpy(norm.loss_w).to(csr.device))
+            sg.edata["w"], sg.ndata["loss_w"] = self._norm_dev[2][eids], self._norm_dev[3][nodes]
         return sg
 
 

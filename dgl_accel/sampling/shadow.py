@@ -44,7 +44,7 @@ from ..core.sampling.checks import (
 )
 from ..core.sampling.choice import weight_tables
 from ..core.sampling.induced import induced_symmetric_coo
-from ..core.sampling.induced_device import induced_device
+from ..core.sampling.induced_device import induced_device, induced_sets_device
 from ..core.sampling.neighbor import sample_layers
 from ..core.sampling.ppr import PPRTable, check_ppr, ppr_node_sets
 from ..core.sampling.shadow import (
@@ -77,8 +77,15 @@ def shadow_index(sg) -> tuple[torch.Tensor, torch.Tensor]:
 def _subgraph(g, sets: NodeSets, excl, per_target: bool):
     """The (batched) induced subgraph of ``sets`` with original ids, minus excluded edge ids.  On a
     symmetric graph without parallel edges: the half-CSR paths (half the entries filtered; edges
-    come as a COO, each set's together); else the CSC of :func:`induced_batch`."""
+    come as a COO, each set's together); else the CSC of :func:`induced_batch`.  On the Triton
+    path (a CUDA graph) the CSC is built on the device (``induced_sets_device``)."""
     N, T = sets.nodes.numel(), sets.offsets.numel() - 1
+    csr = in_csr(g)
+    if choose_path(csr.indptr) == "triton":  # a CUDA graph: the batch built on the device
+        offs, excl_t = sets.offsets.to(csr.device), None if excl is None else torch.from_numpy(excl)
+        indptr, local, eids = induced_sets_device(csr, offs, sets.nodes, excl_t)
+        sg = device_subgraph(indptr, local, sets.nodes.to(csr.device), eids, g.idtype)
+        return _mark_sets(sg, sets, indptr[offs].diff(), g.idtype) if per_target else sg
     nodes = sets.nodes.numpy()
     half = half_csr(g)
     if half is not None:
@@ -101,15 +108,21 @@ def _subgraph(g, sets: NodeSets, excl, per_target: bool):
             indptr, local, eids = offsets(np.bincount(row, minlength=N)), local[keep], eids[keep]
         ecount = np.diff(indptr[sets.offsets.numpy()])
         sg = new_subgraph("csc", (indptr, local), N, g.idtype, nodes, eids)
-    if per_target:
-        sg.ndata[GRAPH_ID] = sets.graph_ids()
-        is_target = torch.zeros(N, dtype=torch.bool)
-        is_target[sets.target_pos] = True
-        sg.ndata[IS_TARGET] = is_target
-        if sets.scores is not None:  # float32, as node features are (weights for ShaDowReadout's pool)
-            sg.ndata[PPR_SCORE] = sets.scores.to(torch.float32)
-        sg.set_batch_num_nodes(sets.offsets.diff().to(g.idtype))
-        sg.set_batch_num_edges(torch.from_numpy(ecount).to(g.idtype))
+    return _mark_sets(sg, sets, torch.from_numpy(ecount), g.idtype) if per_target else sg
+
+
+def _mark_sets(sg, sets: NodeSets, ecount: torch.Tensor, idtype):
+    """A per-target batch's node data (set index, target flag, PPR score) and batch sizes, on
+    ``sg``'s device; ``ecount``: the edges of each set."""
+    dev = sg.device
+    sg.ndata[GRAPH_ID] = sets.graph_ids().to(dev)
+    is_target = torch.zeros(sets.nodes.numel(), dtype=torch.bool, device=dev)
+    is_target[sets.target_pos.to(dev)] = True
+    sg.ndata[IS_TARGET] = is_target
+    if sets.scores is not None:  # float32, as node features are (weights for ShaDowReadout's pool)
+        sg.ndata[PPR_SCORE] = sets.scores.to(device=dev, dtype=torch.float32)
+    sg.set_batch_num_nodes(sets.offsets.diff().to(device=dev, dtype=idtype))
+    sg.set_batch_num_edges(ecount.to(device=dev, dtype=idtype))
     return sg
 
 

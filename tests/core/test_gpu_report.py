@@ -77,9 +77,10 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     assert all(r["ok"] for r in agg if r["provider"].startswith("torch.sparse") and r["dtype"] == "float32")
     samplers = rows["sampling"]
     assert len({r["sampler"].split(" ")[0] for r in samplers}) == 10  # with PPR, k-hop, shaDow, one layer, bound
-    shadow = [r for r in samplers if r["sampler"].startswith("shaDow")]
-    assert {r["where"] for r in shadow} == {"device", "cpu"} and len({(r["nodes"], r["edges"]) for r in shadow}) == 1, \
-        shadow  # the same subgraph on both paths
+    for mode in ("shaDow k-hop", "shaDow per-target"):  # merged and per-target: the same subgraphs on both paths
+        shadow = [r for r in samplers if r["sampler"].startswith(mode)]
+        assert {r["where"] for r in shadow} == {"device", "cpu"} and \
+            len({(r["nodes"], r["edges"]) for r in shadow}) == 1, shadow
     blocks = [r for r in samplers if r["sampler"].startswith("neighbor blocks")]
     assert {r["where"] for r in blocks} == {"device", "cpu"} and all(r["host_reads"] >= 1 for r in blocks), blocks
     for kind in ("blocks [", "blocks weighted"):  # uniform and weighted: the same samples on both paths

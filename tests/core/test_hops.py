@@ -1,13 +1,17 @@
 """``dgl_accel.core.sampling.hops`` (hop-by-hop sampling in PyG's layout, the PyG sampler's
 pipeline): its device pipeline reads the host at most :func:`host_read_bound` times, for one
-relation and for two relations into two node types, and gives the CPU path's samples.  (Its
+relation and for two relations into two node types, uniform and weighted, and gives the CPU
+path's samples.  (Its
 output contract through PyG's loaders: tests/pyg/test_sampler.py.)"""
+import dataclasses
+
 import pytest
 import torch
 
 import dgl_accel
 from dgl_accel.core.csr import Structure, sort_by_row
-from dgl_accel.core.sampling import neighbor_device
+from dgl_accel.core.sampling import neighbor_device, weighted_device
+from dgl_accel.core.sampling.choice import WeightTables
 from dgl_accel.core.sampling.hops import Relation, host_read_bound, sample_hops
 from dgl_accel.testing.host_reads import HostReads
 
@@ -29,20 +33,29 @@ CASES = {  # name: (relations, seeds per node type, node counts)
 }
 
 
+def _weighted(rel: Relation, seed: int) -> Relation:
+    w = torch.rand(rel.csr.num_edges, generator=torch.Generator().manual_seed(seed))
+    w[::4] = 0
+    return dataclasses.replace(rel, weights=WeightTables(rel.csr.indptr.numpy(), rel.csr.eids.numpy(), w))
+
+
 @pytest.mark.interpreter
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("fanouts", [[4, 3], [-1, 2]])
-def test_device_pipeline_reads_the_host_at_most_its_bound_and_samples_as_the_cpu(case, fanouts):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_device_pipeline_reads_the_host_at_most_its_bound_and_samples_as_the_cpu(case, fanouts, weighted):
     build, seeds, num_nodes = CASES[case]
-    rels = build()
+    rels = [_weighted(r, i) for i, r in enumerate(build())] if weighted else build()
     per_rel = [fanouts] * len(rels)
     with dgl_accel.use_backend("native"):
         cpu = sample_hops(rels, seeds, per_rel, key=5, replace=False, num_nodes=num_nodes)
     # the interpreter reads the kernel's arguments on the host; a compiled launch does not
-    with HostReads(leave_out=[(neighbor_device, "neighbor_choice_triton")]) as reads:
+    # (and the CPU's Philox of the weighted choice runs in numpy; on a GPU, torch ops without a read)
+    with HostReads(leave_out=[(neighbor_device, "neighbor_choice_triton"), (weighted_device, "philox_uniform")]) \
+            as reads:
         with dgl_accel.use_backend("triton"):
             dev = sample_hops(rels, seeds, per_rel, key=5, replace=False, num_nodes=num_nodes)
-    assert 0 < len(reads.events) <= host_read_bound(len(rels), len(num_nodes), len(fanouts)), reads.events
+    assert 0 < len(reads.events) <= host_read_bound(len(rels), len(num_nodes), len(fanouts), weighted), reads.events
     for name in ("nodes", "row", "col", "edge"):
         assert all(torch.equal(a, b) for a, b in zip(getattr(cpu, name), getattr(dev, name))), name
     assert cpu.num_sampled_nodes == dev.num_sampled_nodes and cpu.num_sampled_edges == dev.num_sampled_edges

@@ -14,6 +14,7 @@ from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
 from dgl_accel.core.sampling.induced import InCSR, half_csr
+from dgl_accel.core.sampling.induced_device import induced_sets_device
 from dgl_accel.core.sampling.ppr import ppr_node_sets
 from dgl_accel.core.sampling.shadow import induced_batch, induced_batch_symmetric, khop_node_sets
 from dgl_accel.testing import tensors as tst
@@ -111,11 +112,12 @@ def test_compiled_khop_twin_on_hubs(replace):
 
 
 @settings(max_examples=12, deadline=None)
-@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=150), fanouts=st.lists(st.integers(1, 3), min_size=1,
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=150), fanouts=st.lists(st.integers(-1, 3), min_size=1,
        max_size=2), replace=st.booleans(), seed=st.integers(0, 2**64 - 1))
 def test_khop_sets_same_on_triton_and_cpu(e, fanouts, replace, seed):
+    """The Triton path builds the sets on the device (``shadow_device``); repeated targets too."""
     csr = _csr(e)
-    targets = torch.arange(min(e.num_src, 6))
+    targets = torch.cat([torch.arange(min(e.num_src, 6)), torch.zeros(1, dtype=torch.int64)])
     out = {}
     for name in ("native", "triton"):
         with dgl_accel.use_backend(name):
@@ -135,6 +137,7 @@ def test_every_subgraph_of_a_batch_is_its_induced_subgraph(e, kind, seed, data):
     ip, ix, ei = csr.indptr.long().numpy(), csr.indices.long().numpy(), csr.eids.long().numpy()
     paths = [False] + ([True] if runtime.enabled() else [])
     outs = [induced_batch(ip, ix, ei, sets, compiled=c) for c in paths]
+    outs.append([a.numpy() for a in induced_sets_device(csr, sets.offsets, sets.nodes)])  # the device batch
     for o in outs[1:]:
         assert all(np.array_equal(a, b) for a, b in zip(outs[0], o))
     sub_indptr, local, eids = outs[0]
@@ -198,3 +201,22 @@ def test_bad_targets_and_seed_are_refused():
         khop_node_sets(csr, torch.tensor([2]), [1], seed=0)
     with pytest.raises(SamplingInputError, match=r"seed to be an int in \[0, 2\^64\)"):
         khop_node_sets(csr, torch.tensor([0]), [1], seed=-1)
+
+
+def test_device_sets_and_batch_read_the_host_at_most_their_bounds():
+    from dgl_accel.core.sampling import induced_device, shadow_device
+    from dgl_accel.testing.host_reads import HostReads
+    src = torch.randint(0, 300, (3000,), generator=torch.Generator().manual_seed(0))
+    dst = torch.randint(0, 300, (3000,), generator=torch.Generator().manual_seed(1))
+    csr = TensorGraph(src, dst, num_nodes=300).csr("in")
+    fanouts = [4, -1]
+    with dgl_accel.use_backend("triton"):
+        # the interpreter reads the kernel's arguments on the host; a compiled launch does not
+        with HostReads(leave_out=[(shadow_device, "neighbor_choice_triton")]) as reads:
+            offs, nodes, _ = shadow_device.khop_node_sets_device(csr, torch.arange(0, 300, 10), fanouts, seed=3,
+                                                                 replace=False)
+        assert 0 < len(reads.events) <= len(fanouts) * shadow_device.HOST_READS_PER_HOP, reads.events
+        with HostReads() as reads:
+            sub_indptr, _, eids = induced_sets_device(csr, offs, nodes, exclude=torch.tensor([0, 5]))
+        assert len(reads.events) <= induced_device.HOST_READS, reads.events
+    assert eids.numel() and not {0, 5} & set(eids.tolist())

@@ -290,7 +290,7 @@ def test_link_loader_maps_seed_edges_back(neg):
     (dict(directed=False), NotImplementedError, "induced"),
     (dict(subgraph_type="sideways"), ValueError, "subgraph_type"),
     (dict(time_attr="t"), NotImplementedError, "temporal"),
-    (dict(weight_attr="w"), NotImplementedError, "weighted"),
+    (dict(weight_attr="w"), ValueError, r"edge attribute data\.w"),
     (dict(sample_direction="backward"), NotImplementedError, "forward"),
     (dict(replace="yes"), ValueError, "replace to be a bool"),
 ])
@@ -321,6 +321,81 @@ def test_bad_graphs_and_seeds_are_refused_before_sampling():
     with pytest.raises(ValueError, match=r"of type 'author' in \[0, 25\)"):
         hs.sample_from_nodes(NodeSamplerInput(None, torch.tensor([25]), input_type="author"))
     assert hs.calls == 0
+
+
+# ----------------------------------------------------------------------------------- weighted
+def weighted_graph(n=60, e=400) -> Data:
+    data = graph(n, e)
+    w = torch.rand(e, generator=torch.Generator().manual_seed(1))
+    w[::3] = 0  # never sampled
+    data.w = w
+    return data
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_weighted_hops_take_only_positive_edges_as_many_as_the_rule_says(replace):
+    data = weighted_graph()
+    positive = data.w > 0
+    in_pos = torch.bincount(data.edge_index[1][positive], minlength=data.num_nodes)
+    loader = NodeLoader(data, node_sampler=NeighborSampler(data, [3, 2], replace=replace, weight_attr="w", seed=4),
+                        batch_size=20)
+    for b in loader:
+        assert bool(positive[b.e_id].all())
+        assert torch.equal(data.edge_index[:, b.e_id], b.n_id[b.edge_index])  # real edges of the graph
+        n0 = 0
+        for k, f in enumerate([3, 2]):  # per hop: min(positive in-edges, fanout), or fanout with replacement
+            n1 = n0 + b.num_sampled_nodes[k]
+            c = b.edge_index[1][sum(b.num_sampled_edges[:k]):sum(b.num_sampled_edges[:k + 1])]
+            got = torch.bincount(c - n0, minlength=n1 - n0)
+            p = in_pos[b.n_id[n0:n1]]
+            assert torch.equal(got, torch.where(p > 0, f, 0) if replace else p.clamp(max=f))
+            n0 = n1
+
+
+def test_weighted_draws_follow_the_weights():
+    """Node 0's in-edges from 1..4 weigh 1, 1, 1, 7: one draw takes the heavy one 70% of the time."""
+    data = Data(edge_index=torch.tensor([[1, 2, 3, 4], [0, 0, 0, 0]]), num_nodes=5,
+                w=torch.tensor([1.0, 1.0, 1.0, 7.0]))
+    sampler = NeighborSampler(data, [1], weight_attr="w", seed=0)
+    heavy = sum(int(sampler.sample_from_nodes(NodeSamplerInput(None, torch.tensor([0]))).edge[0]) == 3
+                for _ in range(2000))
+    assert abs(heavy / 2000 - 0.7) < 0.04, heavy  # 4 standard deviations
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("replace", [False, True])
+def test_weighted_device_pipeline_gives_the_cpu_paths_batches(replace):
+    data, h = weighted_graph(n=40, e=200), hetero()
+    for et in h.edge_types:
+        h[et].w = torch.rand(h[et].num_edges, generator=torch.Generator().manual_seed(len(et[1])))
+    out = {}
+    for name in ("native", "triton"):
+        with dgl_accel.use_backend(name):
+            out[name] = (sample_all(data, replace=replace, weight_attr="w"),
+                         [(b["paper"].n_id, b["author"].n_id, b["cites"].e_id, b["writes"].e_id)
+                          for b in NodeLoader(h, node_sampler=NeighborSampler(h, [2, 2], replace=replace,
+                                                                              weight_attr="w", seed=1),
+                                              input_nodes=("paper", torch.arange(30)), batch_size=10)])
+    assert same(out["native"][0], out["triton"][0]) and same(out["native"][1], out["triton"][1])
+
+
+def test_weighted_sampling_refuses_what_it_cannot_weigh():
+    h = hetero()
+    h["paper", "cites", "paper"].w = torch.ones(160)
+    with pytest.raises(ValueError, match=r"data\[\('author', 'writes', 'paper'\)\]\.w"):
+        NeighborSampler(h, [2], weight_attr="w")
+    data = graph()
+    data.w = -torch.ones(data.num_edges)
+    with pytest.raises(ValueError, match="non-negative"):
+        NeighborSampler(data, [2], weight_attr="w")
+    data.w = torch.ones(data.num_edges - 1)
+    with pytest.raises(ValueError, match="one value per edge"):
+        NeighborSampler(data, [2], weight_attr="w")
+    from torch_geometric.testing import MyFeatureStore, MyGraphStore
+    fs, gs = MyFeatureStore(), MyGraphStore()
+    gs.put_edge_index(data.edge_index, edge_type=None, layout="coo", size=(60, 60))
+    with pytest.raises(NotImplementedError, match="FeatureStore, GraphStore"):
+        NeighborSampler((fs, gs), [2], weight_attr="w")
 
 
 # ------------------------------------------------------------------------------------ devices

@@ -10,7 +10,9 @@ each hop's new nodes.  Within a hop the new nodes come in increasing id (the cor
 order; PyG's own sampler lists them in first appearance, an order its contract leaves open).
 
 Relations: relation ``r`` is an in-CSR (rows: its destination type's nodes; indices: its source
-type's; ``eids``: each entry's position in the relation's ``edge_index``).  Its hop-``k`` choice is
+type's; ``eids``: each entry's position in the relation's ``edge_index``), with optional weight
+tables (:class:`~dgl_accel.core.sampling.choice.WeightTables`) for a weighted choice (the rules of
+:func:`~dgl_accel.core.sampling.choice.weighted_neighbor_choice`, on either path).  Its hop-``k`` choice is
 keyed by ``step = k * R + r`` under the call's key, so two relations into one node type draw
 independently, and a homogeneous graph (R = 1) draws hop k as the core's layer ``step = k``.
 
@@ -43,21 +45,23 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..backend import choose_path
+from ..backend import choose_path, record
 from ..csr import Structure
 from .arrays import np64
 from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources, sample_neighbors
-from .neighbor_device import HOST_READS_PER_LAYER, relabel_device
+from .neighbor_device import HOST_READS_PER_LAYER, WEIGHTED_EXTRA_READS, choose_device, relabel_device
 
 __all__ = ["Relation", "Hops", "sample_hops", "chosen_counts", "HOST_READS_PER_RELABEL", "host_read_bound"]
 
 HOST_READS_PER_RELABEL = 2  # relabel_device: the distinct sources, the new ones
 
 
-def host_read_bound(num_relations: int, num_types: int, hops: int) -> int:
+def host_read_bound(num_relations: int, num_types: int, hops: int, weighted: bool = False) -> int:
     """Host reads of :func:`sample_hops` on the device: per hop, each relation's choice
-    (``HOST_READS_PER_LAYER``: range check, sample count) and each node type's relabelling."""
-    return hops * (num_relations * HOST_READS_PER_LAYER + num_types * HOST_READS_PER_RELABEL)
+    (``HOST_READS_PER_LAYER``: range check, sample count; weighted: ``WEIGHTED_EXTRA_READS`` more)
+    and each node type's relabelling."""
+    choice = HOST_READS_PER_LAYER + (WEIGHTED_EXTRA_READS if weighted else 0)
+    return hops * (num_relations * choice + num_types * HOST_READS_PER_RELABEL)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +72,7 @@ class Relation:
     src: int        # the source node type
     dst: int        # the destination node type
     cache: dict = field(default_factory=dict, repr=False)  # the CPU path's host arrays, built on first use
+    weights: object = field(default=None, repr=False)      # WeightTables of csr: weighted choice (None: uniform)
 
     def host(self):
         """(indptr, packed (source, edge id) pairs) as numpy arrays, for the CPU path."""
@@ -113,13 +118,18 @@ def _hop_edges(rel: Relation, frontier: torch.Tensor, first: int, fanout: int, *
     empty = torch.empty(0, dtype=torch.int64, device=frontier.device)
     if fanout == 0 or frontier.numel() == 0:
         return empty, empty, empty
-    if on_device:
+    if on_device and rel.weights is not None:
+        record("neighbor_choice", "triton", frontier.device)
+        flat, counts = choose_device(rel.csr, frontier, fanout, key, step, replace, rel.weights.on(rel.csr.device))
+        src, eid = rel.csr.indices[flat], rel.csr.eids[flat]
+    elif on_device:
         src, _, eid = sample_neighbors(rel.csr, frontier, fanout, seed=key, step=step, replace=replace)
         counts = chosen_counts(rel.csr.indptr, frontier, fanout, replace)
     else:
         indptr, pairs = rel.host()
         flat, counts = choose_positions(rel.csr, np64(frontier), fanout, seed=key, step=step,
-                                        num_nodes=rel.csr.num_rows, replace=replace, host_indptr=indptr)
+                                        num_nodes=rel.csr.num_rows, replace=replace, tables=rel.weights,
+                                        host_indptr=indptr)
         src, eid, counts = (torch.from_numpy(a).to(frontier.device) for a in (*gather_pairs(pairs, flat), counts))
     # the choice groups edges by frontier node, in order: each one's local id repeats counts[i] times
     local = torch.arange(first, first + frontier.numel(), device=frontier.device)

@@ -15,7 +15,7 @@ import torch
 
 from ..csr import Structure, row_positions
 
-__all__ = ["induced_device", "HOST_READS"]
+__all__ = ["induced_device", "induced_sets_device", "HOST_READS"]
 
 HOST_READS = 2  # the gathered in-edges, the kept ones
 
@@ -43,3 +43,33 @@ def induced_device(csr: Structure, nodes: torch.Tensor, exclude: torch.Tensor | 
     kept = member.nonzero().squeeze(1)  # read 2
     sub_indptr = torch.cat([kept_per_row.new_zeros(1), torch.cumsum(kept_per_row, 0)])
     return sub_indptr, order[at[kept]], csr.eids[flat[kept]].to(torch.int64)
+
+
+def induced_sets_device(csr: Structure, offsets: torch.Tensor, nodes: torch.Tensor,
+                        exclude: torch.Tensor | None = None):
+    """The disjoint union of the subgraphs induced by several node sets (set ``t`` is
+    ``nodes[offsets[t]:offsets[t + 1]]``, distinct ids in increasing order; node ``i`` of the batch
+    is entry ``i``): ``(sub_indptr [N + 1], local sources [m], parent edge ids [m])`` on the CSR's
+    device, the arrays of :func:`.shadow.induced_batch` (each set's in-edges in CSR order), minus
+    the edge ids in ``exclude``.  Sources are looked up among the sorted keys ``set * n + id``;
+    two host reads, as :func:`induced_device`."""
+    dev = csr.device
+    nodes = nodes.to(device=dev, dtype=torch.int64)
+    offsets = offsets.to(device=dev, dtype=torch.int64)
+    N, n = nodes.shape[0], int(csr.num_rows)
+    if N == 0:
+        empty = torch.zeros(0, dtype=torch.int64, device=dev)
+        return torch.zeros(1, dtype=torch.int64, device=dev), empty, empty
+    owner = torch.repeat_interleave(torch.arange(offsets.shape[0] - 1, device=dev), offsets.diff(), output_size=N)
+    keys = owner * n + nodes  # sorted: set-major, increasing ids within a set
+    flat, counts = row_positions(csr.indptr, nodes)  # read 1
+    row = torch.repeat_interleave(torch.arange(N, device=dev), counts, output_size=flat.shape[0])
+    src_key = owner[row] * n + csr.indices[flat].to(torch.int64)
+    at = torch.searchsorted(keys, src_key).clamp_max(N - 1)
+    member = keys[at] == src_key
+    if exclude is not None and exclude.numel():
+        member &= ~torch.isin(csr.eids[flat].to(torch.int64), exclude.to(device=dev, dtype=torch.int64))
+    kept_per_row = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(0, row, member.to(torch.int64))
+    kept = member.nonzero().squeeze(1)  # read 2
+    sub_indptr = torch.cat([kept_per_row.new_zeros(1), torch.cumsum(kept_per_row, 0)])
+    return sub_indptr, at[kept], csr.eids[flat[kept]].to(torch.int64)

@@ -41,7 +41,7 @@ from .checks import check_below, check_fanouts, check_nodes, node_ids, resolve_s
 from .choice import uniform_choice_np
 from .induced import HalfCSR, induced_entries, induced_symmetric_coo
 from .neighbor import choose_positions, drop_excluded, relabel_sources
-from .neighbor_triton import neighbor_choice_triton
+from .shadow_device import khop_node_sets_device
 
 __all__ = ["NodeSets", "khop_node_sets", "merged_khop_nodes", "induced_batch", "induced_batch_symmetric"]
 
@@ -49,7 +49,8 @@ __all__ = ["NodeSets", "khop_node_sets", "merged_khop_nodes", "induced_batch", "
 class NodeSets(NamedTuple):
     """One node set per target, concatenated: set ``t`` is ``nodes[offsets[t]:offsets[t+1]]`` in
     increasing id; ``nodes[target_pos[t]]`` is target ``t`` (a global position); ``scores`` the
-    PPR estimates of the nodes (PPR sets only, else None).  int64 / float64 CPU tensors."""
+    PPR estimates of the nodes (PPR sets only, else None).  int64 / float64 tensors, on the CPU
+    but for :func:`khop_node_sets` on a CUDA CSR (the device's)."""
 
     offsets: torch.Tensor
     nodes: torch.Tensor
@@ -58,22 +59,9 @@ class NodeSets(NamedTuple):
 
     def graph_ids(self) -> torch.Tensor:
         """Set index of every entry of ``nodes`` (the node-to-subgraph index of a batch)."""
-        counts = np.diff(self.offsets.numpy())
-        return torch.from_numpy(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
-
-
-def _choose(csr: Structure, v: np.ndarray, cids: np.ndarray, fanout: int, seed: int, num_counters: int,
-            replace: bool) -> np.ndarray:
-    """CSR positions [P, fanout] (-1 padded) of the pairs' draws (counter ids ``cids``), on the path
-    the backend picks: the neighbour-choice kernel or its numpy twin (same positions)."""
-    path = choose_path(csr.indptr)
-    record("neighbor_choice", path, csr.indptr.device)
-    if path == "triton":
-        dev = csr.indptr.device
-        return neighbor_choice_triton(csr.indptr, torch.from_numpy(v).to(dev), fanout, seed=seed, step=0,
-                                      num_nodes=num_counters, replace=replace,
-                                      counter_ids=torch.from_numpy(cids).to(dev)).cpu().numpy()
-    return uniform_choice_np(np64(csr.indptr), v, fanout, seed, 0, num_counters, replace, counter_ids=cids)
+        counts = self.offsets.diff()
+        return torch.repeat_interleave(torch.arange(counts.shape[0], device=counts.device), counts,
+                                       output_size=self.nodes.shape[0])
 
 
 def _all_positions(indptr: np.ndarray, v: np.ndarray):
@@ -92,7 +80,8 @@ def khop_node_sets(csr: Structure, targets, fanouts, *, replace: bool = False, s
     fanouts: one int per hop, target side first, -1 = every neighbour; seed: the Philox key (the
     seed rule of :mod:`.checks`).  ``compiled``: the compiled twin (:func:`dgl_accel.core.jit.shadow.khop_sets`,
     parallel over targets, same sets) for fanouts >= 0; default where numba is enabled and the
-    backend picks the CPU path (else the neighbour-choice kernel or its numpy twin per hop).
+    backend picks the CPU path (else its numpy twin per hop).  On the Triton path (a CUDA CSR) the
+    sets are built on the device (:mod:`.shadow_device`: the same sets, on the CSR's device).
     Returns :class:`NodeSets` (no scores)."""
     fanouts = check_fanouts(fanouts)
     seed = resolve_seed(seed)
@@ -101,6 +90,10 @@ def khop_node_sets(csr: Structure, targets, fanouts, *, replace: bool = False, s
     T, L = tg.numel(), len(fanouts)
     check_below("nodes^2 x hops", n * n * L, "2^60 / max(fanouts)", 2**62 // 4 // max(max(fanouts), 1),
                 "sample fewer hops or use fanout -1.")
+    if choose_path(csr.indptr) == "triton":
+        for _ in range(sum(f != -1 for f in fanouts)):  # one choice per sampled hop, as the CPU path records
+            record("neighbor_choice", "triton", csr.indptr.device)
+        return NodeSets(*khop_node_sets_device(csr, tg, fanouts, seed=seed, replace=replace))
     indptr = np64(csr.indptr)
     indices = np64(csr.indices)
     tnp = tg.numpy()
@@ -122,7 +115,8 @@ def khop_node_sets(csr: Structure, targets, fanouts, *, replace: bool = False, s
             flat, cnt = _all_positions(indptr, v)
         else:
             cids = (tnp[owner] * L + k) * n + v
-            pos = _choose(csr, v, cids, f, seed, n * L * n, replace)
+            record("neighbor_choice", "native", csr.indptr.device)
+            pos = uniform_choice_np(indptr, v, f, seed, 0, n * L * n, replace, counter_ids=cids)
             valid = pos >= 0
             flat, cnt = pos[valid], valid.sum(1)
         keys = np.unique(np.repeat(owner, cnt) * n + indices[flat])
