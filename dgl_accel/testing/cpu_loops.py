@@ -1,9 +1,10 @@
-"""Switches for tests that compare the CPU paths of one sampler with each other (DGL-free, so the
+"""Switches for tests that compare the paths of one sampler with each other (DGL-free, so the
 core lane's tests use it too)."""
 from __future__ import annotations
 
 import contextlib
 
+from ..core.backend import use_backend
 from ..core.jit import runtime
 from ..core.sampling import saint_frontier
 
@@ -28,3 +29,13 @@ def both_frontier_loops(sample, monkeypatch, *args, **kw):
     vector = sample(*args, **kw)
     assert all(a.equal(b) for a, b in zip(scalar, vector))
     return scalar
+
+
+def native_and_triton(fn):
+    """``(fn() on the native CPU path, fn() on the Triton path)``: on CPU tensors the latter runs the
+    device pipelines with their kernels interpreted."""
+    out = []
+    for name in ("native", "triton"):
+        with use_backend(name):
+            out.append(fn())
+    return tuple(out)

@@ -14,6 +14,7 @@ from dgl_accel.core.sampling import neighbor_device, relations_device, weighted_
 from dgl_accel.core.sampling.choice import weight_tables
 from dgl_accel.core.sampling.output import TypedSamplerOutput, assert_same_typed_output
 from dgl_accel.core.sampling.relations import sample_typed_layers, stack_relations, stacked_weights
+from dgl_accel.testing.cpu_loops import native_and_triton
 from dgl_accel.testing.host_reads import HostReads
 
 
@@ -41,14 +42,6 @@ def heterographs(draw, max_nodes=30, max_edges=150):
             src[-1], dst[-1] = src[0], dst[0]
         rels.append((s, d, src, dst))
     return sizes, rels
-
-
-def _both(fn):
-    out = {}
-    for name in ("native", "triton"):
-        with dgl_accel.use_backend(name):
-            out[name] = fn()
-    return out["native"], out["triton"]
 
 
 def _check_edges(out: TypedSamplerOutput, rels, excluded):
@@ -84,7 +77,7 @@ def test_device_typed_layers_are_the_cpu_paths(g, layers, replace, weighted, see
              for _, _, src, _ in rels]
         tables = weight_tables(stack.csr.indptr, stack.csr.eids, stacked_weights(stack, w))
     kw = dict(seed=seed, replace=replace, tables=tables, exclude=exclude)
-    native, device = _both(lambda: sample_typed_layers(stack, [(s, d) for s, d, _, _ in rels], sizes, seeds,
+    native, device = native_and_triton(lambda: sample_typed_layers(stack, [(s, d) for s, d, _, _ in rels], sizes, seeds,
                                                        fanouts, **kw))
     assert_same_typed_output(device, native)
     assert len(device.layers) == len(fanouts)
@@ -101,7 +94,7 @@ def test_device_typed_layers_on_a_hub_above_1024_in_edges(idtype, fanout, replac
     sizes = [1200, 3]
     stack = stack_relations([_relation(src, dst, sizes[s], sizes[d], idtype) for s, d, src, dst in rels])
     seeds = [torch.tensor([5, 7]), torch.tensor([0, 2, 0])]
-    native, device = _both(lambda: sample_typed_layers(stack, [(0, 1), (1, 0)], sizes, seeds, [[fanout, 3]] * 2,
+    native, device = native_and_triton(lambda: sample_typed_layers(stack, [(0, 1), (1, 0)], sizes, seeds, [[fanout, 3]] * 2,
                                                        seed=2**63 + 1, replace=replace))
     assert_same_typed_output(device, native)
     _check_edges(device, rels, [set(), set()])

@@ -16,6 +16,7 @@ from dgl_accel.core.sampling.choice import clear_cache, weight_tables
 from dgl_accel.core.sampling.neighbor import sample_layers, sample_neighbors
 from dgl_accel.core.sampling.output import SampledLayer
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.cpu_loops import native_and_triton
 from dgl_accel.testing.host_reads import HostReads
 
 
@@ -25,14 +26,6 @@ def _weights(num_edges: int, seed: int, zeros: float, dtype=torch.float32):
     w = torch.rand(num_edges, generator=gen) * 2
     w[torch.rand(num_edges, generator=gen) < zeros] = 0
     return w.to(dtype)
-
-
-def _on_both(fn):
-    out = {}
-    for name in ("native", "triton"):
-        with dgl_accel.use_backend(name):
-            out[name] = fn()
-    return out["native"], out["triton"]
 
 
 def _star(hub_degree: int, idtype):
@@ -51,7 +44,7 @@ def test_weighted_sample_neighbors_same_on_both_paths(e, fanout, replace, seed, 
     csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in")
     prob = _weights(e.src.numel(), wseed, zeros)
     seeds = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), max_size=12)), dtype=e.src.dtype)
-    native, device = _on_both(lambda: sample_neighbors(csr, seeds, fanout, seed=seed, replace=replace, step=step,
+    native, device = native_and_triton(lambda: sample_neighbors(csr, seeds, fanout, seed=seed, replace=replace, step=step,
                                                        prob=prob))
     for a, b in zip(native, device):
         assert a.dtype == b.dtype and torch.equal(a, b)
@@ -74,7 +67,7 @@ def test_weighted_device_choice_gives_the_cpu_samples_on_hubs(idtype, fanout, re
     csr = _star(1100, idtype)  # a hub above 1,024 in-edges, a multi-edge, an isolated node
     prob = _weights(csr.num_edges, 7, 0.25, torch.float64)
     seeds = torch.tensor([0, 1101, 0, 1, 1101, 2], dtype=idtype)
-    native, device = _on_both(lambda: sample_neighbors(csr, seeds, fanout, seed=2**63 + 5, replace=replace,
+    native, device = native_and_triton(lambda: sample_neighbors(csr, seeds, fanout, seed=2**63 + 5, replace=replace,
                                                        step=2, prob=prob))
     for a, b in zip(native, device):
         assert a.dtype == b.dtype == idtype and torch.equal(a, b)
@@ -93,7 +86,7 @@ def test_weighted_sample_layers_same_on_both_paths(e, fanouts, replace, seed, ws
     exclude = torch.tensor(data.draw(st.lists(st.integers(0, max(e.src.numel() - 1, 0)), max_size=6))
                            if e.src.numel() else [], dtype=torch.int64)
     tables = weight_tables(csr.indptr, csr.eids, prob)
-    native, device = _on_both(lambda: sample_layers(csr, seeds, fanouts, seed=seed, replace=replace, tables=tables,
+    native, device = native_and_triton(lambda: sample_layers(csr, seeds, fanouts, seed=seed, replace=replace, tables=tables,
                                                     exclude=exclude))
     for a, b in zip(native.layers, device.layers):
         for field in dataclasses.fields(SampledLayer):
