@@ -220,11 +220,15 @@ def test_triton_path_gives_the_same_blocks(path):
 
 
 @pytest.mark.parametrize("exclude", [False, True])
-def test_graphs_without_parallel_edges_take_the_device_pipeline_with_the_same_blocks(exclude):
-    """Unweighted, no parallel edges, no SpGEMM: the Triton path is the device pipeline
-    (``core/sampling/bulk_device.py``), whose blocks are the CPU path's."""
+@pytest.mark.parametrize("parallel", [False, True])
+def test_without_spgemm_the_triton_path_is_the_device_pipeline_with_the_same_blocks(exclude, parallel):
+    """No SpGEMM: the Triton path is the device pipeline (``core/sampling/bulk_device.py``), whose
+    blocks are the CPU path's, with parallel edges too (ITS's weighted rule over multiplicities)."""
     from dgl_accel.core.sampling import bulk_device
-    g = dgl.to_simple(dgl.rand_graph(200, 2000))
+    g = dgl.rand_graph(200, 2000) if parallel else dgl.to_simple(dgl.rand_graph(200, 2000))
+    if parallel:  # every fifth edge three times
+        s, d = g.edges()
+        g = dgl.graph((torch.cat([s, s[::5], s[::5]]), torch.cat([d, d[::5], d[::5]])), num_nodes=200)
     batches = [torch.arange(0, 200, 3), torch.arange(1, 200, 5), torch.tensor([7])]
     excl = torch.arange(0, g.num_edges(), 4) if exclude else None
     runs = {}

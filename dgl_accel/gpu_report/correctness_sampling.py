@@ -164,11 +164,10 @@ def check_bulk(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
 
 def check_bulk_pipeline(checks, g: Graph, device) -> None:
     """The device pipeline of bulk sampling (every layer of several minibatches, blocks relabelled
-    on the device) against the CPU path's blocks, with and without an exclusion."""
+    on the device; weighted rows where the graph has parallel edges) against the CPU path's blocks,
+    with and without an exclusion."""
     s = structure(g, "cpu")
     canon = canonical_adjacency(*(t.numpy().astype(np.int64) for t in (s.indptr, s.indices, s.eids)), g.num_nodes)
-    if not canon.unit:
-        return  # parallel edges: weighted rows, which the device pipeline does not take
     gen = np.random.default_rng(2)
     batches = [np.unique(gen.integers(0, g.num_nodes, 64)) for _ in range(3)]
     arrays = [canon.on_device(name, device) for name in ("indptr", "indices", "eids")]
@@ -176,7 +175,8 @@ def check_bulk_pipeline(checks, g: Graph, device) -> None:
         def check(excl=excl):
             assert_same_output(sample_bulk_device(*arrays, canon.n, [torch.from_numpy(b).to(device) for b in batches],
                                                   [5, 6, 7], [5, 10, 15], replace=False,
-                                                  exclude=None if excl is None else torch.from_numpy(excl)),
+                                                  exclude=None if excl is None else torch.from_numpy(excl),
+                                                  prefix=None if canon.unit else canon.weight_prefix(device)),
                                sample_bulk_cpu(canon, batches, [5, 6, 7], [5, 10, 15], replace=False, excl=excl))
         checks.run("bulk_sampling", f"device pipeline, 3 minibatches, exclusion={excl is not None}", check)
 

@@ -169,7 +169,7 @@ def bulk_sampling(canon, seeds: np.ndarray, k: int, path: str, device, fanouts=F
     if path == "triton":  # the device pipeline: every array stays on the device
         arrays = [canon.on_device(name, device) for name in ("indptr", "indices", "eids")]
         outs = sample_bulk_device(*arrays, canon.n, [torch.from_numpy(f).to(device) for f in frontiers], keys,
-                                  order, replace=False)
+                                  order, replace=False, prefix=None if canon.unit else canon.weight_prefix(device))
     else:
         outs = sample_bulk_cpu(canon, frontiers, keys, order, replace=False)
     return sum(layer.num_edges for out in outs for layer in out.layers)

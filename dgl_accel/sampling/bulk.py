@@ -265,7 +265,7 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         dev = g.device
         path = choose_path(torch.empty(0, device=dev))
         record("bulk_extract", path, dev)
-        if path == "triton" and canon.unit and self.spgemm is None:
+        if path == "triton" and self.spgemm is None:
             return self._sample_bulk_device(canon, batches, keys, excl, dev, g.idtype)
         frontiers = [np64(b) for b in batches]
         per_batch: list[list] = [[] for _ in batches]
@@ -296,7 +296,8 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         t0 = time.perf_counter()
         arrays = [canon.on_device(name, dev) for name in ("indptr", "indices", "eids")]
         outs = sample_bulk_device(*arrays, canon.n, batches, keys, self.fanouts, replace=self.replace,
-                                  exclude=None if excl is None else torch.from_numpy(excl))
+                                  exclude=None if excl is None else torch.from_numpy(excl),
+                                  prefix=None if canon.unit else canon.weight_prefix(dev))
         self.last_timing = {"probability": 0.0, "sampling": time.perf_counter() - t0, "extraction": 0.0}
         return self._outputs(batches, [blocks_from_output(sampled, idtype) for sampled in outs])
 

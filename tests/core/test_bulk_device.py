@@ -55,6 +55,54 @@ def test_device_blocks_are_the_cpu_paths_for_every_minibatch(e, k, fanouts, repl
         assert torch.equal(out.layers[-1].dst_nodes, batches[b])
 
 
+def _canon_multi(src: np.ndarray, dst: np.ndarray, n: int):
+    """The canonical adjacency of a multigraph: parallel edges merged, their count the weight."""
+    order = np.lexsort((src, dst))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    return canonical_adjacency(indptr, src[order], order.astype(np.int64), n)
+
+
+def _device_vs_cpu(canon, batches, keys, fanouts, replace, excl=None):
+    want = sample_bulk_cpu(canon, [b.numpy() for b in batches], keys, fanouts, replace=replace,
+                           excl=None if excl is None else np.sort(excl.numpy()))
+    got = sample_bulk_device(*(torch.from_numpy(a) for a in (canon.indptr, canon.indices, canon.eids)), canon.n,
+                             batches, keys, fanouts, replace=replace, exclude=excl,
+                             prefix=None if canon.unit else canon.weight_prefix("cpu"))
+    assert_same_output(got, want)
+    return got
+
+
+@settings(max_examples=20, deadline=None)
+@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=300), k=st.integers(1, 3),
+       fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]), min_size=1, max_size=3), replace=st.booleans(),
+       seed=st.integers(0, 2**64 - 1), data=st.data())
+def test_device_blocks_with_parallel_edges_are_the_cpu_paths(e, k, fanouts, replace, seed, data):
+    """Parallel edges merged into weighted entries: ITS's weighted rule on the device, the same picks."""
+    src, dst = e.src.long().numpy(), e.dst.long().numpy()
+    if src.size:  # every third edge twice more: multiplicities 1 and 3
+        src, dst = np.concatenate([src, src[::3], src[::3]]), np.concatenate([dst, dst[::3], dst[::3]])
+    canon = _canon_multi(src, dst, e.num_src)
+    batches = [torch.tensor(sorted(set(data.draw(st.lists(st.integers(0, canon.n - 1), max_size=8)))),
+                            dtype=torch.int64) for _ in range(k)]
+    excl = None
+    if data.draw(st.booleans()) and canon.eids.size:
+        excl = torch.tensor(sorted(set(data.draw(st.lists(st.sampled_from(canon.eids.tolist()), max_size=5)))))
+    _device_vs_cpu(canon, batches, [(seed + 31 * b) % 2**64 for b in range(k)], fanouts, replace, excl)
+
+
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("replace", [False, True])
+def test_device_weighted_rows_on_a_hub_above_1024_entries(replace):
+    src = np.concatenate([np.arange(1, 1101), np.repeat(np.arange(1, 40), 4)])  # 1,100 sources, 39 of them x5
+    dst = np.zeros(src.shape[0], dtype=np.int64)
+    canon = _canon_multi(src, dst, 1101)
+    assert not canon.unit
+    got = _device_vs_cpu(canon, [torch.tensor([0]), torch.tensor([0, 5])], [3, 2**63 + 9], [2, 60], replace)
+    heavy = (got[0].layers[-1].src_nodes[got[0].layers[-1].src_local] < 40).float().mean()
+    assert 0.05 < float(heavy) < 0.4  # the 39 x5 sources hold 195 of 1,256 weight: drawn more than 39/1,100
+
+
 @pytest.mark.parametrize("exclude", [False, True])
 def test_bulk_device_reads_the_host_at_most_its_bound_whatever_k(exclude):
     from dgl_accel.testing.host_reads import HostReads

@@ -1,6 +1,7 @@
 """Bulk neighbour sampling that stays on the device (family ``bulk_sampling``): every layer of ``k``
-minibatches at once, on the device of the adjacency, for unweighted graphs without parallel edges
-(``P = Q @ A`` is then ``A``'s rows, sampled by ITS's exact uniform rule; :mod:`.bulk_sampling`).
+minibatches at once, on the device of the adjacency (``P = Q @ A`` is ``A``'s rows, sampled by
+ITS's exact uniform rule, or by its weighted rule over the multiplicities where parallel edges were
+merged; :mod:`.bulk_sampling`).
 
 :func:`sample_bulk_device` gives :func:`.bulk_neighbor.sample_layer`'s samples, sample for sample
 (the same Philox draws: key per minibatch, label ``layer * n + node`` per row), as one
@@ -30,6 +31,7 @@ from .output import SampledLayer, SamplerOutput
 __all__ = ["sample_bulk_device", "HOST_READS_PER_BULK_LAYER", "signed_keys"]
 
 HOST_READS_PER_BULK_LAYER = 5
+SEARCH_ITERS = 41  # the weighted rule's binary search: enough for rows of up to 2^40 entries, no read of the max
 
 
 def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
@@ -38,8 +40,10 @@ def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
 
 
 def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int, fanout: int,
-           replace: bool):
-    """(CSR positions of every row's picks, grouped by row; picks per row): ITS's uniform rule."""
+           replace: bool, prefix: torch.Tensor | None = None):
+    """(CSR positions of every row's picks, grouped by row; picks per row): ITS's uniform rule, or
+    with ``prefix`` (the quantised entry weights summed before each position, E + 1 values) its
+    weighted rule."""
     from ...kernels.bulk_sampling import its_block_r, its_num_warps, s_pad  # lazy: fixes Triton's mode
 
     start = indptr[rows]
@@ -58,10 +62,18 @@ def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, l
     if R and fanout:
         out = torch.empty((R, S), dtype=torch.int64, device=rows.device)
         dummy = torch.zeros(1, dtype=torch.float64, device=rows.device)
+        uniform = prefix is None
+        if uniform:
+            before = total = dummy
+        else:  # the rows' prefix before their first entry and their totals, as RowSet.totals
+            st = start[draw]
+            before = prefix[st]
+            total = prefix[st + deg[draw]] - before
         triton_kernel("bulk_sampling", "_its_rows_kernel", rows.device)[(-(-R // its_block_r(S)),)](
-            dummy, start[draw].contiguous(), deg[draw].contiguous(), key_of_row[draw].contiguous(),
-            (rows[draw] + label_base).contiguous(), dummy, dummy, out, R, fanout, MAX_DRAWS, 1,
-            UNIFORM=True, REPLACE=replace, BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(True))
+            dummy if uniform else prefix[1:], start[draw].contiguous(), deg[draw].contiguous(),
+            key_of_row[draw].contiguous(), (rows[draw] + label_base).contiguous(), before.contiguous(),
+            total.contiguous(), out, R, fanout, MAX_DRAWS, 1 if uniform else SEARCH_ITERS, UNIFORM=uniform,
+            REPLACE=replace, BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(uniform))
         picks = out[:, :fanout]
         pad[draw] = picks if replace else torch.sort(picks, dim=1).values  # the spec: ascending column
     return pad[torch.arange(fanout, device=rows.device)[None, :] < counts[:, None]], counts  # read: the picks
@@ -69,12 +81,15 @@ def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, l
 
 def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.Tensor, num_nodes: int,
                        batches: Sequence[torch.Tensor], keys: Sequence[int], fanouts: Sequence[int], *,
-                       replace: bool, exclude: torch.Tensor | None = None) -> list[SamplerOutput]:
+                       replace: bool, exclude: torch.Tensor | None = None,
+                       prefix: torch.Tensor | None = None) -> list[SamplerOutput]:
     """Blocks of every minibatch: ``batches[b]`` (unique int64 seed ids, checked by the caller) keyed
     by ``keys[b]``; ``fanouts`` input layer first (DGL's order; layer ``step`` 0 is the last);
     ``exclude``: edge ids dropped after the draws.  The in-CSR ``(indptr, indices, eids)`` must be
-    canonical: columns ascending per row, no parallel edges (:class:`.bulk_matrix.Canonical` with
-    ``unit``).  Every tensor of the result is int64 on ``indptr``'s device."""
+    canonical (:class:`.bulk_matrix.Canonical`: columns ascending per row, parallel edges merged);
+    with parallel edges, ``prefix`` is its :meth:`~.bulk_matrix.Canonical.weight_prefix` (ITS's
+    weighted rule over the multiplicities), None without them.  Every tensor of the result is
+    int64 on ``indptr``'s device."""
     device, n, k = indptr.device, int(num_nodes), len(batches)
     if len(fanouts) * n > 1 << (63 - LABEL_SHIFT):  # .bulk_sampling.row_label's bound: every label < 2^39
         raise expected("layers * num_nodes <= 2^39 (the rows' counter labels)", f"{len(fanouts)} x {n}",
@@ -90,7 +105,7 @@ def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.
     for step, fanout in enumerate(reversed(list(fanouts))):
         rows = torch.cat(fronts) if fronts else torch.empty(0, dtype=torch.int64, device=device)
         bid = torch.repeat_interleave(torch.arange(k, device=device), size_t, output_size=rows.shape[0])
-        flat, counts = _draws(indptr, rows, key_words[bid], step * n, fanout, replace)
+        flat, counts = _draws(indptr, rows, key_words[bid], step * n, fanout, replace, prefix)
         src, eid = indices[flat], eids[flat]
         if exclude is not None and eid.numel():
             keep = torch.nonzero(~torch.isin(eid, exclude)).flatten()  # read: the kept edges

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .bulk_sampling import quantise
 from .checks import expected
 from .neighbor import pack_pairs
 
@@ -58,6 +59,18 @@ class Canonical:
         if key not in self._on_device:
             host = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
             self._on_device[key] = torch.from_numpy(host).to(device)
+        return self._on_device[key]
+
+    def weight_prefix(self, device) -> torch.Tensor:
+        """The quantised multiplicities summed before each entry (``E + 1`` values from 0, float64
+        exact integers) on ``device``: ITS's weights of ``P = Q @ A``, whose rows are ``A``'s rows
+        with their multiplicities (parallel edges); built and copied once."""
+        key = ("weight_prefix", str(device))
+        if key not in self._on_device:
+            mult = np.ones(self.indices.shape[0]) if self.unit else self.mult
+            p0 = np.zeros(self.indices.shape[0] + 1)
+            np.cumsum(quantise(self.indptr, mult), out=p0[1:])
+            self._on_device[key] = torch.from_numpy(p0).to(device)
         return self._on_device[key]
 
     def keys(self) -> np.ndarray:
