@@ -32,6 +32,7 @@ if os.environ.get("SAMPLER") == "1":
     import torch_geometric.loader.neighbor_loader as _node_loader
     import torch_geometric.testing
     import torch_geometric.testing.decorators
+    import torch_geometric.typing
 
     from dgl_accel.pyg import NeighborSampler
 
@@ -40,4 +41,6 @@ if os.environ.get("SAMPLER") == "1":
 
     torch_geometric.testing.onlyNeighborSampler = _no_guard
     torch_geometric.testing.decorators.onlyNeighborSampler = _no_guard
+    # PyG's weighted-sampling tests are skipped without pyg-lib >= 0.3; ours samples by weight
+    torch_geometric.typing.WITH_WEIGHTED_NEIGHBOR_SAMPLE = True
     _node_loader.NeighborSampler = _link_loader.NeighborSampler = NeighborSampler

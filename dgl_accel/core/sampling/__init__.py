@@ -33,7 +33,15 @@ Families without kernels: ``layer`` (LADIES / FastGCN maths), ``saint_draw`` and
 (GraphSAINT node sets and normalisation; adapter ``sampling/saint.py``, ``tests/test_saint_sampler.py``,
 ``bench/saint_samplers.py``), ``induced`` (node-induced subgraphs; compiled twin ``core/jit/induced.py``).
 Shared by all: ``checks`` (the one set of argument checks and error vocabulary, with the seed
-rule), ``rng`` (counter-based Philox), ``arrays`` (small array helpers).
+rule), ``rng`` (counter-based Philox), ``arrays`` (small array helpers), ``output`` (the typed
+sampler output every pipeline returns).
+
+Device pipelines (``*_device.py``; torch ops and the family's kernels where the graph lives, no
+numpy, the CPU path's samples; the entry points above pick them on the Triton path):
+``neighbor_device.py`` (one layer, blocks), ``weighted_device.py`` (the weighted choice),
+``relations_device.py`` (heterograph blocks), ``bulk_device.py``, ``ppr_device.py``,
+``shadow_device.py`` (per-target k-hop sets) and ``induced_device.py`` (induced subgraphs and
+batches of them).
 
 This ``__init__`` imports nothing, so that importing one module never drags in the rest.
 """
