@@ -359,14 +359,28 @@ def test_ladies_bulk_blocks_and_weights():
     assert full.num_edges() == g.in_degrees(batches[0]).sum()
 
 
-def test_ladies_bulk_triton_path_same(path):
+@pytest.mark.parametrize("replace", [False, True])
+def test_ladies_bulk_triton_path_same(path, replace):
+    """On the Triton path (a CUDA graph; here the interpreter) every step runs on the device
+    (``core/sampling/bulk_ladies_device.py``): the CPU path's blocks, and its weights to rounding
+    (the CPU's row totals are pairwise sums), on a multigraph, with an exclusion too."""
     g = dgl.rand_graph(100, 800)
+    s_, d_ = g.edges()
+    g = dgl.graph((torch.cat([s_, s_[::6]]), torch.cat([d_, d_[::6]])), num_nodes=100)  # parallel edges
     batches = [torch.arange(0, 100, 5), torch.arange(1, 100, 7)]
-    res = LADIESSampler([15, 10], bulk=2, seed=9).bulk.bulk_sample(g, batches)
+    excl = torch.arange(0, g.num_edges(), 3)
+
+    def run():
+        smp = LADIESSampler([15, 10], bulk=2, seed=9, replace=replace)
+        return [r[2] for r in smp.bulk.bulk_sample(g, batches)] + [smp.sample_blocks(g, batches[0], excl)[2]]
+    res = run()
     with dgl_accel.use_backend("native"):
-        ref = LADIESSampler([15, 10], bulk=2, seed=9).bulk.bulk_sample(g, batches)
+        ref = run()
     for r, o in zip(ref, res):
-        _same_blocks(r[2], o[2])
+        _same_blocks(r, o)
+        for x, y in zip(r, o):
+            torch.testing.assert_close(y.edata["w"], x.edata["w"], rtol=1e-12, atol=0)
+    assert not set(res[-1][0].edata[dgl.EID].tolist()) & set(excl.tolist())
 
 
 def test_ladies_bulk_in_dataloader():

@@ -4,7 +4,8 @@ One check per registered variant of each kernel: neighbour choice (sub-warp, blo
 classes, with and without replacement, with counter ids through k-hop sampling; the weighted
 choice's torch ops through multi-layer blocks), random walks
 (weights x restarts x edge ids), node2vec (uniform, weighted), the multi-dimensional random walk,
-GraphSAINT's frontier kernel, bulk sampling's draw / compact / relabel kernels and its device pipeline.
+GraphSAINT's frontier kernel, bulk sampling's draw / compact / relabel kernels, its device pipeline
+and bulk LADIES' device layer.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import torch
 from ..core.backend import choose_path, use_backend
 from ..core.csr import Structure
 from ..core.sampling.bulk_device import sample_bulk_device
+from ..core.sampling.bulk_ladies import ladies_matrix, normalise_rows
+from ..core.sampling.bulk_ladies import sample_layer as ladies_layer
+from ..core.sampling.bulk_ladies_device import ladies_layer_device
 from ..core.sampling.bulk_matrix import canonical_adjacency
 from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
@@ -21,6 +25,7 @@ from ..core.sampling.bulk_sampling_triton import relabel_triton
 from ..core.sampling.choice import weight_tables
 from ..core.sampling.induced_device import induced_sets_device
 from ..core.sampling.khop import khop_sample
+from ..core.sampling.layer import gather_in_edges, node_factors
 from ..core.sampling.neighbor import choose_neighbors, relabel_block, sample_layers
 from ..core.sampling.output import assert_same_output
 from ..core.sampling.saint_frontier import frontier_sample
@@ -181,6 +186,33 @@ def check_bulk_pipeline(checks, g: Graph, device) -> None:
         checks.run("bulk_sampling", f"device pipeline, 3 minibatches, exclusion={excl is not None}", check)
 
 
+def check_bulk_ladies(checks, g: Graph, device) -> None:
+    """One layer of bulk LADIES on the device (``bulk_ladies_device``) against the CPU path: the same
+    blocks, the weights to rounding (the CPU's row totals are pairwise sums)."""
+    gen = np.random.default_rng(3)
+    vs = [torch.from_numpy(np.unique(gen.integers(0, g.num_nodes, 40))) for _ in range(3)]
+    sizes = [int(v.numel()) for v in vs]
+    row_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    keys = [11, 12, 2**63 + 13]
+    for replace in (False, True):
+        def check(replace=replace):
+            edges = []
+            for s in (structure(g, device), structure(g, "cpu")):  # the gathered in-edges, weights c(e)
+                rows = torch.cat(vs).to(s.device)
+                row_pos, src, eid = gather_in_edges(s, rows, None)
+                fd, fs = node_factors(s, "both")
+                edges.append((row_pos, src, eid, fd[rows[row_pos]] * fs[src]))
+            ours = ladies_layer_device(*edges[0], sizes, g.num_nodes, 1, 25, keys, replace)
+            with use_backend("native"):
+                p_ptr, p_cols, p_val = ladies_matrix(*edges[1][:2], edges[1][3], row_ptr, g.num_nodes, len(vs))
+                ref = ladies_layer((p_ptr, p_cols, normalise_rows(p_ptr, p_val), p_val), edges[1], row_ptr, 1, 25,
+                                   keys, replace, g.num_nodes)
+            for a, b in zip(ours, ref):
+                assert_same([t.long() for t in a[:3]], [t.long() for t in b[:3]], "LADIES block")
+                torch.testing.assert_close(a[3].cpu(), b[3].cpu(), rtol=1e-9, atol=0)
+        checks.run("bulk_sampling", f"LADIES device layer, replace={replace}", check)
+
+
 def run(checks, g: Graph, hub_degree: int, device, tiny: bool, progress) -> None:
     hub = hub_graph(hub_degree + 50, hub_degree, 100 if tiny else 4 * hub_degree, "cpu", seed=1)
     check_neighbors(checks, g, hub, device, tiny)
@@ -189,3 +221,4 @@ def run(checks, g: Graph, hub_degree: int, device, tiny: bool, progress) -> None
     progress("  sampling: walks and frontier done")
     check_bulk(checks, g, hub, device, tiny)
     check_bulk_pipeline(checks, g, device)
+    check_bulk_ladies(checks, g, device)

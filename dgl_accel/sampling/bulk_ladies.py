@@ -19,15 +19,19 @@ candidate was taken).  The draws are ITS draws keyed by (sampler seed, minibatch
 the same distribution as the node-at-a-time path's Efraimidis-Spirakis keys (successive sampling)
 but another random stream, identical for any bulk size ``k``.  With ``spgemm`` given, steps 1-2 run
 through it (exclusions then act at extraction only; the default path drops excluded edges before
-computing probabilities, as the node-at-a-time sampler does).
+computing probabilities, as the node-at-a-time sampler does).  Without ``spgemm``, on the Triton
+path (a CUDA graph) every step runs on the device
+(:mod:`dgl_accel.core.sampling.bulk_ladies_device`: the same draws).
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from ..core.backend import choose_path
 from ..core.sampling.arrays import offsets
 from ..core.sampling.bulk_ladies import ladies_matrix, ladies_matrix_spgemm, normalise_rows, sample_layer
+from ..core.sampling.bulk_ladies_device import ladies_layer_device
 from ..core.sampling.checks import check_bulk, check_spgemm, expected, seed_batch
 from .blocks import layer_block
 from .bulk import BulkScheduler
@@ -113,6 +117,13 @@ class BulkLADIES:
 
     def _layer(self, g, vs, layer, s, keys, exclude):
         smp = self.sampler
+        if self.spgemm is None and choose_path(torch.empty(0, device=g.device)) == "triton":  # on the device
+            rows = torch.cat(vs)
+            row_pos, src, eid = gather_in_edges(g, rows, exclude)
+            factors = node_factors(g, smp.norm)
+            parts = ladies_layer_device(row_pos, src, eid, factors[0][rows[row_pos]] * factors[1][src],
+                                        [int(v.numel()) for v in vs], g.num_nodes(), layer, s, keys, smp.replace)
+            return [layer_block(g, v, *part, smp.weight) for v, part in zip(vs, parts)]
         matrix, (row_pos, src, eid, c, row_ptr) = self.probabilities(g, vs, exclude)
         parts = sample_layer(matrix, (row_pos, src, eid, c), row_ptr, layer, s, keys, smp.replace, g.num_nodes())
         return [layer_block(g, v, *part, smp.weight) for v, part in zip(vs, parts)]

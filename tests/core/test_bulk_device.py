@@ -128,3 +128,53 @@ def test_labels_beyond_the_counter_range_are_refused_before_any_draw():
     with pytest.raises(SamplingInputError, match="2\\^39"):  # 3 layers x 2^38 nodes: labels up to 3 * 2^38 - 1
         sample_bulk_device(indptr, torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64), 1 << 38,
                            [torch.tensor([0])], [1], [2, 2, 2], replace=False)
+
+
+# ------------------------------------------------------------------------------ bulk LADIES
+def _ladies_both(seed: int, replace: bool, s: int, k: int = 3, n: int = 60):
+    """One layer of bulk LADIES on random gathered in-edges (parallel edges included): the CPU
+    path (``bulk_ladies.sample_layer``) and the device one (``bulk_ladies_device``)."""
+    import dgl_accel
+    from dgl_accel.core.sampling.bulk_ladies import ladies_matrix, normalise_rows, sample_layer
+    from dgl_accel.core.sampling.bulk_ladies_device import ladies_layer_device
+    gen = torch.Generator().manual_seed(seed)
+    sizes = [int(x) for x in torch.randint(1, 8, (k,), generator=gen)]
+    rows = sum(sizes)
+    m = 400
+    row_pos = torch.sort(torch.randint(0, rows, (m,), generator=gen)).values
+    src = torch.randint(0, n, (m,), generator=gen)
+    src[::7] = src[0]  # repeated sources: parallel edges within a row, shared columns across rows
+    eid = torch.randperm(m, generator=gen)
+    c = torch.rand(m, generator=gen, dtype=torch.float64) + 0.1
+    keys = [(seed * 7919 + b) % 2**64 for b in range(k)]
+    row_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    with dgl_accel.use_backend("native"):
+        p_ptr, p_cols, p_val = ladies_matrix(row_pos, src, c, row_ptr, n, k)
+        want = sample_layer((p_ptr, p_cols, normalise_rows(p_ptr, p_val), p_val), (row_pos, src, eid, c), row_ptr,
+                            1, s, keys, replace, n)
+    got = ladies_layer_device(row_pos, src, eid, c, sizes, n, 1, s, keys, replace)
+    return got, want
+
+
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("seed, budget", [(0, 6), (1, 6), (2, 6), (3, 64)])  # 64 > n = 60: every candidate taken
+def test_bulk_ladies_layer_on_the_device_is_the_cpu_paths(seed, budget, replace):
+    got, want = _ladies_both(seed, replace, budget)
+    assert len(got) == len(want)
+    for g_part, w_part in zip(got, want):
+        for a, b in zip(g_part[:3], w_part[:3]):  # destination positions, sources, edge ids: exact
+            assert torch.equal(a.long(), b.long())
+        torch.testing.assert_close(g_part[3], w_part[3], rtol=1e-12, atol=0)  # weights: to rounding
+
+
+def test_bulk_ladies_layer_reads_the_host_at_most_its_bound():
+    from dgl_accel.core.sampling import bulk_ladies_device
+    from dgl_accel.testing.host_reads import HostReads
+    gen = torch.Generator().manual_seed(5)
+    row_pos = torch.sort(torch.randint(0, 12, (300,), generator=gen)).values
+    src = torch.randint(0, 50, (300,), generator=gen)
+    # the interpreter reads the kernel's arguments on the host; a compiled launch does not
+    with HostReads(leave_out=[(bulk_device, "triton_kernel")]) as reads:
+        bulk_ladies_device.ladies_layer_device(row_pos, src, torch.arange(300), torch.ones(300, dtype=torch.float64),
+                                               [4, 5, 3], 50, 0, 5, [1, 2, 3], False)
+    assert 0 < len(reads.events) <= bulk_ladies_device.HOST_READS, reads.events

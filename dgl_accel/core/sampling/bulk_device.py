@@ -28,7 +28,7 @@ from .checks import expected
 from .neighbor_device import relabel_device
 from .output import SampledLayer, SamplerOutput
 
-__all__ = ["sample_bulk_device", "HOST_READS_PER_BULK_LAYER", "signed_keys"]
+__all__ = ["sample_bulk_device", "its_draws_device", "HOST_READS_PER_BULK_LAYER", "signed_keys"]
 
 HOST_READS_PER_BULK_LAYER = 5
 SEARCH_ITERS = 41  # the weighted rule's binary search: enough for rows of up to 2^40 entries, no read of the max
@@ -39,11 +39,11 @@ def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
     return torch.tensor([signed64(k) for k in keys], dtype=torch.int64, device=device)
 
 
-def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int, fanout: int,
-           replace: bool, prefix: torch.Tensor | None = None):
+def its_draws_device(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int, fanout: int,
+           replace: bool, prefix: torch.Tensor | None = None, labels: torch.Tensor | None = None):
     """(CSR positions of every row's picks, grouped by row; picks per row): ITS's uniform rule, or
     with ``prefix`` (the quantised entry weights summed before each position, E + 1 values) its
-    weighted rule."""
+    weighted rule; ``labels``: each row's counter label (default ``row + label_base``)."""
     from ...kernels.bulk_sampling import its_block_r, its_num_warps, s_pad  # lazy: fixes Triton's mode
 
     start = indptr[rows]
@@ -71,7 +71,8 @@ def _draws(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, l
             total = prefix[st + deg[draw]] - before
         triton_kernel("bulk_sampling", "_its_rows_kernel", rows.device)[(-(-R // its_block_r(S)),)](
             dummy if uniform else prefix[1:], start[draw].contiguous(), deg[draw].contiguous(),
-            key_of_row[draw].contiguous(), (rows[draw] + label_base).contiguous(), before.contiguous(),
+            key_of_row[draw].contiguous(), (rows[draw] + label_base if labels is None else labels[draw]).contiguous(),
+            before.contiguous(),
             total.contiguous(), out, R, fanout, MAX_DRAWS, 1 if uniform else SEARCH_ITERS, UNIFORM=uniform,
             REPLACE=replace, BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(uniform))
         picks = out[:, :fanout]
@@ -105,7 +106,7 @@ def sample_bulk_device(indptr: torch.Tensor, indices: torch.Tensor, eids: torch.
     for step, fanout in enumerate(reversed(list(fanouts))):
         rows = torch.cat(fronts) if fronts else torch.empty(0, dtype=torch.int64, device=device)
         bid = torch.repeat_interleave(torch.arange(k, device=device), size_t, output_size=rows.shape[0])
-        flat, counts = _draws(indptr, rows, key_words[bid], step * n, fanout, replace, prefix)
+        flat, counts = its_draws_device(indptr, rows, key_words[bid], step * n, fanout, replace, prefix)
         src, eid = indices[flat], eids[flat]
         if exclude is not None and eid.numel():
             keep = torch.nonzero(~torch.isin(eid, exclude)).flatten()  # read: the kept edges
