@@ -220,6 +220,13 @@ def test_unsupported_inputs_say_what_is_expected():
     g.edges[FOLLOWS].data["p"] = torch.ones(g.num_edges(FOLLOWS))
     with pytest.raises(DGLSamplingInputError, match="on every edge type"):
         NeighborSampler([2], prob="p", seed=0).sample_blocks(g, SEEDS)
+    for c in g.canonical_etypes:  # weights on every type: the values are checked when the tables are built,
+        g.edges[c].data["p"] = torch.ones(g.num_edges(c))  # and again after an in-place change
+    NeighborSampler([2], prob="p", seed=0).sample_blocks(g, SEEDS)
+    g.edges[FOLLOWS].data["p"][0] = -1.0
+    with pytest.raises(DGLSamplingInputError, match="non-negative") as caught:
+        NeighborSampler([2], prob="p", seed=0).sample_blocks(g, SEEDS)
+    assert repr(FOLLOWS) in str(caught.value)  # the edge type whose weights are wrong
     with pytest.raises(DGLSamplingInputError, match="dict"):
         NeighborSampler([2], seed=0).sample_blocks(g, SEEDS, torch.tensor([0]))
     with pytest.raises(DGLSamplingInputError):

@@ -117,13 +117,15 @@ def _weights(g, stack, prob: str):
             raise expected(f"the edge field {prob!r} on every edge type", f"edge type {c} without it "
                            f"(fields {list(data.keys())})",
                            f"set g.edges[{c!r}].data[{prob!r}] (all ones for uniform sampling on that type).")
-        check_prob(data[prob], g.num_edges(c), f"g.edges[{c!r}].data[{prob!r}]")
+        check_prob(data[prob], g.num_edges(c), f"g.edges[{c!r}].data[{prob!r}]", values=False)
         probs.append(data[prob])
     # rebuilt only when a weight tensor changes (identity or in-place version); a holder cached on
     # the graph, since weight_tables' own cache keys on the stacked tensor, new on every concatenation
     holder = cached(g, f"accel_hetero_weights:{prob}", lambda _: {})
     key = tuple((p.data_ptr(), p._version, p.dtype, p.numel()) for p in probs)
     if holder.get("key") != key:
+        for c, p in zip(g.canonical_etypes, probs):  # the values, read once per weight tensor (as weight_tables)
+            check_prob(p, g.num_edges(c), f"g.edges[{c!r}].data[{prob!r}]")
         w = stacked_weights(stack, probs)
         holder.update(key=key, probs=probs,  # refs keep the keyed data pointers from being reused
                       tables=weight_tables(stack.csr.indptr, stack.csr.eids, w, stack.host_indptr,

@@ -257,8 +257,8 @@ class SAINTSampler(CallSeeds, Sampler):
         norm = self.normalization(g) if self.normalize else None
         t = tables(g, self.cache)
         nodes = self._draw(g, t, self._call_seed())
-        csr = in_csr(g)
-        if choose_path(csr.indptr) == "triton":  # a CUDA graph: the subgraph built where it lives
+        if choose_path(torch.empty(0, device=g.device)) == "triton":  # a CUDA graph: the subgraph built there
+            csr = in_csr(g)
             sg = self._device_subgraph(g, csr, torch.from_numpy(nodes).to(csr.device), norm)
         else:
             half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
@@ -276,7 +276,6 @@ class SAINTSampler(CallSeeds, Sampler):
         set_node_lazy_features(sg, self.prefetch_ndata)
         set_edge_lazy_features(sg, self.prefetch_edata)
         return sg
-
 
     def _device_subgraph(self, g, csr, nodes: torch.Tensor, norm):
         """The subgraph ``nodes`` (sorted distinct ids, on the CSR's device) induce, built there

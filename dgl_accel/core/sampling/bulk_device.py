@@ -39,8 +39,9 @@ def signed_keys(keys: Sequence[int], device) -> torch.Tensor:
     return torch.tensor([signed64(k) for k in keys], dtype=torch.int64, device=device)
 
 
-def its_draws_device(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int, fanout: int,
-           replace: bool, prefix: torch.Tensor | None = None, labels: torch.Tensor | None = None):
+def its_draws_device(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch.Tensor, label_base: int,
+                     fanout: int, replace: bool, prefix: torch.Tensor | None = None,
+                     labels: torch.Tensor | None = None):
     """(CSR positions of every row's picks, grouped by row; picks per row): ITS's uniform rule, or
     with ``prefix`` (the quantised entry weights summed before each position, E + 1 values) its
     weighted rule; ``labels``: each row's counter label (default ``row + label_base``)."""
@@ -69,12 +70,12 @@ def its_draws_device(indptr: torch.Tensor, rows: torch.Tensor, key_of_row: torch
             st = start[draw]
             before = prefix[st]
             total = prefix[st + deg[draw]] - before
+        label = rows[draw] + label_base if labels is None else labels[draw]
         triton_kernel("bulk_sampling", "_its_rows_kernel", rows.device)[(-(-R // its_block_r(S)),)](
             dummy if uniform else prefix[1:], start[draw].contiguous(), deg[draw].contiguous(),
-            key_of_row[draw].contiguous(), (rows[draw] + label_base if labels is None else labels[draw]).contiguous(),
-            before.contiguous(),
-            total.contiguous(), out, R, fanout, MAX_DRAWS, 1 if uniform else SEARCH_ITERS, UNIFORM=uniform,
-            REPLACE=replace, BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(uniform))
+            key_of_row[draw].contiguous(), label.contiguous(), before.contiguous(), total.contiguous(), out, R,
+            fanout, MAX_DRAWS, 1 if uniform else SEARCH_ITERS, UNIFORM=uniform, REPLACE=replace,
+            BLOCK_R=its_block_r(S), S_PAD=S, num_warps=its_num_warps(uniform))
         picks = out[:, :fanout]
         pad[draw] = picks if replace else torch.sort(picks, dim=1).values  # the spec: ascending column
     return pad[torch.arange(fanout, device=rows.device)[None, :] < counts[:, None]], counts  # read: the picks

@@ -26,8 +26,8 @@ from .neighbor_triton import neighbor_choice_triton
 from .weighted_device import HOST_READS as WEIGHTED_READS
 from .weighted_device import DeviceWeights, weighted_choose_device
 
-__all__ = ["sample_neighbors_device", "sample_layers_device", "choose_device", "relabel_device", "HOST_READS_PER_LAYER",
-           "HOST_READS_PER_BLOCK_LAYER", "WEIGHTED_EXTRA_READS"]
+__all__ = ["sample_neighbors_device", "sample_layers_device", "choose_device", "relabel_device",
+           "HOST_READS_PER_LAYER", "HOST_READS_PER_BLOCK_LAYER", "WEIGHTED_EXTRA_READS"]
 
 HOST_READS_PER_LAYER = 2  # sample_neighbors: the seeds' range check, the number of sampled edges
 # sample_layers: one range check in all, then per layer the sample count, the distinct sources and the
@@ -39,7 +39,7 @@ WEIGHTED_EXTRA_READS = max(WEIGHTED_READS.values()) - 1
 
 
 def choose_device(csr: Structure, seeds: torch.Tensor, fanout: int, seed: int, step: int, replace: bool,
-            weights: DeviceWeights | None):
+                  weights: DeviceWeights | None):
     """(CSR positions of the chosen in-edges, grouped by seed then slot; counts per seed)."""
     if weights is not None:
         return weighted_choose_device(weights, csr.indptr, seeds, fanout, seed=seed, step=step,

@@ -16,6 +16,7 @@ import-linter contract).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 
 import torch
 
@@ -28,11 +29,9 @@ __all__ = ["sample_typed_layers_device", "RELABEL_READS"]
 RELABEL_READS = 3
 
 
-def _bounds(sizes: Sequence[int]) -> list[int]:
-    out = [0]
-    for n in sizes:
-        out.append(out[-1] + int(n))
-    return out
+def _bounds(sizes) -> list[int]:
+    """Exclusive scan of python ints with the total appended."""
+    return list(accumulate((int(x) for x in sizes), initial=0))
 
 
 def _choose_layer(stack, rel_types, cur, fan, *, seed, step, replace, weights, excl):
