@@ -347,32 +347,36 @@ def test_pickle_round_trip_keeps_the_stream():
     assert np.array_equal(s.normalization(g).edge_w, t.normalization(g).edge_w)
 
 
-@pytest.mark.parametrize("symmetric", [False, True])
-def test_device_path_builds_the_cpu_paths_subgraphs(symmetric):
-    """On the Triton path (a CUDA graph; here the interpreter) the subgraph and its normalisation
-    weights are built where the graph lives: the CPU path's nodes, edges (its CSC order; a
-    symmetric graph's CPU subgraph lists them in the half-CSR order, so there as sets) and weights."""
+@pytest.mark.parametrize("symmetric,idtype", [(False, torch.int64), (True, torch.int64), (False, torch.int32)])
+def test_device_path_builds_the_cpu_paths_subgraphs(symmetric, idtype):
+    """On the Triton path (a CUDA graph; here the interpreter) the node set, the subgraph and its
+    normalisation weights (closed-form or counted by pre-sampling) are built where the graph lives:
+    the CPU path's nodes, edges (its CSC order; a symmetric graph's CPU subgraph lists them in the
+    half-CSR order, so there as sets) and weights."""
     import dgl_accel
     gen = torch.Generator().manual_seed(3)
     g = dgl.graph((torch.randint(300, (2000,), generator=gen), torch.randint(300, (2000,), generator=gen)),
-                  num_nodes=300)
+                  num_nodes=300, idtype=idtype)
     if symmetric:
         g = dgl.to_bidirected(g)
-    for mode, budget in (("node", 60), ("edge", 40), ("walk", (20, 2))):
+    cases = (("node", 60, {}), ("node", 60, {"exact_norm": False, "coverage": 3, "node_prob": "degree"}),
+             ("edge", 40, {}), ("walk", (20, 2), {}), ("frontier", (10, 60), {"normalize": False}))  # interpreted
+    for mode, budget, extra in cases:
         out = {}
         for name in ("native", "triton"):
             with dgl_accel.use_backend(name):
-                sampler = SAINTSampler(mode, budget, seed=5, normalize=True, output_device=None)
-                out[name] = [sampler.sample(g) for _ in range(2)]
+                sampler = SAINTSampler(mode, budget, **{"seed": 5, "normalize": True, "output_device": None, **extra})
+                out[name] = [sampler.sample(g) for _ in range(2)] + [sampler.sample_nodes(g)]
+        assert torch.equal(out["triton"].pop(), out["native"].pop())
         for dev, ref in zip(out["triton"], out["native"]):
+            weighted = "w" in ref.edata
+            assert weighted == ("frontier" != mode) and weighted == ("w" in dev.edata)
             assert torch.equal(dev.ndata[dgl.NID], ref.ndata[dgl.NID]), mode
-            assert torch.equal(dev.ndata["loss_w"], ref.ndata["loss_w"]), mode
-            if symmetric:
-                d, r = dev.edata[dgl.EID].argsort(), ref.edata[dgl.EID].argsort()
-                assert torch.equal(dev.edata[dgl.EID][d], ref.edata[dgl.EID][r]), mode
-                assert torch.equal(dev.edata["w"][d], ref.edata["w"][r]), mode
-            else:
-                assert torch.equal(dev.edata[dgl.EID], ref.edata[dgl.EID]) and torch.equal(dev.edata["w"], ref.edata["w"])
+            assert not weighted or torch.equal(dev.ndata["loss_w"], ref.ndata["loss_w"]), mode
+            d, r = ((dev.edata[dgl.EID].argsort(), ref.edata[dgl.EID].argsort()) if symmetric
+                    else (slice(None), slice(None)))
+            assert torch.equal(dev.edata[dgl.EID][d], ref.edata[dgl.EID][r]), mode
+            assert not weighted or torch.equal(dev.edata["w"][d], ref.edata["w"][r]), mode
             u, v = dev.edges()
             pu, pv = g.find_edges(dev.edata[dgl.EID])
             assert torch.equal(dev.ndata[dgl.NID][u], pu) and torch.equal(dev.ndata[dgl.NID][v], pv)

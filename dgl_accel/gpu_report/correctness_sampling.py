@@ -4,8 +4,9 @@ One check per registered variant of each kernel: neighbour choice (sub-warp, blo
 classes, with and without replacement, with counter ids through k-hop sampling; the weighted
 choice's torch ops through multi-layer blocks), random walks
 (weights x restarts x edge ids), node2vec (uniform, weighted), the multi-dimensional random walk,
-GraphSAINT's frontier kernel, bulk sampling's draw / compact / relabel kernels, its device pipeline
-and bulk LADIES' device layer.
+GraphSAINT's frontier kernel and its node / edge / walk draws with the counted normalisation's
+pre-sampling, bulk sampling's draw / compact / relabel kernels, its device pipeline and bulk LADIES'
+device layer.
 """
 from __future__ import annotations
 
@@ -23,12 +24,22 @@ from ..core.sampling.bulk_neighbor import sample_bulk_cpu
 from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
 from ..core.sampling.bulk_sampling_triton import relabel_triton
 from ..core.sampling.choice import weight_tables
+from ..core.sampling.induced import InCSR
 from ..core.sampling.induced_device import induced_sets_device
 from ..core.sampling.khop import khop_sample
 from ..core.sampling.layer import gather_in_edges, node_factors
 from ..core.sampling.neighbor import choose_neighbors, relabel_block, sample_layers
 from ..core.sampling.output import assert_same_output
+from ..core.sampling.saint_device import (
+    DeviceTables,
+    count_inclusion_device,
+    draw_edge_device,
+    draw_node_device,
+    draw_walk_device,
+)
+from ..core.sampling.saint_draw import build_tables, draw_edge, draw_node, draw_walk, edge_weights, node_weights
 from ..core.sampling.saint_frontier import frontier_sample
+from ..core.sampling.saint_norm import count_inclusion
 from ..core.sampling.shadow import induced_batch, khop_node_sets
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_mdrw import multi_dimensional_random_walk
@@ -139,6 +150,31 @@ def check_walks(checks, g: Graph, device) -> None:
         lambda s: frontier_sample(s, 8, 30, num_instances=5, seed=6), g, device, "out"), "frontier"))
 
 
+def check_saint(checks, g: Graph, device) -> None:
+    """GraphSAINT's draws (``saint_device``) against the CPU path's (``saint_draw``) for several keys,
+    and the counted normalisation's pre-sampling counts."""
+    t = build_tables(InCSR.from_structure(structure(g, "cpu")), structure(g, "cpu", "out"))
+    dt = DeviceTables.on(t, device)
+    node_cdf, edge_cdf = np.cumsum(node_weights(t)), np.cumsum(edge_weights(t))
+    node_d, edge_d = torch.from_numpy(node_cdf).to(device), torch.from_numpy(edge_cdf).to(device)
+    keys = [0, 7, 2**63 + 5]
+    draws = {"node": (lambda k: draw_node_device(node_d, 3000, k), lambda k: draw_node(node_cdf, 3000, k)),
+             "edge": (lambda k: draw_edge_device(dt, edge_d, 3000, k), lambda k: draw_edge(t, edge_cdf, 3000, k)),
+             "walk": (lambda k: draw_walk_device(dt, 500, 3, k), lambda k: draw_walk(t, 500, 3, k))}
+    for mode, (dev, cpu) in draws.items():
+        checks.run("saint", f"{mode} draws", lambda dev=dev, cpu=cpu, mode=mode: assert_same(
+            [dev(k) for k in keys], [cpu(k) for k in keys], f"{mode} draws"))
+
+    def counts():
+        train = np.arange(g.num_nodes) % 2 == 0
+        c_node, c_pos, n = count_inclusion(t, lambda i: draw_walk(t, 50, 2, 100 + i), train, 2.0)
+        d_node, d_eid, dn = count_inclusion_device(structure(g, device), lambda i: draw_walk_device(dt, 50, 2, 100 + i),
+                                                   torch.from_numpy(train).to(device), 2.0)
+        assert n == dn, f"pre-samples: {dn} on the device, {n} on the CPU"
+        assert_same([d_node, d_eid.cpu().numpy()[t.csr.eids]], [c_node, c_pos], "pre-sampling counts")
+    checks.run("saint", "walk pre-sampling counts", counts)
+
+
 def check_bulk(checks, g: Graph, hub: Graph, device, tiny: bool) -> None:
     s = structure(hub, "cpu")
     ip, eids = s.indptr.numpy(), s.eids.numpy()
@@ -218,7 +254,8 @@ def run(checks, g: Graph, hub_degree: int, device, tiny: bool, progress) -> None
     check_neighbors(checks, g, hub, device, tiny)
     progress("  sampling: neighbour choice done")
     check_walks(checks, g, device)
-    progress("  sampling: walks and frontier done")
+    check_saint(checks, g, device)
+    progress("  sampling: walks, frontier and GraphSAINT done")
     check_bulk(checks, g, hub, device, tiny)
     check_bulk_pipeline(checks, g, device)
     check_bulk_ladies(checks, g, device)

@@ -17,8 +17,10 @@ entries in ``dgl_accel.core.sampling``):
   sampler with replacement timed in the same run (one random number per slot, a gather: what a
   sampler that only reads the CSR costs, the bound): sampled edges/s;
 * DeepWalk (``random_walk``) and node2vec (p=0.5, q=2; ``node2vec_random_walk``), length 80: steps/s;
-* GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper; the node set of
-  the walks, then its induced edges by a mask over the edge list): subgraphs/s;
+* GraphSAINT random-walk subgraphs (3,000 roots, length 2, as GraphSAINT's paper), as ``SAINTSampler``
+  builds them: the walks' node set, then the subgraph it induces (``draw_walk_device`` and
+  ``induced_device`` on the device, ``draw_walk`` and ``induced_entries`` on the CPU; the tables
+  built once per graph): subgraphs/s;
 * bulk sampling, k = 32 minibatches of 1,024 seeds at once, fanouts [15, 10, 5] (the device
   pipeline ``sample_bulk_device``; on the CPU ``sample_bulk_cpu``, the matrix formulation's layers): sampled edges/s;
 * PPR extraction (shaDow-GNN's scope: ``ppr_node_sets``, the push per target then its top-K nodes),
@@ -45,6 +47,8 @@ from ..core.sampling.induced_device import induced_device, induced_sets_device
 from ..core.sampling.khop import khop_sample
 from ..core.sampling.neighbor import pack_pairs, sample_layers, sample_neighbors
 from ..core.sampling.ppr import ppr_node_sets
+from ..core.sampling.saint_device import DeviceTables, draw_walk_device
+from ..core.sampling.saint_draw import Tables, build_tables, draw_walk
 from ..core.sampling.shadow import induced_batch, khop_node_sets, merged_khop_nodes
 from ..core.sampling.walks import WalkCSR, random_walk
 from ..core.sampling.walks_node2vec import node2vec_random_walk
@@ -150,15 +154,14 @@ def node2vec_steps(wcsr: WalkCSR, starts: torch.Tensor, length: int, seed: int) 
     return starts.numel() * length
 
 
-def saint_walk_subgraph(wcsr: WalkCSR, g_src, g_dst, num_nodes: int, roots: int, length: int, seed: int) -> int:
-    """One GraphSAINT walk subgraph (its node set and induced edges); returns 1 (one subgraph)."""
-    gen = torch.Generator().manual_seed(seed)
-    start = torch.randint(num_nodes, (roots,), generator=gen).to(g_src.device)
-    traces, _ = random_walk(wcsr, start, length, seed=seed)
-    nodes = traces[traces >= 0]
-    mask = torch.zeros(num_nodes, dtype=torch.bool, device=g_src.device)
-    mask[nodes] = True
-    (mask[g_src] & mask[g_dst]).nonzero()
+def saint_walk_subgraph(t: Tables, csr, on_device: DeviceTables | None, roots: int, length: int, seed: int) -> int:
+    """One GraphSAINT walk subgraph, its node set and the edges it induces (the device pipeline
+    where ``on_device`` is given, else the CPU path's); returns 1 (one subgraph)."""
+    if on_device is not None:
+        induced_device(csr, draw_walk_device(on_device, roots, length, seed))
+    else:
+        c = t.csr
+        induced_entries(c.indptr, c.indices, c.eids, draw_walk(t, roots, length, seed), c.num_nodes)
     return 1
 
 
@@ -190,14 +193,15 @@ def _ppr_cases(g: Graph, s_in, where: str, tiny: bool):
              lambda k=k: ppr_extraction(s_in, targets, k, eps)) for k in (PPR_TOPK[:1] if tiny else PPR_TOPK)]
 
 
-def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds, path: str):
+def _cases(g: Graph, dev, sz: dict, s_in, s_out, wcsr, seeds, starts, n2v_starts, canon, bulk_seeds, path: str):
     """[(name, unit, fn)]: ``fn()`` runs one unit of work and returns its count."""
-    src_d, dst_d = g.src.to(dev), g.dst.to(dev)
     many = {n: _seeds(g.num_nodes, n, dev) for n in sz["one_layer"]}  # drawn once: the timings are the samplers'
     prob = torch.rand(g.num_edges, generator=torch.Generator().manual_seed(6)).to(dev)  # weights in [0, 1)
     host = InCSR.from_structure(s_in) if path == "native" else None  # the CPU path's numpy CSR, built once
     # sample_layers' CPU arrays, built once (per call they cost two E-sized passes: 2.4 s a batch on R-MAT 22)
     pairs = (np64(s_in.indptr), pack_pairs(np64(s_in.indices), np64(s_in.eids))) if path == "native" else None
+    saint = build_tables(host if host is not None else InCSR.from_structure(s_in), s_out)  # once per graph, as
+    saint_dev = DeviceTables.on(saint, dev) if path == "triton" else None                   # the sampler does
     return [
         (f"neighbor [15,10,5] batch {sz['batch']}", "sampled edges/s", lambda: neighbor_sampling(s_in, seeds.to(dev))),
         (f"neighbor blocks [15,10,5] batch {sz['batch']}", "sampled edges/s",
@@ -219,7 +223,7 @@ def _cases(g: Graph, dev, sz: dict, s_in, wcsr, seeds, starts, n2v_starts, canon
         (f"DeepWalk length {sz['length']}", "steps/s", lambda: walk_steps(wcsr, starts, sz["length"], 1)),
         (f"node2vec length {sz['length']}", "steps/s", lambda: node2vec_steps(wcsr, n2v_starts, sz["length"], 2)),
         (f"GraphSAINT walk ({sz['roots']} roots, length 2)", "subgraphs/s",
-         lambda: saint_walk_subgraph(wcsr, src_d, dst_d, g.num_nodes, sz["roots"], 2, 3)),
+         lambda: saint_walk_subgraph(saint, s_in, saint_dev, sz["roots"], 2, 3)),
         (f"bulk k={sz['k']} [15,10,5] batch {sz['batch']}", "sampled edges/s",
          lambda: bulk_sampling(canon, bulk_seeds, sz["k"], path, dev)),
     ]
@@ -259,8 +263,9 @@ def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress
             starts = torch.randint(g.num_nodes, (walks,), generator=gen).to(dev)
             n2v_starts = starts[:sz["n2v_walks"] if where == "device" else sz["cpu_walks"] // 4 or 1]
             # PPR extraction first: the first lease was cut inside this section before reaching it
-            cases = _ppr_cases(g, s_in, where, tiny) + _cases(g, dev, sz, s_in, wcsr, seeds, starts, n2v_starts, canon,
-                                                              bulk_seeds, "native" if where == "cpu" else "triton")
+            path = "native" if where == "cpu" else "triton"
+            cases = _ppr_cases(g, s_in, where, tiny) + _cases(g, dev, sz, s_in, s_out, wcsr, seeds, starts,
+                                                              n2v_starts, canon, bulk_seeds, path)
             for name, unit, fn in cases:
                 row = dict(graph=g.name, nodes=g.num_nodes, edges=g.num_edges, sampler=name, unit=unit,
                            where=where, path="native CPU" if where == "cpu" else f"triton on {dev.type}")

@@ -12,14 +12,16 @@ Use it exactly like DGL's::
 Distributions: :mod:`dgl_accel.core.sampling.saint_draw`; normalisation:
 :mod:`dgl_accel.core.sampling.saint_norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint_frontier`;
 subgraph construction: :mod:`dgl_accel.sampling.induced` (with the half-CSR path for symmetric
-graphs without parallel edges, detected once per graph).  On a CUDA graph the node set (at most
-the budget's size) is drawn on the host from tables built once per graph, and the subgraph it
-induces and its normalisation weights are built on the device
-(:func:`dgl_accel.core.sampling.induced_device.induced_device`): nothing graph-sized crosses.
+graphs without parallel edges, detected once per graph).  On a CUDA graph every call runs on the
+device: the node set (:mod:`dgl_accel.core.sampling.saint_device`, from the tables copied there
+once per graph), the subgraph it induces
+(:func:`dgl_accel.core.sampling.induced_device.induced_device`) and its normalisation weights;
+so does the counted normalisation's pre-sampling.  Nothing graph-sized crosses per call.
 
 Randomness is counter-based: call ``c`` of a sampler built with ``seed=s`` (in data-loader worker
-``w``, 0 outside workers) draws from numpy's Philox keyed by ``call_seed(s, c, w)``, so equal seeds
-give equal subgraph sequences.  Normalisation pre-sampling uses its own keys (worker id 2^32).
+``w``, 0 outside workers) draws Philox numbers keyed by ``call_seed(s, c, w)``
+(:mod:`dgl_accel.core.sampling.saint_draw`), so equal seeds give equal subgraph sequences, on the
+CPU and on a device alike.  Normalisation pre-sampling uses its own keys (worker id 2^32).
 """
 from __future__ import annotations
 
@@ -42,6 +44,13 @@ from ..core.sampling.checks import (
 )
 from ..core.sampling.induced_device import induced_device
 from ..core.sampling.rng import call_seed
+from ..core.sampling.saint_device import (
+    DeviceTables,
+    count_inclusion_device,
+    draw_edge_device,
+    draw_node_device,
+    draw_walk_device,
+)
 from ..core.sampling.saint_draw import (
     NODE_PROBS,
     Tables,
@@ -50,10 +59,9 @@ from ..core.sampling.saint_draw import (
     draw_node,
     draw_walk,
     edge_weights,
-    generator,
     node_weights,
 )
-from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normalization
+from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normalization, count_inclusion
 from ..graph.structure import cached, in_csr, out_csr
 from .base import CallSeeds
 from .blocks import check_homogeneous, device_subgraph
@@ -196,17 +204,38 @@ class SAINTSampler(CallSeeds, Sampler):
         if mode == "frontier":
             nodes = frontier_sample(g, b[0], b[1], num_instances=1, seed=seed, **self.frontier_options)[0]
             return np.unique(nodes.detach().cpu().numpy().astype(np.int64, copy=False))
-        gen = generator(seed)
         if mode == "node":
-            return draw_node(node_cdf(g, t, self.cache, self.node_prob), b, gen)
+            return draw_node(node_cdf(g, t, self.cache, self.node_prob), b, seed)
         if mode == "edge":
-            return draw_edge(t, edge_cdf(g, t, self.cache), b, gen)
-        return draw_walk(t, b[0], b[1], gen)
+            return draw_edge(t, edge_cdf(g, t, self.cache), b, seed)
+        return draw_walk(t, b[0], b[1], seed)
+
+    def _draw_device(self, g, t, seed: int) -> torch.Tensor:
+        """:meth:`_draw`'s node set, drawn on the graph's device (int64 there)."""
+        mode, b = self.mode, self.budget
+        if mode == "frontier":
+            # frontier_sample returns sorted distinct ids
+            return frontier_sample(g, b[0], b[1], num_instances=1, seed=seed, **self.frontier_options)[0].long()
+        if mode == "node":
+            cdf = node_cdf(g, t, self.cache, self.node_prob)
+            return draw_node_device(_cdf_on_device(g, cdf, f"node.{self.node_prob}", self.cache), b, seed)
+        if mode == "edge":
+            cdf = _cdf_on_device(g, edge_cdf(g, t, self.cache), "edge", self.cache)
+            return draw_edge_device(device_tables(g, t, self.cache), cdf, b, seed)
+        return draw_walk_device(device_tables(g, t, self.cache), b[0], b[1], seed)
+
+    def _on_device(self, g) -> bool:
+        """Whether ``g``'s calls take the device pipeline (the Triton path: a CUDA graph)."""
+        return choose_path(torch.empty(0, device=g.device)) == "triton"
 
     def sample_nodes(self, g) -> torch.Tensor:
-        """The sorted node ids of the next subgraph (advances the call counter like ``sample``)."""
+        """The sorted node ids of the next subgraph, on the device the sampler draws them on (the
+        graph's for a CUDA graph, else the CPU); advances the call counter like ``sample``."""
         _check_graph(g, self.mode, self.budget)
-        return torch.from_numpy(self._draw(g, tables(g, self.cache), self._call_seed()))
+        t = tables(g, self.cache)
+        if self._on_device(g):
+            return self._draw_device(g, t, self._call_seed())
+        return torch.from_numpy(self._draw(g, t, self._call_seed()))
 
     # ------------------------------------------------------------------------- normalisation
     def _train(self, g) -> np.ndarray:
@@ -243,9 +272,18 @@ class SAINTSampler(CallSeeds, Sampler):
         _check_graph(g, self.mode, self.budget)
         t = tables(g, self.cache)
         train = self._train(g)
-        draw = lambda i: self._draw(g, t, call_seed(self.seed, i, _PRESAMPLE_WORKER))  # noqa: E731
-        norm = build_normalization(self.mode, t, self.budget, self.aggr_norm, train, self.coverage, draw,
-                                   self.exact_norm, self.node_prob)
+        key = lambda i: call_seed(self.seed, i, _PRESAMPLE_WORKER)  # noqa: E731
+        if self._on_device(g):  # the pre-samples drawn and counted on the device, read back once
+            def counts():
+                csr = in_csr(g)
+                c_node, c_eid, N = count_inclusion_device(csr, lambda i: self._draw_device(g, t, key(i)),
+                                                          torch.from_numpy(train).to(csr.device), self.coverage)
+                return c_node.cpu().numpy(), c_eid.cpu().numpy()[t.csr.eids], N
+        else:
+            def counts():
+                return count_inclusion(t, lambda i: self._draw(g, t, key(i)), train, self.coverage)
+        norm = build_normalization(self.mode, t, self.budget, self.aggr_norm, train, counts, self.exact_norm,
+                                   self.node_prob)
         if self.cache:
             self._norm_ref = (weakref.ref(g), weakref.ref(g._graph), norm)
         return norm
@@ -256,11 +294,10 @@ class SAINTSampler(CallSeeds, Sampler):
         _check_graph(g, self.mode, self.budget)
         norm = self.normalization(g) if self.normalize else None
         t = tables(g, self.cache)
-        nodes = self._draw(g, t, self._call_seed())
-        if choose_path(torch.empty(0, device=g.device)) == "triton":  # a CUDA graph: the subgraph built there
-            csr = in_csr(g)
-            sg = self._device_subgraph(g, csr, torch.from_numpy(nodes).to(csr.device), norm)
+        if self._on_device(g):  # a CUDA graph: the node set and its subgraph built there
+            sg = self._device_subgraph(g, in_csr(g), self._draw_device(g, t, self._call_seed()), norm)
         else:
+            nodes = self._draw(g, t, self._call_seed())
             half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
             if half is not None:
                 sg, eids = induced_subgraph_symmetric(g, nodes, half)
@@ -311,3 +348,16 @@ def edge_cdf(g, t: Tables, cache: bool = True) -> np.ndarray:
 
 def _cdf(g, name: str, weights, cache: bool) -> np.ndarray:
     return cached(g, name, lambda _: np.cumsum(weights())) if cache else np.cumsum(weights())
+
+
+def device_tables(g, t: Tables, cache: bool = True) -> DeviceTables:
+    """``t``'s arrays the draws read, on the graph's device (copied once per graph unless
+    ``cache=False``)."""
+    build = lambda _: DeviceTables.on(t, g.device)  # noqa: E731
+    return cached(g, "saint.device_tables", build) if cache else build(g)
+
+
+def _cdf_on_device(g, cdf: np.ndarray, name: str, cache: bool) -> torch.Tensor:
+    """A cumulative table on the graph's device (copied once per graph unless ``cache=False``)."""
+    build = lambda _: torch.from_numpy(cdf).to(g.device)  # noqa: E731
+    return cached(g, f"saint.cdf.{name}.device", build) if cache else build(g)

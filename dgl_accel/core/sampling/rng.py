@@ -22,8 +22,8 @@ import torch
 
 from .checks import check_seed
 
-__all__ = ["philox4x32_np", "philox_randint_np", "uint_to_uniform_np", "philox_uniform_np", "philox4x32",
-           "philox_randint", "uint_to_uniform", "philox_uniform", "call_seed"]
+__all__ = ["philox4x32_np", "philox_randint_np", "uint_to_uniform_np", "philox_uniform_np", "uniform53_np",
+           "philox4x32", "philox_randint", "uint_to_uniform", "philox_uniform", "uniform53", "call_seed"]
 
 _MASK32 = 0xFFFFFFFF
 _KEY_A, _KEY_B = 0x9E3779B9, 0xBB67AE85
@@ -85,6 +85,18 @@ def philox_uniform_np(seed: int, offsets: np.ndarray) -> np.ndarray:
     return uint_to_uniform_np(philox_randint_np(seed, offsets))
 
 
+def uniform53_np(seed: int, offsets: np.ndarray) -> np.ndarray:
+    """float64 uniforms in [0, 1) with 53 random bits: words 0 and 1 of ``philox4x32_np`` as
+    ``((w0 >> 5) * 2^26 + (w1 >> 6)) / 2^53`` (numpy's rule for doubles). Every step is exact in
+    float64, so :func:`uniform53` gives the same values on any device; for searches over large
+    cumulative tables, where ``tl.rand``'s float32 cannot reach most entries."""
+    w0, w1, _, _ = philox4x32_np(seed, offsets)
+    return ((w0 >> np.uint64(5)) * np.uint64(1 << 26) + (w1 >> np.uint64(6))).astype(np.float64) * _TWO_M53
+
+
+_TWO_M53 = 2.0 ** -53
+
+
 # ----------------------------------------------------------------------------------- torch
 def _philox4x32_torch(seed: int, offsets: torch.Tensor):
     """Torch version (any device), with full 64-bit products: for 32-bit a, b the int64 product
@@ -132,6 +144,19 @@ def uint_to_uniform(x: torch.Tensor) -> torch.Tensor:
 def philox_uniform(seed: int, offsets: torch.Tensor) -> torch.Tensor:
     """``tl.rand(seed, offsets)``: float32 uniform in [0, 1)."""
     return uint_to_uniform(philox_randint(seed, offsets))
+
+
+def uniform53(seed: int, offsets: torch.Tensor) -> torch.Tensor:
+    """:func:`uniform53_np` on ``offsets``' device (float64)."""
+    seed = check_seed(seed)
+    if offsets.device.type == "cpu":
+        return torch.from_numpy(uniform53_np(seed, offsets.to(torch.int64).contiguous().numpy()))
+    return _uniform53_torch(seed, offsets)
+
+
+def _uniform53_torch(seed: int, offsets: torch.Tensor) -> torch.Tensor:
+    w0, w1, _, _ = _philox4x32_torch(seed, offsets)
+    return ((w0 >> 5) * (1 << 26) + (w1 >> 6)).to(torch.float64) * _TWO_M53
 
 
 # ----------------------------------------------------------------------------------- seeds

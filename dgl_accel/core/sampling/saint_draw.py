@@ -18,8 +18,12 @@ Distributions (``deg_in`` / ``deg_out`` clamped at 1, as in DGL):
 
 Tables are the cumulative weights (float64), drawn from by ``searchsorted`` on 53-bit uniforms;
 the DGL adapter (``dgl_accel.sampling.saint``) builds and caches them per graph.
-Randomness: numpy's counter-based Philox bit generator keyed by the per-call seed, so a call's
-node set depends only on (sampler seed, call number, worker id).
+
+Randomness is counter-based (:func:`~.rng.uniform53_np`, Philox4x32-10 keyed by the per-call
+seed), so a call's node set depends only on (sampler seed, call number, worker id), and
+:mod:`.saint_device` draws the same sets on a GPU.  Counters: draw ``i`` of a node or edge call
+is ``i``; a walk's root ``r`` is ``r`` (``min(floor(u n), n - 1)``) and its step ``s`` is
+``(s + 1) * num_roots + r`` (``min(floor(u deg), deg - 1)``: the out-edge taken).
 """
 from __future__ import annotations
 
@@ -28,10 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..csr import Structure
+from ..jit import runtime
+from ..jit import saint as jit_saint
 from .induced import InCSR
+from .rng import uniform53_np
 
-__all__ = ["NODE_PROBS", "Tables", "build_tables", "node_weights", "edge_weights", "draw_node", "draw_edge",
-           "draw_walk", "generator"]
+__all__ = ["NODE_PROBS", "Tables", "build_tables", "node_weights", "edge_weights", "uniforms", "draw_node",
+           "draw_edge", "draw_walk"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,7 +61,7 @@ def build_tables(csr: InCSR, oc: Structure) -> Tables:
     >>> import torch
     >>> oc = Structure(torch.tensor([0, 1, 1]), torch.tensor([1]), torch.tensor([0]), 2, 2, torch.device("cpu"))
     >>> t = build_tables(InCSR(np.array([0, 0, 1]), np.array([0]), np.array([0]), 2), oc)   # one edge 0 -> 1
-    >>> sorted(draw_walk(t, 2, 1, generator(0)).tolist())      # node 1 is a dead end: its walk stays
+    >>> sorted(draw_walk(t, 2, 1, seed=0).tolist())      # node 1 is a dead end: its walk stays
     [0, 1]
     """
     n = csr.num_nodes
@@ -103,15 +110,17 @@ def edge_weights(t: Tables) -> np.ndarray:
     return 1.0 / t.deg_out[t.csr.indices] + 1.0 / t.deg_in[t.dst]
 
 
-def generator(seed: int) -> np.random.Generator:
-    """numpy's counter-based Philox generator keyed by a 64-bit per-call seed."""
-    return np.random.Generator(np.random.Philox(key=seed))
+def uniforms(seed: int, start: int, count: int) -> np.ndarray:
+    """``uniform53_np(seed, arange(start, start + count))``, compiled where it pays."""
+    if runtime.worth(count):
+        return jit_saint.uniform53(seed, start, count)
+    return uniform53_np(seed, np.arange(start, start + count, dtype=np.int64))
 
 
-def _search(cdf: np.ndarray, gen: np.random.Generator, k: int) -> np.ndarray:
+def _search(cdf: np.ndarray, seed: int, k: int) -> np.ndarray:
     """``k`` i.i.d. weighted draws, returned sorted (the draws are exchangeable, so their order
     carries no information; sorted keys make numpy's searchsorted ~8x faster and ``unique`` trivial)."""
-    u = gen.random(k)
+    u = uniforms(seed, 0, k)
     u.sort()
     u *= cdf[-1]
     idx = np.searchsorted(cdf, u, side="right")  # zero-weight entries (flat cdf) are never hit
@@ -128,27 +137,29 @@ def _unique_sorted(x: np.ndarray) -> np.ndarray:
     return x[first]
 
 
-def draw_node(cdf: np.ndarray, budget: int, gen) -> np.ndarray:
+def draw_node(cdf: np.ndarray, budget: int, seed: int) -> np.ndarray:
     """Sorted distinct nodes of ``budget`` weighted draws with replacement."""
-    return _unique_sorted(_search(cdf, gen, budget))
+    return _unique_sorted(_search(cdf, seed, budget))
 
 
-def draw_edge(t: Tables, cdf: np.ndarray, budget: int, gen) -> np.ndarray:
+def draw_edge(t: Tables, cdf: np.ndarray, budget: int, seed: int) -> np.ndarray:
     """Sorted distinct end points of ``budget`` weighted edge draws with replacement."""
-    pos = _search(cdf, gen, budget)
+    pos = _search(cdf, seed, budget)
     return np.unique(np.concatenate([t.csr.indices[pos], t.dst[pos]]))
 
 
-def draw_walk(t: Tables, num_roots: int, length: int, gen) -> np.ndarray:
+def draw_walk(t: Tables, num_roots: int, length: int, seed: int) -> np.ndarray:
     """Sorted distinct nodes visited by ``num_roots`` uniform-root walks of ``length`` hops."""
     n = t.csr.num_nodes
+    u = uniforms(seed, 0, (length + 1) * num_roots).reshape(length + 1, num_roots)
     visited = np.empty((length + 1, num_roots), dtype=t.walk_next.dtype)
+    pick = (u[0] * n).astype(np.int64)
+    np.minimum(pick, n - 1, out=pick)
+    visited[0] = pick
     cur = visited[0]
-    cur[:] = gen.integers(0, n, num_roots, dtype=np.int64)
-    u = gen.random((length, num_roots))
     for s in range(length):
         deg = np.take(t.walk_deg, cur)
-        step = u[s]
+        step = u[s + 1]
         step *= deg
         pick = step.astype(np.int64)
         np.minimum(pick, deg.astype(np.int64) - 1, out=pick)  # u * deg can round up to deg

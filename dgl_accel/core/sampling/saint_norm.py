@@ -51,7 +51,8 @@ from .checks import expected
 from .induced import induced_entries
 from .saint_draw import Tables, edge_weights, node_weights
 
-__all__ = ["Normalization", "exact_inclusion", "count_inclusion", "aggregation_norm", "build_normalization"]
+__all__ = ["Normalization", "exact_inclusion", "count_inclusion", "check_presampling", "aggregation_norm",
+           "build_normalization"]
 
 AGGR_NORMS = ("both", "right", "none")
 
@@ -127,16 +128,22 @@ def count_inclusion(t: Tables, draw, train: np.ndarray, coverage: float, max_pre
             pending, pending_len = [], 0
         covered += int(train[nodes].sum())
         N += 1
-        if N == 16 or N == max_presample:
-            need = target / max(covered / N, 1e-300)
-            if need > max_presample:
-                raise expected(f"normalisation pre-sampling to reach coverage {coverage} within {max_presample} "
-                               "subgraphs", f"{covered / N:.3g} training nodes per subgraph, so about {need:.3g} "
-                               "subgraphs needed", "raise the budget, lower coverage, or use mode 'node' / 'edge' "
-                               "(exact normalisation).")
+        check_presampling(coverage, covered, N, target, max_presample)
     if pending:
         c_edge += np.bincount(np.concatenate(pending), minlength=E)
     return c_node, c_edge, N
+
+
+def check_presampling(coverage: float, covered: int, N: int, target: float, max_presample: int) -> None:
+    """After pre-sample ``N`` (checked at 16 and at the cap): raise when reaching ``target`` covered
+    training nodes would take more than ``max_presample`` subgraphs at the rate so far."""
+    if N == 16 or N == max_presample:
+        need = target / max(covered / N, 1e-300)
+        if need > max_presample:
+            raise expected(f"normalisation pre-sampling to reach coverage {coverage} within {max_presample} "
+                           "subgraphs", f"{covered / N:.3g} training nodes per subgraph, so about {need:.3g} "
+                           "subgraphs needed", "raise the budget, lower coverage, or use mode 'node' / 'edge' "
+                           "(exact normalisation).")
 
 
 def aggregation_norm(t: Tables, aggr_norm: str) -> np.ndarray:
@@ -148,9 +155,10 @@ def aggregation_norm(t: Tables, aggr_norm: str) -> np.ndarray:
     return np.ones(t.dst.shape[0])
 
 
-def build_normalization(mode: str, t: Tables, budget, aggr_norm: str, train: np.ndarray, coverage: float,
-                        draw, exact: bool, node_prob: str = "norm") -> Normalization:
-    """Coefficients for a sampler: exact closed forms when ``exact`` (node / edge), else counting."""
+def build_normalization(mode: str, t: Tables, budget, aggr_norm: str, train: np.ndarray, counts, exact: bool,
+                        node_prob: str = "norm") -> Normalization:
+    """Coefficients for a sampler: exact closed forms when ``exact`` (node / edge), else counting:
+    ``counts()`` returns :func:`count_inclusion`'s ``(C_v, C_uv by in-CSR position, N)``."""
     csr = t.csr
     n_train = int(train.sum())
     if exact:
@@ -160,7 +168,7 @@ def build_normalization(mode: str, t: Tables, budget, aggr_norm: str, train: np.
             inv_alpha = np.where(p_pos > 0, pv / p_pos, 1.0)
         method, N = "exact", 0
     else:
-        c_node, c_pos, N = count_inclusion(t, draw, train, coverage)
+        c_node, c_pos, N = counts()
         cv = np.maximum(c_node, 1).astype(np.float64)
         inv_alpha = cv[t.dst] / np.maximum(c_pos, 1)
         p_node = cv / N
