@@ -19,11 +19,11 @@ independently, and a homogeneous graph (R = 1) draws hop k as the core's layer `
 Two paths, the same samples (the core's counter-based draws, compacted and relabelled in the same
 order): where the backend picks the Triton path (a CUDA CSR; a CPU one under
 ``DGL_ACCEL_BACKEND=triton``, interpreted) the choice is
-:func:`~dgl_accel.core.sampling.neighbor.sample_neighbors`'s device pipeline and a hop's new nodes
-come from :func:`~dgl_accel.core.sampling.neighbor_device.relabel_device` (sorts and searches, no
-node-sized array), all in torch ops on the device.  Host reads per relation and hop: the frontier's
-range check and the sample count; per node type and hop: two (the relabelling); in all
-:func:`host_read_bound`.  On the native CPU
+:func:`~dgl_accel.core.sampling.neighbor_device.choose_device` (the seeds are checked by the caller
+and later frontiers are the sampler's own, so no range check) and a hop's new nodes come from
+:func:`~dgl_accel.core.sampling.neighbor_device.relabel_device` (sorts and searches, no node-sized
+array), all in torch ops on the device.  Host reads per relation and hop: the sample count (a
+weighted choice more); per node type and hop: two (the relabelling); in all :func:`host_read_bound`.  On the native CPU
 path the choice is :func:`~dgl_accel.core.sampling.neighbor.choose_positions` on numpy views, the
 gather and relabelling the compiled loops of the DGL adapter's blocks
 (:func:`~dgl_accel.core.sampling.neighbor.gather_pairs`,
@@ -48,19 +48,20 @@ import torch
 from ..backend import choose_path, record
 from ..csr import Structure
 from .arrays import np64
-from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources, sample_neighbors
-from .neighbor_device import HOST_READS_PER_LAYER, WEIGHTED_EXTRA_READS, choose_device, relabel_device
+from .neighbor import choose_positions, gather_pairs, pack_pairs, relabel_sources
+from .neighbor_device import WEIGHTED_EXTRA_READS, choose_device, relabel_device
 
-__all__ = ["Relation", "Hops", "sample_hops", "chosen_counts", "HOST_READS_PER_RELABEL", "host_read_bound"]
+__all__ = ["Relation", "Hops", "sample_hops", "HOST_READS_PER_CHOICE", "HOST_READS_PER_RELABEL", "host_read_bound"]
 
+HOST_READS_PER_CHOICE = 1   # choose_device, uniform: the number of chosen edges
 HOST_READS_PER_RELABEL = 2  # relabel_device: the distinct sources, the new ones
 
 
 def host_read_bound(num_relations: int, num_types: int, hops: int, weighted: bool = False) -> int:
     """Host reads of :func:`sample_hops` on the device: per hop, each relation's choice
-    (``HOST_READS_PER_LAYER``: range check, sample count; weighted: ``WEIGHTED_EXTRA_READS`` more)
-    and each node type's relabelling."""
-    choice = HOST_READS_PER_LAYER + (WEIGHTED_EXTRA_READS if weighted else 0)
+    (``HOST_READS_PER_CHOICE``, the sample count; weighted: ``WEIGHTED_EXTRA_READS`` more) and each
+    node type's relabelling."""
+    choice = HOST_READS_PER_CHOICE + (WEIGHTED_EXTRA_READS if weighted else 0)
     return hops * (num_relations * choice + num_types * HOST_READS_PER_RELABEL)
 
 
@@ -93,24 +94,6 @@ class Hops:
     num_sampled_edges: list[list[int]]   # per relation: the edges of each hop
 
 
-def chosen_counts(indptr: torch.Tensor, frontier: torch.Tensor, fanout: int, replace: bool) -> torch.Tensor:
-    """How many in-edges the uniform choice takes for each frontier node (the rule of
-    :mod:`dgl_accel.core.sampling.choice`): all of them for fanout -1, ``min(deg, fanout)`` without
-    replacement, ``fanout`` (0 when ``deg`` is 0) with it.
-
-    >>> chosen_counts(torch.tensor([0, 3, 3, 4]), torch.tensor([0, 1, 2]), 2, False).tolist()
-    [2, 0, 1]
-    >>> chosen_counts(torch.tensor([0, 3, 3, 4]), torch.tensor([0, 1, 2]), 2, True).tolist()
-    [2, 0, 2]
-    """
-    deg = indptr[frontier + 1] - indptr[frontier]
-    if fanout < 0:
-        return deg
-    if replace:
-        return torch.where(deg > 0, torch.full_like(deg, fanout), torch.zeros_like(deg))
-    return deg.clamp(max=fanout)
-
-
 def _hop_edges(rel: Relation, frontier: torch.Tensor, first: int, fanout: int, *, key: int, step: int,
                replace: bool, on_device: bool):
     """(sources as global ids, destinations as local ids, edge ids) of one relation at one hop;
@@ -118,13 +101,11 @@ def _hop_edges(rel: Relation, frontier: torch.Tensor, first: int, fanout: int, *
     empty = torch.empty(0, dtype=torch.int64, device=frontier.device)
     if fanout == 0 or frontier.numel() == 0:
         return empty, empty, empty
-    if on_device and rel.weights is not None:
+    if on_device:  # the frontier is the sampler's own: no range check
         record("neighbor_choice", "triton", frontier.device)
-        flat, counts = choose_device(rel.csr, frontier, fanout, key, step, replace, rel.weights.on(rel.csr.device))
+        weights = None if rel.weights is None else rel.weights.on(rel.csr.device)
+        flat, counts = choose_device(rel.csr, frontier, fanout, key, step, replace, weights)
         src, eid = rel.csr.indices[flat], rel.csr.eids[flat]
-    elif on_device:
-        src, _, eid = sample_neighbors(rel.csr, frontier, fanout, seed=key, step=step, replace=replace)
-        counts = chosen_counts(rel.csr.indptr, frontier, fanout, replace)
     else:
         indptr, pairs = rel.host()
         flat, counts = choose_positions(rel.csr, np64(frontier), fanout, seed=key, step=step,
