@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 # Kernel modules of this package, in the order the table prints them.
 KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention",
-                  "extrema", "sddmm", "headwise", "attention_dot", "attention_gatv2", "ppr")
+                  "extrema", "sddmm", "headwise", "attention_dot", "attention_gatv2", "ppr",
+                  "attention_heads")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -121,39 +121,15 @@ def bench_case(results, g: Graph, in_feats: int, heads: int, dim: int, dtype, de
 
 
 def run(results, graphs, device, timing: dict, tiny: bool, progress, deadline=None) -> None:
-    """One GAT layer per graph: in 128 -> 4 heads x 32 (in 16 -> 2 x 8 when tiny), fp32 and bf16;
-    graphs that would start after ``deadline`` are skipped."""
-    in_feats, heads, dim = (16, 2, 8) if tiny else (128, 4, 32)
+    """GAT layers per graph, fp32 and bf16: in 128 -> 4 heads x 32 and the GAT paper's 8 x 8 (in 16
+    -> 2 x 8 when tiny); graphs that would start after ``deadline`` are skipped."""
+    configs = ((16, 2, 8),) if tiny else ((128, 4, 32), (128, 8, 8))
     for g in graphs:
         if deadline is not None and deadline.passed():
             progress(f"  attention on {g.name}: skipped (budget spent)")
             continue
         progress(f"  attention on {g.name} ({g.num_nodes:,} nodes, {g.num_edges:,} edges)")
-        for dtype in (torch.float32, torch.bfloat16):
-            bench_case(results, g, in_feats, heads, dim, dtype, device, timing)
-        if g.kind == "rmat":
-            # the hub-tail test of docs/gpu_notes.md: the same graph without its largest in-degree
-            # rows' edges (R-MAT 22: one row of 162,767, 5,087 sequential chunks for one program);
-            # if the fused forward drops far more than the edges' share, the tail is the cost
-            capped = without_hubs(g, 2 if tiny else HUBS)
-            progress(f"  attention on {capped.name} ({capped.num_edges:,} edges)")
+        for in_feats, heads, dim in configs:
             for dtype in (torch.float32, torch.bfloat16):
-                bench_case(results, capped, in_feats, heads, dim, dtype, device, timing,
-                           only=("dgl_accel fused", "dgl_accel unfused"))
+                bench_case(results, g, in_feats, heads, dim, dtype, device, timing)
 
-
-HUBS = 100  # in-degree rows whose edges the hub-tail test drops
-
-
-def without_hubs(g: Graph, hubs: int) -> Graph:
-    """``g`` without the in-edges of its ``hubs`` largest in-degree rows (same nodes).
-
-    >>> from dgl_accel.gpu_report.graphs import Graph
-    >>> g = Graph("t", "rmat", torch.tensor([1, 2, 3, 0]), torch.tensor([0, 0, 0, 1]), 4)
-    >>> h = without_hubs(g, 1)
-    >>> h.name, h.src.tolist(), h.dst.tolist()
-    ('t without top-1 hubs', [0], [1])
-    """
-    top = torch.topk(torch.bincount(g.dst, minlength=g.num_nodes), min(hubs, g.num_nodes)).indices
-    keep = ~torch.isin(g.dst, top)
-    return Graph(f"{g.name} without top-{hubs} hubs", g.kind, g.src[keep], g.dst[keep], g.num_nodes)

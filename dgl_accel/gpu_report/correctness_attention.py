@@ -2,9 +2,10 @@
 pure-torch references (``core/attention/reference.py``) under the FlashAttention rule
 (``assert_matches_reference``: fp64 reference on CPU, plain torch in the case's dtype).  Edge softmax
 forward and backward (``_edge_softmax_fwd_kernel`` / ``_edge_softmax_bwd_kernel``) and the fused GAT
-forward and backward (``_gat_fwd_kernel``, ``_gat_bwd_dst_kernel``, ``_gat_bwd_src_kernel``):
-fp32/fp16/bf16/fp64 x int32/int64 ids x every tile (softmax: one head and several, GAT: both feature
-tiles, without and with attention dropout: ``DROPOUT`` on, against the reference composition with the
+forward and backward (``_gat_fwd_kernel``, ``_gat_bwd_dst_kernel``, ``_gat_bwd_src_kernel``, and
+``kernels/attention_heads.py``'s all-heads twins): fp32/fp16/bf16/fp64 x int32/int64 ids x every
+tile (softmax: one head and several, GAT: both per-head feature tiles and every all-heads tile shape,
+without and with attention dropout: ``DROPOUT`` on, against the reference composition with the
 same counter-based mask, ``core/attention/dropout.py``), gradients through ``torch.autograd.grad`` so
 the backward kernels launch.  :func:`grads_of` and :func:`tiny_block` serve the dot-product,
 GATv2 and head-wise checks too (:mod:`.correctness_attention_variants`)."""
@@ -17,6 +18,7 @@ from ..core.attention.dropout import make_dropout
 from ..core.attention.edge_softmax import edge_softmax
 from ..core.attention.gat import gat_attention
 from ..core.attention.reference import ref_edge_softmax, ref_gat
+from ..core.launch import kernel_module
 from ..testing.tolerances import assert_matches_reference
 from .correctness_extrema import on_cpu
 from .graphs import Graph
@@ -26,9 +28,11 @@ SLOPE = 0.2
 # heads: 1 -> softmax tile (64, 1), more -> (32, 8) (softmax_tile); 10 > 8: two head blocks
 SOFTMAX_HEADS = (1, 3)
 SOFTMAX_HEADS_FULL = (1, 3, 10)
-# (heads, head dim): dim <= 16 -> BLOCK_D 16, else 64 (gat_feature_tile); 70 > 64: two feature blocks
-GAT_SHAPES = ((2, 4), (1, 24))
-GAT_SHAPES_FULL = ((2, 4), (1, 24), (3, 70))
+# (heads, head dim): one head, or a row wider than attention_heads.SHAPES: the per-head kernels,
+# dim <= 16 -> BLOCK_D 16, else 64 (gat_feature_tile), 70 > 64: two feature blocks; 2-8 heads of
+# few features: the all-heads kernels, one per tile shape (attention_heads.tiles)
+GAT_SHAPES = ((1, 4), (1, 24), (2, 4), (4, 32), (8, 8), (8, 16))
+GAT_SHAPES_FULL = GAT_SHAPES + ((3, 70),)
 DROPOUT, DROPOUT_SEED = 0.45, 2**40 + 2024  # a seed past 2^32: both words of the per-head keys matter
 
 
@@ -80,6 +84,7 @@ def _check_gat(views, in_csr, feat, el, er, gout, device, case, dropout: float) 
 
 
 def run(checks, g: Graph, device, tiny: bool) -> None:
+    all_heads = kernel_module("attention_heads")
     gen = torch.Generator().manual_seed(11)
     src, dst, num_dst, name = tiny_block(g, tiny)
     num_src = g.num_nodes
@@ -100,7 +105,8 @@ def run(checks, g: Graph, device, tiny: bool) -> None:
                 er = torch.randn(num_dst, heads, generator=gen).to(dtype)
                 gout = torch.randn(num_dst, heads, dim, generator=gen).to(dtype)
                 for dropout in (0.0, DROPOUT):  # the kernels' DROPOUT=False and DROPOUT=True variants
-                    h = tiny_heads(heads, dtype, tiny) if dropout else heads  # one mask key per head
+                    # one mask key per head; the all-heads kernels run a program per row whatever the heads
+                    h = tiny_heads(heads, dtype, tiny) if dropout and not all_heads.tiles(heads, dim) else heads
                     case = (f"{name} {str(idtype)[6:]} {str(dtype)[6:]} H={h} D={dim}"
                             f"{f' dropout={dropout}' if dropout else ''}")
                     args = (views, rows, *(t[:, :h].contiguous() for t in (feat, el, er, gout)), device, case,

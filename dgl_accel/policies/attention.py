@@ -38,6 +38,7 @@ import dataclasses
 import torch
 
 from ..core import backend
+from ..core.launch import kernel_module
 
 __all__ = ["FUSED_MIN_DIM", "MODES", "AttentionChoice", "choose_attention", "use_attention_path"]
 
@@ -97,7 +98,7 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
     if _mode != "auto":
         return AttentionChoice(op, heads, dim, path, _mode == "fused", f"use_attention_path({_mode!r})")
     if path != "native" or like.device.type != "cpu":
-        return AttentionChoice(op, heads, dim, path, True, "the Triton kernels run every width")
+        return AttentionChoice(op, heads, dim, path, True, f"the Triton kernels, {_grid(op, heads, dim)}")
     if heads == 1:
         return AttentionChoice(op, heads, dim, path, True, "one head: the per-head work is the whole row")
     least = FUSED_MIN_DIM[op]
@@ -106,3 +107,11 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
     return AttentionChoice(op, heads, dim, path, False,
                            f"{heads} heads of {dim} < {least} features: the fused loops' fixed cost per "
                            f"(edge, head) outweighs their saving")
+
+
+def _grid(op: str, heads: int, dim: int) -> str:
+    """How the fused GAT's kernels split the work (``kernels/attention_heads.tiles``)."""
+    tile = kernel_module("attention_heads").tiles(heads, dim) if op == "gat" else None
+    if tile:
+        return f"one program per row covering every head (tile {tile[0]} heads x {tile[1]} features)"
+    return "one program per row and head"

@@ -97,12 +97,9 @@ def test_tiny_run_times_every_provider_and_sampler(report):
             and r["fwd_ms"] > 0 and r["fwd_bwd_ms"] > 0}
     assert ours == {(p, d) for p in ("dgl_accel fused", "dgl_accel unfused") for d in ("float32", "bfloat16")}, layers
     assert all(r["ok"] or r["error"] for r in layers)
-    # the hub-tail test: the R-MAT graph again without its largest in-degree rows, ours only, fewer edges
-    full = next(r for r in layers if r["graph"] == "rmat5")
-    capped = [r for r in layers if r["graph"] == "rmat5 without top-2 hubs"]
-    assert {(r["provider"], r["dtype"]) for r in capped} == {(p, d) for p in ("dgl_accel fused", "dgl_accel unfused")
-                                                             for d in ("float32", "bfloat16")}, capped
-    assert all(r["ok"] and 0 < r["edges"] < full["edges"] for r in capped), capped
+    # tiny: one configuration (2 heads x 8: the all-heads kernels) on every graph; the full run adds 8 x 8
+    assert {(r["heads"], r["dim"]) for r in layers} == {(2, 8)}
+    assert "rmat5" in {r["graph"] for r in layers}, layers  # the hub-tail rows of an earlier lease are gone
     paths = rows["exec_paths"]
     assert {(r["train_fraction"], r["depth"]) for r in paths} == {(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)}
     assert all(r["ok"] for r in paths), paths

@@ -56,7 +56,11 @@ def gat_forward(in_csr: Structure, feat, el, er, slope: float, drop=None):
     acc = acc_dtype(feat.dtype)
     out = torch.empty((num_dst, heads, dim), dtype=feat.dtype, device=feat.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
-    if num_dst:  # heads, dim >= 1 (checks.check_gat)
+    heads_tile = kernel_module("attention_heads").tiles(heads, dim)
+    if num_dst and heads_tile:  # every head of a row in one program
+        _heads_launch("_gat_heads_fwd_kernel", heads_tile, (num_dst,), in_csr, feat, el, er,
+                      _params(slope, drop, acc, feat.device), _rng(drop, feat.device), out, lse, drop=drop)
+    elif num_dst:  # heads, dim >= 1 (checks.check_gat)
         mod = kernel_module("attention")
         block_d = mod.gat_feature_tile(dim)
         kernel = triton_kernel("attention", "_gat_fwd_kernel", feat.device)
@@ -82,6 +86,15 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
     grad_feat = torch.empty_like(feat)
     opts = dict(BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, DROPOUT=drop is not None,
                 num_warps=mod.gat_num_warps(block_d))
+    heads_tile = kernel_module("attention_heads").tiles(heads, dim)
+    if heads_tile:  # every head of a row in one program
+        if num_dst:
+            _heads_launch("_gat_heads_bwd_dst_kernel", heads_tile, (num_dst,), in_csr, feat, el, er, params, rng, lse,
+                          grad_out, delta, grad_er, drop=drop)
+        if num_src:
+            _heads_launch("_gat_heads_bwd_src_kernel", heads_tile, (num_src,), out_csr, feat, el, er, params, rng, lse,
+                          grad_out, delta, grad_feat, grad_el, drop=drop)
+        return grad_feat, grad_el, grad_er
     if num_dst:
         kernel = triton_kernel("attention", "_gat_bwd_dst_kernel", feat.device)
         kernel[(num_dst, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, params, rng, lse, grad_out,
@@ -94,3 +107,13 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
                                                      params, rng, lse, grad_out, delta, grad_feat, grad_el, heads,
                                                      dim, **opts)
     return grad_feat, grad_el, grad_er
+
+
+def _heads_launch(kernel: str, tile: tuple[int, int], grid, rows: Structure, feat, *args, drop):
+    """One of ``kernels/attention_heads.py``'s kernels over ``rows`` (a program per row, every head)."""
+    mod = kernel_module("attention_heads")
+    (_, heads, dim), (bh, bd) = feat.shape, tile
+    triton_kernel("attention_heads", kernel, feat.device)[grid](
+        rows.indptr, rows.indices, rows.eids, feat, *args, heads, dim, BLOCK_E=mod.BLOCK_E, BLOCK_H=bh, BLOCK_D=bd,
+        DROPOUT=drop is not None, num_warps=mod.num_warps(bh, bd),
+        maxnreg=mod.maxnreg(feat.dtype == torch.float64, bh, bd))
