@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.sampling.neighbor import choose_neighbors, sample_layers, sample_neighbors
-from dgl_accel.core.sampling.output import SampledLayer, SamplerOutput
+from dgl_accel.core.sampling.output import SampledLayer, SamplerOutput, assert_same_output
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.reference import ref_neighbor_choice
 
@@ -140,13 +140,18 @@ def test_sample_layers_same_on_both_paths_and_consistent(e, fanouts, replace, se
 
 
 @pytest.mark.parametrize("exclude", [None, torch.tensor([3, 40, 41])])
-def test_sample_layers_reads_the_host_at_most_its_bound(exclude):
+@pytest.mark.parametrize("distinct", [False, True])
+def test_sample_layers_reads_the_host_at_most_its_bound(exclude, distinct):
     from dgl_accel.core.sampling import neighbor_device
     from dgl_accel.testing.host_reads import HostReads
     csr = _star(300, torch.int64)
     fanouts = [3, 5, 4]
+    seeds = torch.arange(0, 120, 7) if distinct else torch.cat([torch.arange(0, 120, 7), torch.tensor([14])])
     with HostReads(leave_out=[(neighbor_device, "neighbor_choice_triton")]) as reads:
         with dgl_accel.use_backend("triton"):
-            sample_layers(csr, torch.arange(0, 120, 7), fanouts, seed=3, exclude=exclude)
-    bound = 1 + len(fanouts) * (neighbor_device.HOST_READS_PER_BLOCK_LAYER + (exclude is not None))
+            out = sample_layers(csr, seeds, fanouts, seed=3, exclude=exclude)
+    per_layer = neighbor_device.HOST_READS_PER_BLOCK_LAYER + (exclude is not None) - distinct
+    bound = 1 + neighbor_device.HOST_READS_DISTINCT_SEEDS + len(fanouts) * per_layer
     assert 0 < len(reads.events) <= bound, reads.events
+    with dgl_accel.use_backend("native"):
+        assert_same_output([out], [sample_layers(csr, seeds, fanouts, seed=3, exclude=exclude)])
