@@ -15,34 +15,32 @@ from .registry import Specialisation
 
 
 @triton.jit
-def _heads(num_heads, head_dim, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
-    """(head ids [BLOCK_H], feature ids [BLOCK_D], their masks, [BLOCK_H, BLOCK_D] feature offsets)."""
+def _row_start(indptr_ptr, el_ptr, params_ptr, rng_ptr, num_heads, head_dim, BLOCK_H: tl.constexpr,
+               BLOCK_D: tl.constexpr, DROPOUT: tl.constexpr):
+    """What every kernel here reads first for its row r = program 0: (r, heads, their mask, [H, D]
+    offsets and mask, the row's CSR range, the slope, the dropout scale, threshold and the heads'
+    keys as uint32 (``attention._rng`` for a vector of heads; unread without dropout)), the floats
+    in the accumulation dtype of ``el_ptr``'s."""
+    acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
+    r = tl.program_id(0).to(tl.int64)
     h = tl.arange(0, BLOCK_H).to(tl.int64)
     d = tl.arange(0, BLOCK_D)
-    h_mask, d_mask = h < num_heads, d < head_dim
-    return h, h_mask, d_mask, h[:, None] * head_dim + d[None, :], h_mask[:, None] & d_mask[None, :]
-
-
-@triton.jit
-def _drop_keys(rng_ptr, h, h_mask):
-    """(threshold, the heads' keys [BLOCK_H]) as uint32 (``attention._rng`` for a vector of heads)."""
-    return tl.load(rng_ptr).to(tl.uint32), tl.load(rng_ptr + 1 + h, mask=h_mask, other=0).to(tl.uint32)
+    h_mask = h < num_heads
+    hd, hd_mask = h[:, None] * head_dim + d[None, :], h_mask[:, None] & (d < head_dim)[None, :]
+    scale = tl.load(params_ptr + 1).to(acc_dtype)  # [slope, scale]: 1.0 without dropout
+    key = tl.load(rng_ptr + 1 + h, mask=h_mask & DROPOUT, other=0).to(tl.uint32)
+    return (r, h, h_mask, hd, hd_mask, tl.load(indptr_ptr + r), tl.load(indptr_ptr + r + 1),
+            tl.load(params_ptr).to(acc_dtype), scale, tl.load(rng_ptr).to(tl.uint32), key)
 
 
 @triton.jit
 def _gat_heads_fwd_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr, params_ptr, rng_ptr, out_ptr,
                           lse_ptr, num_heads, head_dim, BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr,
                           BLOCK_D: tl.constexpr, DROPOUT: tl.constexpr):
-    acc_dtype = tl.float64 if feat_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h, h_mask, d_mask, hd, hd_mask = _heads(num_heads, head_dim, BLOCK_H, BLOCK_D)
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(params_ptr).to(acc_dtype)
+    acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v, h, h_mask, hd, hd_mask, start, end, slope, scale, thr, key = _row_start(
+        indptr_ptr, el_ptr, params_ptr, rng_ptr, num_heads, head_dim, BLOCK_H, BLOCK_D, DROPOUT)
     er_v = tl.load(er_ptr + v * num_heads + h, mask=h_mask, other=0.0).to(acc_dtype)
-    if DROPOUT:
-        scale = tl.load(params_ptr + 1).to(acc_dtype)
-        thr, key = _drop_keys(rng_ptr, h, h_mask)
     m = tl.full((BLOCK_H,), float("-inf"), acc_dtype)
     denom = tl.zeros((BLOCK_H,), acc_dtype)
     acc = tl.zeros((BLOCK_H, BLOCK_D), acc_dtype)
@@ -77,15 +75,9 @@ def _gat_heads_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
                               BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
                               DROPOUT: tl.constexpr):
     """``attention._gat_bwd_dst_kernel`` for every head of destination v at once."""
-    acc_dtype = tl.float64 if feat_ptr.dtype.element_ty == tl.float64 else tl.float32
-    v = tl.program_id(0).to(tl.int64)
-    h, h_mask, d_mask, hd, hd_mask = _heads(num_heads, head_dim, BLOCK_H, BLOCK_D)
-    start = tl.load(indptr_ptr + v)
-    end = tl.load(indptr_ptr + v + 1)
-    slope = tl.load(params_ptr).to(acc_dtype)
-    if DROPOUT:
-        scale = tl.load(params_ptr + 1).to(acc_dtype)
-        thr, key = _drop_keys(rng_ptr, h, h_mask)
+    acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
+    v, h, h_mask, hd, hd_mask, start, end, slope, scale, thr, key = _row_start(
+        indptr_ptr, el_ptr, params_ptr, rng_ptr, num_heads, head_dim, BLOCK_H, BLOCK_D, DROPOUT)
     er_v = tl.load(er_ptr + v * num_heads + h, mask=h_mask, other=0.0).to(acc_dtype)
     lse_v = tl.load(lse_ptr + v * num_heads + h, mask=h_mask, other=0.0).to(acc_dtype)
     go = tl.load(grad_out_ptr + v * num_heads * head_dim + hd, mask=hd_mask, other=0.0).to(acc_dtype)
@@ -122,14 +114,8 @@ def _gat_heads_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
     """``attention._gat_bwd_src_kernel`` for every head of source u at once (out-CSR rows): the
     whole [H, D] row of u in one tile, so no feature blocks."""
     acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
-    u = tl.program_id(0).to(tl.int64)
-    h, h_mask, d_mask, hd, hd_mask = _heads(num_heads, head_dim, BLOCK_H, BLOCK_D)
-    start = tl.load(indptr_ptr + u)
-    end = tl.load(indptr_ptr + u + 1)
-    slope = tl.load(params_ptr).to(acc_dtype)
-    if DROPOUT:
-        scale = tl.load(params_ptr + 1).to(acc_dtype)
-        thr, key = _drop_keys(rng_ptr, h, h_mask)
+    u, h, h_mask, hd, hd_mask, start, end, slope, scale, thr, key = _row_start(
+        indptr_ptr, el_ptr, params_ptr, rng_ptr, num_heads, head_dim, BLOCK_H, BLOCK_D, DROPOUT)
     el_u = tl.load(el_ptr + u * num_heads + h, mask=h_mask, other=0.0).to(acc_dtype)
     row = u * num_heads * head_dim
     x = tl.load(feat_ptr + row + hd, mask=hd_mask, other=0.0).to(acc_dtype)
