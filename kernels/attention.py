@@ -15,7 +15,7 @@ sum_e p_e g_e and grad_er; ``_gat_bwd_src_kernel`` (per source, head, feature bl
 out-CSR) gathers grad_feat[u] = sum_e p_e w_e grad_out[v] and, in the first feature block,
 grad_el[u] = sum_e p_e (g_e - delta[v]) leaky'(.) without atomics; nothing per edge is stored.
 
-Attention dropout (``DROPOUT``): w_e = keep / (1 - p) with keep = ``_keep``(edge id, head key,
+Attention dropout (``DROPOUT``): w_e = keep / (1 - p) with keep = ``dropout_keep``(edge id, head key,
 threshold), murmur3's finaliser in uint32 (``core/attention/dropout.py`` is the reference), so all
 three kernels recompute one mask; without it w_e = 1 and the mask code is compiled out.
 
@@ -37,7 +37,7 @@ def _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E: tl.constexpr):
 
 
 @triton.jit
-def _leaky_relu(x, slope):
+def leaky_relu(x, slope):
     return tl.where(x > 0, x, x * slope)
 
 
@@ -102,7 +102,7 @@ def _fmix32(x):
 
 
 @triton.jit
-def _keep(eid, key, thr):
+def dropout_keep(eid, key, thr):
     """The dropout keep mask of int64 edge ids under a head's uint32 ``key``: bits >= ``thr``."""
     lo = (eid & 0xFFFFFFFF).to(tl.uint32)
     hi = (eid >> 32).to(tl.uint32)
@@ -138,7 +138,7 @@ def _gat_fwd_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr,
         k = k0 + tl.arange(0, BLOCK_E)
         e_mask = k < end
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
-        s = _leaky_relu(tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v, slope)
+        s = leaky_relu(tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v, slope)
         s = tl.where(e_mask, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))  # finite: the chunk has at least one entry
         alpha = tl.exp(m - m_new)
@@ -146,7 +146,7 @@ def _gat_fwd_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_ptr,
         denom = denom * alpha + tl.sum(p, axis=0)
         if DROPOUT:  # the softmax normalises over every edge; the sum takes the kept ones, scaled
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            p = tl.where(_keep(eid, key, thr), p * scale, 0.0)
+            p = tl.where(dropout_keep(eid, key, thr), p * scale, 0.0)
         row = (u * num_heads + h) * head_dim
         x = tl.load(feat_ptr + row[:, None] + d[None, :], mask=e_mask[:, None] & d_mask[None, :], other=0.0)
         acc = acc * alpha + tl.sum(p[:, None] * x.to(acc_dtype), axis=0)
@@ -184,7 +184,7 @@ def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
         e_mask = k < end
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         s_raw = tl.load(el_ptr + u * num_heads + h, mask=e_mask, other=0.0).to(acc_dtype) + er_v
-        p = tl.exp(_leaky_relu(s_raw, slope) - lse_v)
+        p = tl.exp(leaky_relu(s_raw, slope) - lse_v)
         p = tl.where(e_mask, p, 0.0)
         row = (u * num_heads + h) * head_dim
         g = tl.zeros((BLOCK_E,), acc_dtype)
@@ -196,7 +196,7 @@ def _gat_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
             g += tl.sum(x.to(acc_dtype) * go[None, :], axis=1)
         if DROPOUT:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            g = tl.where(_keep(eid, key, thr), g * scale, 0.0)
+            g = tl.where(dropout_keep(eid, key, thr), g * scale, 0.0)
         pg = p * g
         delta += tl.sum(pg, axis=0)
         pgl += tl.sum(tl.where(s_raw > 0, pg, pg * slope), axis=0)
@@ -236,12 +236,12 @@ def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
         v = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         vh = v * num_heads + h
         s_raw = el_u + tl.load(er_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype)
-        p = tl.exp(_leaky_relu(s_raw, slope) - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
+        p = tl.exp(leaky_relu(s_raw, slope) - tl.load(lse_ptr + vh, mask=e_mask, other=0.0).to(acc_dtype))
         p = tl.where(e_mask, p, 0.0)
         pw = p
         if DROPOUT:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            pw = tl.where(_keep(eid, key, thr), p * scale, 0.0)
+            pw = tl.where(dropout_keep(eid, key, thr), p * scale, 0.0)
         g = tl.zeros((BLOCK_E,), acc_dtype)
         for d0 in range(tl.where(first, 0, own), d_end, BLOCK_D):
             d = d0 + tl.arange(0, BLOCK_D)

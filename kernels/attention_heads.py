@@ -10,7 +10,7 @@ per-head kernels.
 import triton
 import triton.language as tl
 
-from .attention import _DT, _IDX, _acc, _keep, _leaky_relu
+from .attention import dropout_keep, leaky_relu
 from .registry import Specialisation
 
 
@@ -50,7 +50,7 @@ def _gat_heads_fwd_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, e
         eh_mask = e_mask[:, None] & h_mask[None, :]
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         el = tl.load(el_ptr + u[:, None] * num_heads + h[None, :], mask=eh_mask, other=0.0).to(acc_dtype)
-        s = tl.where(eh_mask, _leaky_relu(el + er_v[None, :], slope), float("-inf"))
+        s = tl.where(eh_mask, leaky_relu(el + er_v[None, :], slope), float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new).to(acc_dtype)  # heads past num_heads
         alpha = tl.exp(m - m_safe)
@@ -58,7 +58,7 @@ def _gat_heads_fwd_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, e
         denom = denom * alpha + tl.sum(p, axis=0)
         if DROPOUT:  # the softmax normalises over every edge; the sum takes the kept ones, scaled
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            p = tl.where(_keep(eid[:, None], key[None, :], thr), p * scale, 0.0)
+            p = tl.where(dropout_keep(eid[:, None], key[None, :], thr), p * scale, 0.0)
         x = tl.load(feat_ptr + u[:, None, None] * (num_heads * head_dim) + hd[None, :, :],
                     mask=e_mask[:, None, None] & hd_mask[None, :, :], other=0.0)
         acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * x.to(acc_dtype), axis=0)
@@ -91,13 +91,13 @@ def _gat_heads_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
         u = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         s_raw = tl.load(el_ptr + u[:, None] * num_heads + h[None, :], mask=eh_mask, other=0.0).to(acc_dtype) \
             + er_v[None, :]
-        p = tl.where(eh_mask, tl.exp(_leaky_relu(s_raw, slope) - lse_v[None, :]), 0.0)
+        p = tl.where(eh_mask, tl.exp(leaky_relu(s_raw, slope) - lse_v[None, :]), 0.0)
         x = tl.load(feat_ptr + u[:, None, None] * (num_heads * head_dim) + hd[None, :, :],
                     mask=e_mask[:, None, None] & hd_mask[None, :, :], other=0.0)
         g = tl.sum(x.to(acc_dtype) * go[None, :, :], axis=2)
         if DROPOUT:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            g = tl.where(_keep(eid[:, None], key[None, :], thr), g * scale, 0.0)
+            g = tl.where(dropout_keep(eid[:, None], key[None, :], thr), g * scale, 0.0)
         pg = p * g
         delta += tl.sum(pg, axis=0)
         pgl += tl.sum(tl.where(s_raw > 0, pg, pg * slope), axis=0)
@@ -128,12 +128,12 @@ def _gat_heads_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
         v = tl.load(indices_ptr + k, mask=e_mask, other=0).to(tl.int64)
         vh = v[:, None] * num_heads + h[None, :]
         s_raw = el_u[None, :] + tl.load(er_ptr + vh, mask=eh_mask, other=0.0).to(acc_dtype)
-        p = tl.exp(_leaky_relu(s_raw, slope) - tl.load(lse_ptr + vh, mask=eh_mask, other=0.0).to(acc_dtype))
+        p = tl.exp(leaky_relu(s_raw, slope) - tl.load(lse_ptr + vh, mask=eh_mask, other=0.0).to(acc_dtype))
         p = tl.where(eh_mask, p, 0.0)
         pw = p
         if DROPOUT:
             eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-            pw = tl.where(_keep(eid[:, None], key[None, :], thr), p * scale, 0.0)
+            pw = tl.where(dropout_keep(eid[:, None], key[None, :], thr), p * scale, 0.0)
         go = tl.load(grad_out_ptr + v[:, None, None] * (num_heads * head_dim) + hd[None, :, :],
                      mask=e_mask[:, None, None] & hd_mask[None, :, :], other=0.0).to(acc_dtype)
         g = tl.sum(go * x[None, :, :], axis=2)
@@ -172,11 +172,13 @@ def maxnreg(fp64: bool, block_h: int, block_d: int) -> int:
     return 232 if fp64 and block_h * block_d >= 128 else 128
 
 
+_DT = ("fp32", "fp16", "bf16", "fp64")
+_IDX = ("i32", "i64")
 KERNELS = ("_gat_heads_fwd_kernel", "_gat_heads_bwd_dst_kernel", "_gat_heads_bwd_src_kernel")
 
 
 def _spec(kernel: str, t: str, idx: str, bh: int, bd: int, dropout: bool) -> Specialisation:
-    acc = _acc(t)
+    acc = "fp64" if t == "fp64" else "fp32"
     types = {"indptr_ptr": "*i64", "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}",
              "el_ptr": f"*{t}", "er_ptr": f"*{t}", "params_ptr": f"*{acc}", "rng_ptr": "*i64", "out_ptr": f"*{t}",
              "lse_ptr": f"*{acc}", "grad_out_ptr": f"*{t}", "delta_ptr": f"*{acc}", "grad_er_ptr": f"*{acc}",

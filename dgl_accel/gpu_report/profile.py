@@ -36,7 +36,8 @@ def _cases(scale: int, device):
 
     g = graphs.rmat(scale, device)
     csr = structure(g, device, "in")
-    seeds = torch.randint(g.num_nodes, (min(1024, g.num_nodes),), generator=torch.Generator().manual_seed(0)).to(device)
+    # distinct, as a loader's batch
+    seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[:1024].to(device)
     data = training.random_data(g.src, g.dst, g.num_nodes)
     batches = training.Minibatches(data, seed=0)
     it = iter(batches.loader)

@@ -95,6 +95,7 @@ FAMILY_TESTS = {
     "attention_gatv2": "test_attention_gatv2.py",
     "headwise": "test_headwise.py",
     "ppr": "test_ppr.py",
+    "attention_heads": "test_attention_heads.py",
 }
 
 
