@@ -329,35 +329,33 @@ class SAINTSampler(CallSeeds, Sampler):
 
 
 # ---------------------------------------------------------------------------- per-graph tables
+def _per_graph(g, name: str, build, cache: bool):
+    """``build(g)``, cached per graph under ``name`` unless ``cache=False``."""
+    return cached(g, name, build) if cache else build(g)
+
+
 def tables(g, cache: bool = True) -> Tables:
     """The graph's :class:`~dgl_accel.core.sampling.saint_draw.Tables` (cached per graph unless
     ``cache=False``)."""
-    build = lambda h: build_tables(cpu_in_csr(h), out_csr(h))  # noqa: E731
-    return cached(g, "saint.tables", build) if cache else build(g)
+    return _per_graph(g, "saint.tables", lambda h: build_tables(cpu_in_csr(h), out_csr(h)), cache)
 
 
 def node_cdf(g, t: Tables, cache: bool = True, kind: str = "norm") -> np.ndarray:
     """Cumulative node-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.node_weights`)."""
-    return _cdf(g, f"saint.node_cdf.{kind}", lambda: node_weights(t, kind), cache)
+    return _per_graph(g, f"saint.node_cdf.{kind}", lambda _: np.cumsum(node_weights(t, kind)), cache)
 
 
 def edge_cdf(g, t: Tables, cache: bool = True) -> np.ndarray:
     """Cumulative edge-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.edge_weights`)."""
-    return _cdf(g, "saint.edge_cdf", lambda: edge_weights(t), cache)
-
-
-def _cdf(g, name: str, weights, cache: bool) -> np.ndarray:
-    return cached(g, name, lambda _: np.cumsum(weights())) if cache else np.cumsum(weights())
+    return _per_graph(g, "saint.edge_cdf", lambda _: np.cumsum(edge_weights(t)), cache)
 
 
 def device_tables(g, t: Tables, cache: bool = True) -> DeviceTables:
     """``t``'s arrays the draws read, on the graph's device (copied once per graph unless
     ``cache=False``)."""
-    build = lambda _: DeviceTables.on(t, g.device)  # noqa: E731
-    return cached(g, "saint.device_tables", build) if cache else build(g)
+    return _per_graph(g, "saint.device_tables", lambda _: DeviceTables.on(t, g.device), cache)
 
 
 def _cdf_on_device(g, cdf: np.ndarray, name: str, cache: bool) -> torch.Tensor:
     """A cumulative table on the graph's device (copied once per graph unless ``cache=False``)."""
-    build = lambda _: torch.from_numpy(cdf).to(g.device)  # noqa: E731
-    return cached(g, f"saint.cdf.{name}.device", build) if cache else build(g)
+    return _per_graph(g, f"saint.cdf.{name}.device", lambda _: torch.from_numpy(cdf).to(g.device), cache)

@@ -77,15 +77,11 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
     feat, el, er, grad_out = (t.contiguous() for t in (feat, el, er, grad_out.to(feat.dtype)))
     (num_src, heads, dim), num_dst = feat.shape, in_csr.num_rows
     acc = lse.dtype
-    mod = kernel_module("attention")
-    block_d = mod.gat_feature_tile(dim)
     params, rng = _params(slope, drop, acc, feat.device), _rng(drop, feat.device)
     delta = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
     grad_er = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
     grad_el = torch.empty((num_src, heads), dtype=acc, device=feat.device)
     grad_feat = torch.empty_like(feat)
-    opts = dict(BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, DROPOUT=drop is not None,
-                num_warps=mod.gat_num_warps(block_d))
     heads_tile = kernel_module("attention_heads").tiles(heads, dim)
     if heads_tile:  # every head of a row in one program
         if num_dst:
@@ -95,6 +91,10 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
             _heads_launch("_gat_heads_bwd_src_kernel", heads_tile, (num_src,), out_csr, feat, el, er, params, rng, lse,
                           grad_out, delta, grad_feat, grad_el, drop=drop)
         return grad_feat, grad_el, grad_er
+    mod = kernel_module("attention")
+    block_d = mod.gat_feature_tile(dim)
+    opts = dict(BLOCK_E=mod.GAT_BLOCK_E, BLOCK_D=block_d, DROPOUT=drop is not None,
+                num_warps=mod.gat_num_warps(block_d))
     if num_dst:
         kernel = triton_kernel("attention", "_gat_bwd_dst_kernel", feat.device)
         kernel[(num_dst, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, feat, el, er, params, rng, lse, grad_out,

@@ -29,6 +29,7 @@ _MASK32 = 0xFFFFFFFF
 _KEY_A, _KEY_B = 0x9E3779B9, 0xBB67AE85
 _ROUND_A, _ROUND_B = 0xD2511F53, 0xCD9E8D57
 _INT32_TO_UNIT = 4.6566127342e-10  # triton's uint_to_uniform_float scale for 32-bit inputs
+_TWO_M53 = 2.0 ** -53              # uniform53's scale: 53 random bits
 _CHUNK = 32768  # offsets per numpy chunk: temporaries stay in cache (2x faster than whole arrays)
 
 
@@ -92,9 +93,6 @@ def uniform53_np(seed: int, offsets: np.ndarray) -> np.ndarray:
     cumulative tables, where ``tl.rand``'s float32 cannot reach most entries."""
     w0, w1, _, _ = philox4x32_np(seed, offsets)
     return ((w0 >> np.uint64(5)) * np.uint64(1 << 26) + (w1 >> np.uint64(6))).astype(np.float64) * _TWO_M53
-
-
-_TWO_M53 = 2.0 ** -53
 
 
 # ----------------------------------------------------------------------------------- torch
