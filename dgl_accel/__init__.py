@@ -13,6 +13,7 @@ import torch as _torch
 
 _os.environ.setdefault("DGLBACKEND", "pytorch")  # DGL otherwise warns and writes ~/.dgl/config.json
 
+from .core.aggregation.locality import use_locality  # noqa: E402
 from .core.backend import (  # noqa: E402
     BACKENDS,
     choose_path,
@@ -47,7 +48,8 @@ def __getattr__(name):
 
 
 def explain(graph, feat_dim: int, dtype=None, *, heads=None, op: str = "gat"):
-    """Why dgl-accel picks its neighbour-group size for this graph and feature width; with ``heads``,
+    """Why dgl-accel picks its neighbour-group size for this graph and feature width, and whether the
+    aggregation runs as a locality split (forward and backward views; :func:`use_locality`); with ``heads``,
     which path a drop-in attention layer (``op``: "gat", "gatv2" or "dot") with ``heads`` heads of
     ``feat_dim`` features takes on this graph's device (:mod:`dgl_accel.policies.attention`)."""
     dtype = _torch.float32 if dtype is None else dtype
@@ -66,4 +68,4 @@ except ValueError:
 
 __all__ = ["execution_paths", "enable", "disable", "enabled", "is_enabled", "explain", "swap", "unswap",
            "BACKENDS", "choose_path", "get_backend", "set_backend", "use_backend", "stats", "reset_stats",
-           "triton_available", "use_attention_path", "__version__"]
+           "triton_available", "use_attention_path", "use_locality", "__version__"]

@@ -67,10 +67,13 @@ def _gspmm_grouped_fwd_kernel(group_row_ptr, group_start_ptr, group_len_ptr,
 
 
 @triton.jit
-def _segment_reduce_kernel(row_group_ptr, partial_ptr, dst_scale_ptr, out_ptr,
+def _segment_reduce_kernel(row_group_ptr, row_group2_ptr, partial_ptr, dst_scale_ptr, out_ptr,
                            num_feats, stride_partial, stride_out,
-                           BLOCK_F: tl.constexpr, HAS_DST_SCALE: tl.constexpr, ACC_FP64: tl.constexpr):
-    """out[r] = dst_scale[r] * sum of partial[g] for r's groups, in group order (deterministic)."""
+                           BLOCK_F: tl.constexpr, HAS_DST_SCALE: tl.constexpr, ACC_FP64: tl.constexpr,
+                           TWO_PARTS: tl.constexpr):
+    """out[r] = dst_scale[r] * sum of partial[g] for r's groups, in group order (deterministic).
+    ``TWO_PARTS``: the row's edges ran as two launches (a locality split, ``core/aggregation/locality.py``)
+    whose partials share the buffer; ``row_group2_ptr`` points at the second launch's slots, after the first's."""
     acc_dtype = tl.float64 if ACC_FP64 else tl.float32
     r = tl.program_id(0).to(tl.int64)
     f = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
@@ -80,6 +83,9 @@ def _segment_reduce_kernel(row_group_ptr, partial_ptr, dst_scale_ptr, out_ptr,
     acc = tl.zeros((BLOCK_F,), dtype=acc_dtype)
     for g in range(first, last):
         acc += tl.load(partial_ptr + g * stride_partial + f, mask=f_mask, other=0.0).to(acc_dtype)
+    if TWO_PARTS:
+        for g in range(tl.load(row_group2_ptr + r), tl.load(row_group2_ptr + r + 1)):
+            acc += tl.load(partial_ptr + g * stride_partial + f, mask=f_mask, other=0.0).to(acc_dtype)
     if HAS_DST_SCALE:
         acc = acc * tl.load(dst_scale_ptr + r).to(acc_dtype)
     tl.store(out_ptr + r * stride_out + f, acc.to(out_ptr.dtype.element_ty), mask=f_mask)
@@ -200,10 +206,11 @@ def _fwd(t, idx, efeat, per_feat, atomic, block_f, scales="both"):
                           maxnreg=fwd_maxnreg(t == "bf16", idx == "i64", efeat, per_feat, src, atomic))
 
 
-def _reduce(t, block_f, dst=True):
-    """``dst``: the destination scale is given (the reduce applies it)."""
-    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": dst, "ACC_FP64": t == "fp64"}
-    sig = {"row_group_ptr": "*i64", "partial_ptr": f"*{_acc(t)}", "dst_scale_ptr": _scale_ptr(t, dst),
+def _reduce(t, block_f, dst=True, two_parts=False):
+    """``dst``: the destination scale is given (the reduce applies it); ``two_parts``: a locality split's."""
+    consts = {"BLOCK_F": block_f, "HAS_DST_SCALE": dst, "ACC_FP64": t == "fp64", "TWO_PARTS": two_parts}
+    sig = {"row_group_ptr": "*i64", "row_group2_ptr": "*i64", "partial_ptr": f"*{_acc(t)}",
+           "dst_scale_ptr": _scale_ptr(t, dst),
            "out_ptr": f"*{t}", "num_feats": "i32", "stride_partial": "i64", "stride_out": "i64"}
     sig.update({k: "constexpr" for k in consts})
     # launched with one row per program: the warps of a 1 x BLOCK_F tile (launchers.gspmm_forward)
@@ -260,10 +267,11 @@ SPECIALISATIONS = _unique(
     + [_fwd(t, idx, efeat, per_feat, atomic, bf, scales=s) for s in ("none", "dst", "src")
        for t in _DT for idx in _IDX for efeat, per_feat in _EFEAT for atomic in (True, False)
        for bf in FEATURE_TILES]
-    + [_reduce(t, bf) for t in _DT for bf in FEATURE_TILES]
-    + [_reduce(t, bf) for t, _, bf in _FP64]
+    # the deterministic combine, of one launch and of a locality split's two (hot and cold edges)
+    + [_reduce(t, bf, two_parts=two) for t in _DT for bf in FEATURE_TILES for two in (False, True)]
+    + [_reduce(t, bf, two_parts=two) for t, _, bf in _FP64 for two in (False, True)]
     # deterministic plain sum (fwd, bwd) and mean's backward
-    + [_reduce(t, bf, dst=False) for t in _DT for bf in FEATURE_TILES]
+    + [_reduce(t, bf, dst=False, two_parts=two) for t in _DT for bf in FEATURE_TILES for two in (False, True)]
     + [_sddmm(t, idx, pf) for t in _DT for idx in _IDX for pf in (False, True)]
     + [_sddmm(t, idx, pf) for t, idx, _ in _FP64 for pf in (False, True)]  # its BLOCK_F is 64 at any width
     # w [E, 1]'s and w [E, F]'s gradient of plain sum ("none") and mean ("dst"), the norm="none" u_mul_e backward

@@ -21,6 +21,8 @@ import traceback
 import torch
 
 from ..core.aggregation.function import aggregate
+from ..core.aggregation.launchers import feature_tile
+from ..core.aggregation.locality import use_locality
 from ..core.aggregation.views import TensorGraph
 from ..core.vector_scale import scale
 from ..kernels.registry import specialisations
@@ -128,13 +130,13 @@ def _inputs(g: Graph, width: int, mode: str, dtype, device, seed: int):
 
 
 def check_aggregation_case(checks: Checks, g: Graph, idtype, dtype, mode: str, width: int, det: bool,
-                           device, seed: int, backward: bool = True, kind: str = "gcn") -> None:
+                           device, seed: int, backward: bool = True, kind: str = "gcn", label: str = "") -> None:
     src, dst = g.src.to(device), g.dst.to(device)
     views = TensorGraph(src.to(idtype), dst.to(idtype), num_nodes=g.num_nodes)
     x, w, gout = _inputs(g, width, mode, dtype, device, seed)
     case = (f"{g.name} {str(idtype)[6:]} {str(dtype)[6:]} {mode} F={width} "
             f"{'deterministic' if det else 'atomic'}{'' if backward else ' (forward)'}"
-            f"{'' if kind == 'gcn' else f' {kind}'}")
+            f"{'' if kind == 'gcn' else f' {kind}'}{f' ({label})' if label else ''}")
 
     def check():
         if backward:
@@ -196,6 +198,19 @@ def check_aggregation(checks: Checks, small: Graph, hub_degree: int, device, tin
         check_aggregation_case(checks, hub, torch.int64, dtype, mode, 32, det, device, seed)
 
 
+def check_locality_split(checks: Checks, small: Graph, device, tiny: bool) -> None:
+    """The aggregation run as a locality split (its hot rows an eighth of the nodes): the deterministic
+    combine's two-part reduce on every registered tile and dtype, with and without the destination
+    scale (GCN's, the plain sum's), and the atomic combine on one tile per dtype."""
+    cases = [(d, w, k, True) for d in DTYPES[:3] for w in WIDTHS for k in ("gcn", "sum")]
+    cases += [(torch.float64, 24, "gcn", True)] + [(d, 32, "gcn", False) for d in DTYPES]
+    for n, (dtype, width, kind, det) in enumerate(cases):
+        row_bytes = feature_tile(width) * torch.empty(0, dtype=dtype).element_size()
+        with use_locality("on", l2_bytes=2 * row_bytes * max(1, small.num_nodes // 8)):
+            check_aggregation_case(checks, small, torch.int64, dtype, "copy_u", width, det, device, 900 + n,
+                                   backward=not tiny or width == 32, kind=kind, label="locality split")
+
+
 def check_low_precision_hub(checks: Checks, device, tiny: bool) -> None:
     """bf16 / fp16 copy_u-sum over one hub of 120,000 in-edges (2,000 under ``tiny``) of positive
     inputs against the exact (float64) sum of the same rounded inputs, within the dtype's tolerance:
@@ -248,6 +263,7 @@ def _kernel_checks(checks: Checks, small: Graph, hub_degree: int, device, tiny: 
     check_scale(checks, device)
     progress(f"  scale: done ({time.perf_counter() - t0:.1f} s)")
     check_aggregation(checks, small, hub_degree, device, tiny)
+    check_locality_split(checks, small, device, tiny)
     check_low_precision_hub(checks, device, tiny)
     progress(f"  aggregation: done ({time.perf_counter() - t0:.1f} s)")
     correctness_extrema.run(checks, small, device, tiny)

@@ -107,6 +107,13 @@ def rmat(scale: int, device, seed: int = 0) -> Graph:
     return Graph(f"rmat{scale}", "rmat", src, dst, n)
 
 
+def rmat_directed(scale: int, edge_factor: int, seed: int, device) -> Graph:
+    """An unsymmetrised R-MAT graph (``rmat{scale}d{edge_factor}s{seed}``): in- and out-degrees differ,
+    so the backward's transposed view is not the forward's."""
+    src, dst, n = rmat_graph(scale, edge_factor, seed=seed, device=device, directed=True)
+    return Graph(f"rmat{scale}d{edge_factor}s{seed}", "rmat", src, dst, n)
+
+
 def hub_graph(num_nodes: int, hub_degree: int, extra_edges: int, device, seed: int = 0) -> Graph:
     """Random edges plus node 0 receiving ``hub_degree`` (> 1,024) distinct in-neighbours and node 1
     sending to as many: hub rows split into many neighbour groups in both directions."""

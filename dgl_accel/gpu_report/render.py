@@ -15,7 +15,7 @@ from pathlib import Path
 from . import roofline, table
 from .env import Results
 
-SECTIONS = ("correctness", "aggregation", "sampling", "attention", "training", "training_accuracy",
+SECTIONS = ("correctness", "aggregation", "aggregation_plan", "sampling", "attention", "training", "training_accuracy",
             "training_repeat_calls", "exec_paths",
             "failed", "skipped")
 

@@ -55,9 +55,14 @@ def symmetrise(src: torch.Tensor, dst: torch.Tensor, num_nodes: int) -> tuple[to
     return key // num_nodes, key % num_nodes
 
 
-def rmat_graph(scale: int, edge_factor: int = EDGE_FACTOR, *, seed: int = 0, device="cpu"):
-    """Symmetrised Graph500 R-MAT graph: ``(src, dst, num_nodes)`` on ``device``."""
+def rmat_graph(scale: int, edge_factor: int = EDGE_FACTOR, *, seed: int = 0, device="cpu", directed: bool = False):
+    """Graph500 R-MAT graph: ``(src, dst, num_nodes)`` on ``device``, symmetrised (:func:`symmetrise`)
+    or, ``directed``, its edges as drawn without self-loops and duplicates, sorted by (src, dst)."""
     n = 1 << scale
     src, dst = rmat_edges(scale, edge_factor, seed=seed, device=device)
+    if directed:
+        keep = src != dst
+        key = torch.unique(src[keep] * n + dst[keep])
+        return key // n, key % n, n
     s, d = symmetrise(src, dst, n)
     return s, d, n

@@ -17,11 +17,14 @@ PLANS = {
     "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, shared_ops=aggregation.OPS,
                  # the largest shared graph first: the first lease stopped inside sampling on R-MAT 22
                  widths=(32, 64, 128, 256), sampling=("largest", "rmat22"), exec_paths=("largest", "rmat22"),
-                 attention=("rmat22", "largest"), small=5, hub=1100, linear_widths=(128,)),
+                 attention=("rmat22", "largest"), small=5, hub=1100, linear_widths=(128,),
+                 # (scale, edge factor, seed) of an unsymmetrised R-MAT graph timed at copy_u and GCN, F >= 64
+                 directed=(22, 32, 1)),
     "quick": dict(grid_scales=(20,), line_scales=(), shared=1, shared_ops=aggregation.OPS, widths=(64, 128),
                   sampling=("rmat20", "largest"), exec_paths=("rmat20",), attention=("rmat20",), small=5, hub=1100),
     "tiny": dict(grid_scales=(5,), line_scales=(6,), shared=1, shared_ops=("copy_u",), widths=(32,),
-                 sampling=("largest",), exec_paths=("rmat6",), attention=("rmat5",), small=4, hub=1030),
+                 sampling=("largest",), exec_paths=("rmat6",), attention=("rmat5",), small=4, hub=1030,
+                 directed=(5, 32, 1)),
 }
 DTYPES = (torch.float32, torch.bfloat16)
 
@@ -42,6 +45,10 @@ def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progres
         t0 = time.perf_counter()
         gs[f"rmat{scale}"] = graphs.rmat(scale, device)
         progress(f"R-MAT scale {scale}: {gs[f'rmat{scale}'].num_edges:,} edges ({time.perf_counter() - t0:.1f} s)")
+    if "aggregation" not in skip and plan.get("directed"):
+        g = graphs.rmat_directed(*plan["directed"], device)
+        gs[g.name] = g
+        progress(f"R-MAT {g.name} (directed): {g.num_edges:,} edges")
     paths = graphs.shared_paths(data)
     if size == "tiny":  # the loader's code path on a graph of our own (CI may have no shared data)
         tiny = out / "tiny_graph.npz"
@@ -87,6 +94,10 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
     def agg():
         agg_plan = [(f"rmat{s}", aggregation.OPS, plan["widths"], DTYPES) for s in plan["grid_scales"]]
         agg_plan += [(f"rmat{s}", ("copy_u",), (128,), DTYPES) for s in plan["line_scales"]]
+        if plan.get("directed"):
+            scale, factor, seed = plan["directed"]
+            widths = [w for w in plan["widths"] if w >= 64] or list(plan["widths"])
+            agg_plan += [(f"rmat{scale}d{factor}s{seed}", ("copy_u", "gcn"), tuple(widths), DTYPES)]
         shared = [k for k, g in gs.items() if g.kind == "shared" and k != "largest"]
         agg_plan += [(k, plan["shared_ops"], plan["widths"], DTYPES) for k in shared]
         agg_plan = [p for p in agg_plan if aggregation_graphs in ("all", gs[p[0]].kind)]

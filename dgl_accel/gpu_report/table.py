@@ -8,6 +8,7 @@ from collections import defaultdict
 SECTIONS = ("Environment", "Correctness", "Aggregation", "Sampling", "Training", "Execution paths", "Roofline")
 GOALS = {"float32": 1.5, "bfloat16": 2.0}  # geomean of ours vs torch.sparse.mm CSR, forward+backward, F >= 64
 BW_GOAL, SAMPLING_GOAL = 0.70, 100e6
+PLAN_GOAL = 10  # the locality split's build, in plain forwards (issue 29)
 
 
 def geomean(xs):
@@ -69,17 +70,21 @@ def _ours(provider: str) -> bool:
     return provider.startswith("dgl_accel")
 
 
-def aggregation(rows: list[dict]) -> list[str]:
+def aggregation(rows: list[dict], plans: list[dict] = ()) -> list[str]:
     lines = ["## Aggregation", "",
              "Forward / forward+backward in ms; GB/s and % of copy bandwidth for our forward (compulsory bytes: "
              "indptr + indices + a gathered row per edge + the output write); `x` columns: the peer's "
-             "forward+backward time over ours (autotuned gs; > 1: ours is faster).", "",
-             "| graph | op | F | dtype | ours fwd | ours fwd+bwd | GB/s | % copy | linear gs fwd+bwd | "
-             "torch.sparse | PyG spmm | PyG MP | DGL |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "forward+backward time over ours (autotuned gs; > 1: ours is faster); `lines fwd`: the forward's "
+             "time at the copy bandwidth if every gathered row came from HBM (fetch per edge) / if each came "
+             "once (compulsory); `split fwd`: ours with the locality split forced on, forward (forward+backward), "
+             "where the graph's rows outgrow the L2 budget.", "",
+             "| graph | op | F | dtype | ours fwd | ours fwd+bwd | GB/s | % copy | lines fwd | split fwd | "
+             "linear gs fwd+bwd | torch.sparse | PyG spmm | PyG MP | DGL |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     cases = defaultdict(dict)
     for r in rows:
         cases[(r["graph"], r["op"], r["width"], r["dtype"])][r["provider"].split(" (")[0] + (
-            " linear" if "linear" in r["provider"] else "")] = r
+            " linear" if "linear" in r["provider"] else " split" if "locality split" in r["provider"] else "")] = r
     ratios = defaultdict(list)
     for (graph, op, width, dtype), p in cases.items():
         ours = p.get("dgl_accel")
@@ -94,9 +99,12 @@ def aggregation(rows: list[dict]) -> list[str]:
             return f"{r['fwd_bwd_ms']:.3g} ({r['fwd_bwd_ms'] / base:.2f}x)"
         if ours.get("ok") and p.get("torch.sparse.mm", {}).get("ok") and width >= 64:
             ratios[dtype].append(p["torch.sparse.mm"]["fwd_bwd_ms"] / base)
-        lin = p.get("dgl_accel linear", {})
+        lin, split = p.get("dgl_accel linear", {}), p.get("dgl_accel split", {})
+        bounds = f"{_f(ours.get('fetch_line_ms'))} / {_f(ours.get('once_line_ms'))}"
+        split_cell = f"{_f(split.get('fwd_ms'))} ({_f(split.get('fwd_bwd_ms'))})" if split.get("ok") else "—"
         lines.append(f"| {graph} | {op} | {width} | {dtype} | {_f(ours.get('fwd_ms'))} | {_f(base)} | "
                      f"{_f(ours.get('gbps_fwd'))} | {_f(100 * ours['bw_fraction_fwd'] if ours.get('ok') else None)}% | "
+                     f"{bounds} | {split_cell} | "
                      f"{_f(lin.get('fwd_bwd_ms'))} (gs {lin.get('gs')}) | {x('torch.sparse.mm')} | {x('PyG spmm')} | "
                      f"{x('PyG MessagePassing')} | {x('DGL')} |")
     lines += ["", "Goals (issue 16):", ""]
@@ -115,6 +123,21 @@ def aggregation(rows: list[dict]) -> list[str]:
     errors = sorted({f"{r['provider']}: {r['error']}" for r in rows if not r.get("ok")})
     if errors:
         lines += ["", "Providers that did not run:", ""] + [f"- {e}" for e in errors[:20]]
+    return lines + [""] + aggregation_plan(plans)
+
+
+def aggregation_plan(rows: list[dict]) -> list[str]:
+    """The locality split's build against the forward it serves (goal: at most 10 forwards)."""
+    if not rows:
+        return []
+    lines = ["Locality split: building both views' plan on a graph seen for the first time, against one "
+             f"plain copy_u-sum forward (goal: at most {PLAN_GOAL} forwards).", "",
+             "| graph | F | dtype | hot rows | hot share | plan ms | forward ms | plan / forward |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['graph']} | {r['width']} | {r['dtype']} | {r['hot_rows']:,} | {r['hot_share']:.1%} | "
+                     f"{_f(r['plan_ms'])} | {_f(r['fwd_ms'])} | {_f(r['plan_over_fwd'])} "
+                     f"{_verdict(r['plan_over_fwd'] <= PLAN_GOAL) if r['split'] else '(no split: every row fits)'} |")
     return lines + [""]
 
 
@@ -223,7 +246,7 @@ def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds
         lines += ["Sections from the newest run that measured them:", ""] + [f"- {s}" for s in sources] + [""]
     lines += environment(env, ceilings, args)
     lines += correctness(results.section("correctness"), cov)
-    lines += aggregation(results.section("aggregation"))
+    lines += aggregation(results.section("aggregation"), results.section("aggregation_plan"))
     lines += sampling(results.section("sampling"))
     lines += attention(results.section("attention"))
     lines += training(results.section("training"), results.section("training_accuracy"),

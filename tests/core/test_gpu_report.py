@@ -73,6 +73,14 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     ours = [r for r in agg if r["provider"].startswith("dgl_accel")]
     assert ours and all(r["ok"] and r["fwd_ms"] > 0 and r["fwd_bwd_ms"] > 0 and r["bw_fraction_fwd"] > 0 for r in ours)
     assert any("linear gs=" in r["provider"] for r in ours) and any("cost model gs=" in r["provider"] for r in ours)
+    assert all(r["fetch_line_ms"] > r["once_line_ms"] > 0 for r in ours)
+    # every case also ran split (the interpreter's L2: a sixteenth of the rows), and says what "auto" chose
+    cases = {(r["graph"], r["op"], r["width"], r["dtype"]) for r in ours}
+    split = [(r["graph"], r["op"], r["width"], r["dtype"]) for r in ours if "locality split" in r["provider"]]
+    assert sorted(split) == sorted(cases), (len(split), len(cases))
+    assert all("locality split (in view" in r["locality"] for r in ours if "locality split" not in r["provider"])
+    plans = rows["aggregation_plan"]  # one per graph, each a split built on a new graph and timed
+    assert plans and all(r["split"] and r["hot_rows"] >= 1 and r["plan_ms"] > 0 and r["fwd_ms"] > 0 for r in plans)
     # torch.sparse.mm on CPU CSR has no bf16 kernel (MKL); on CUDA (cuSPARSE) both dtypes run
     assert all(r["ok"] for r in agg if r["provider"].startswith("torch.sparse") and r["dtype"] == "float32")
     samplers = rows["sampling"]
@@ -100,6 +108,8 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     # tiny: one configuration (2 heads x 8: the all-heads kernels) on every graph; the full run adds 8 x 8
     assert {(r["heads"], r["dim"]) for r in layers} == {(2, 8)}
     assert "rmat5" in {r["graph"] for r in layers}, layers  # the hub-tail rows of an earlier lease are gone
+    directed = {(r["op"], r["dtype"]) for r in agg if r["graph"] == "rmat5d32s1" and r["provider"].startswith("dgl")}
+    assert directed == {(op, d) for op in ("copy_u", "gcn") for d in ("float32", "bfloat16")}, directed
     paths = rows["exec_paths"]
     assert {(r["train_fraction"], r["depth"]) for r in paths} == {(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)}
     assert all(r["ok"] for r in paths), paths
@@ -164,6 +174,18 @@ def test_rmat_edge_count_symmetry_and_skew():
     assert float((deg == 0).double().mean()) > 0.05  # and many vertices R-MAT never hits
     same = rmat.rmat_graph(12, seed=3)
     assert torch.equal(same[0], s) and torch.equal(same[1], d)
+
+
+def test_directed_rmat_keeps_one_direction_of_each_drawn_edge():
+    src, dst = rmat.rmat_edges(10, 32, seed=1)
+    s, d, n = rmat.rmat_graph(10, 32, seed=1, directed=True)
+    drawn = set((src[src != dst] * n + dst[src != dst]).tolist())
+    key = (s * n + d).tolist()
+    assert set(key) == drawn and len(key) == len(drawn) and key == sorted(key)  # every drawn edge once, sorted
+    assert not bool((s == d).any()) and set(key) != set((d * n + s).tolist())  # not symmetrised
+    g = graphs.rmat_directed(10, 32, 1, torch.device("cpu"))
+    assert g.name == "rmat10d32s1" and g.num_edges == len(key)
+    assert not torch.equal(torch.bincount(g.src, minlength=n), torch.bincount(g.dst, minlength=n))
 
 
 def test_rmat_rejects_bad_parameters():
@@ -261,7 +283,7 @@ def test_warm_up_worker_runs_its_shard():
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     ran = int(proc.stdout.split("shard 0/100: ")[1].split()[0])
-    assert 3 <= ran <= 8 and "slowest" in proc.stdout  # about 710 checks in the tiny run: every 100th from the first
+    assert 3 <= ran <= 9 and "slowest" in proc.stdout  # about 740 checks in the tiny run: every 100th from the first
 
 
 def test_render_rebuilds_the_report_from_the_committed_gpu_rows(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from .launchers import edge_grad_forward, gspmm_forward
+from .locality import locality_parts
 from .native import native_edge_grad, native_spmm
 
 
@@ -33,7 +34,7 @@ class Aggregation:
         views = self.views if views is None else views
         if self.path == "triton":
             gs = self.gs if self.gs is not None else views.group_size(x.shape[1], x.dtype)
-            return gspmm_forward(views.csr(direction), views.groups(direction, gs), x, w, col_scale, row_scale,
+            return gspmm_forward(locality_parts(views, direction, x, gs), x, w, col_scale, row_scale,
                                  self.deterministic)
         return native_spmm(views, direction, x, w, col_scale, row_scale)
 

@@ -40,13 +40,16 @@ non-increasing in the feature width.  The model is deterministic and O(1) given 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from dataclasses import dataclass
 
 import torch
 
+from .. import backend
 from ..aggregation.launchers import time_grouped_forward
+from ..aggregation.locality import choose_locality
 from .autotune import autotune_group_size, graph_signature
 from .degree_stats import HUB_DEGREE, DegreeStats
 
@@ -277,6 +280,8 @@ class GroupSizeChoice:
     linear_formula: str = ""
     linear_note: str = ""
     source: str = ""  # which model the final gs came from
+    # the locality split of each view (forward, backward), where explain() asked; not part of the gs choice
+    locality: tuple = dataclasses.field(default=(), compare=False)
 
     def __str__(self) -> str:
         s = self.stats
@@ -292,6 +297,7 @@ class GroupSizeChoice:
         ]
         if self.tuned_gs is not None:
             lines.append(f"autotune: fastest measured gs = {self.tuned_gs}")
+        lines.extend(str(choice) for choice in self.locality)
         return "\n".join(lines)
 
 
@@ -352,5 +358,10 @@ def choose_group_size(views, feat_dim: int, dtype: torch.dtype = torch.float32, 
 
 
 def explain(views, feat_dim: int, dtype: torch.dtype = torch.float32) -> GroupSizeChoice:
-    """What ``choose_group_size(views, feat_dim, dtype)`` picks and why; print it for the story."""
-    return choose_group_size(views, feat_dim, dtype)
+    """What ``choose_group_size(views, feat_dim, dtype)`` picks and why, with the locality split of
+    the forward (``in``) and backward (``out``) views on the path features on the graph's device take
+    (:mod:`~dgl_accel.core.aggregation.locality`); print it for the story."""
+    choice = choose_group_size(views, feat_dim, dtype)
+    path = backend.choose_path(torch.empty(0, dtype=dtype, device=views.device))
+    plans = tuple(choose_locality(views, d, feat_dim, dtype, path=path, gs=choice.gs) for d in ("in", "out"))
+    return dataclasses.replace(choice, locality=plans)
