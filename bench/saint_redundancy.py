@@ -20,7 +20,7 @@ from bench.harness import interleaved
 
 FEAT_DIM = 256
 NUM_LAYERS = 2
-AGGS = 3 * NUM_LAYERS  # GraphACT's 3L, see dgl_accel/redundancy/cost.py
+AGGS = 3 * NUM_LAYERS  # GraphACT's 3L, see dgl_accel/core/redundancy/cost.py
 COLUMNS = ["nodes", "edges", "pair_nodes", "gamma_read", "gamma_add", "transform_ms", "original_ms",
            "original_min_ms", "speedup", "amortised", "model_pays"]
 

@@ -81,7 +81,7 @@ def check_structure(g, plan):
         orig[v][u] += 1
     new = [Counter() for _ in range(g.num_dst_nodes())]
     rdeg = [0] * g.num_dst_nodes()
-    rs, rd = plan.rewritten.edges()
+    rs, rd = plan.rewritten.edges_by_id()
     for u, v in zip(rs.tolist(), rd.tolist()):
         new[v] += exp[u]
         rdeg[v] += 1

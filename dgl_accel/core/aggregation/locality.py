@@ -92,14 +92,17 @@ def split_structure(structure: Structure, hot_cols: torch.Tensor) -> LocalitySpl
     """
     mask = torch.zeros(structure.num_cols, dtype=torch.bool, device=structure.indices.device)
     mask[hot_cols.long()] = True
-    is_hot = mask[structure.indices.long()]
-    hot_before = torch.zeros(structure.num_edges + 1, dtype=torch.int64, device=is_hot.device)
-    torch.cumsum(is_hot, 0, out=hot_before[1:])  # hot entries before each position
-    hot_ptr = hot_before[structure.indptr]
+    is_hot = mask.index_select(0, structure.indices)
     parts = []
-    for keep, indptr in ((is_hot, hot_ptr), (~is_hot, structure.indptr - hot_ptr)):
-        parts.append(Structure(indptr=indptr, indices=structure.indices[keep], eids=structure.eids[keep],
-                               num_rows=structure.num_rows, num_cols=structure.num_cols, device=structure.device))
+    hot_ptr = None
+    for keep in (is_hot, ~is_hot):
+        pos = keep.nonzero().squeeze(1)  # the part's CSR positions, in order (one host read on a GPU)
+        # entries of the part before each row's start: the row pointers of the part's CSR
+        indptr = torch.searchsorted(pos, structure.indptr) if hot_ptr is None else structure.indptr - hot_ptr
+        hot_ptr = indptr
+        parts.append(Structure(indptr=indptr, indices=structure.indices.index_select(0, pos),
+                               eids=structure.eids.index_select(0, pos), num_rows=structure.num_rows,
+                               num_cols=structure.num_cols, device=structure.device))
     return LocalitySplit(parts[0], parts[1], int(hot_cols.numel()))
 
 

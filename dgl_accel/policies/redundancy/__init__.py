@@ -5,15 +5,25 @@ read the pair node instead.  ``plan = reduce_redundancy(g)`` builds the pre-add 
 rewritten graph; ``plan.aggregate(x, reduce, norm)`` equals the original aggregation (forward and
 backward); ``plan.gamma_read`` / ``plan.gamma_add`` measure the savings (see plan.py);
 ``predicts_gain`` says whether it pays; ``attach`` / ``use_redundancy`` route dgl_accel's gspmm
-(and so patched DGL message passing) through plans.
+(and so patched DGL message passing) through plans.  The plans, the rewrite and the cost model live
+in the DGL-free core (``dgl_accel.core.redundancy``; ``reduce_edges`` takes plain edge tensors);
+this package adds the DGL graph's entry and the gspmm hook.
 """
-from .aggregate import PreAdd, aggregate
-from .cost import CostConstants, GainEstimate, predicts_gain
+from ...core.redundancy import (
+    CostConstants,
+    GainEstimate,
+    PreAdd,
+    RedundancyPlan,
+    aggregate,
+    count_shared_pairs,
+    greedy_match,
+    predicts_gain,
+    reduce_edges,
+    rewrite_round,
+)
 from .hook import attach, attached_plan, detach, get_mode, route_count, set_mode, use_redundancy
-from .pairs import count_shared_pairs
-from .plan import RedundancyPlan
-from .transform import greedy_match, reduce_redundancy, rewrite_round
+from .transform import reduce_redundancy
 
 __all__ = ["reduce_redundancy", "RedundancyPlan", "predicts_gain", "GainEstimate", "CostConstants",
            "use_redundancy", "set_mode", "get_mode", "attach", "detach", "attached_plan", "route_count",
-           "aggregate", "PreAdd", "count_shared_pairs", "greedy_match", "rewrite_round"]
+           "aggregate", "PreAdd", "count_shared_pairs", "greedy_match", "rewrite_round", "reduce_edges"]

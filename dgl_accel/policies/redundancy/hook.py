@@ -26,9 +26,9 @@ import weakref
 from collections.abc import Iterator
 
 from ...core import backend
+from ...core.redundancy.cost import predicts_gain
+from ...core.redundancy.plan import RedundancyPlan
 from ...graph.structure import cached, structure_id
-from .cost import predicts_gain
-from .plan import RedundancyPlan
 from .transform import reduce_redundancy
 
 __all__ = ["attach", "detach", "attached_plan", "use_redundancy", "set_mode", "get_mode", "plan_for",

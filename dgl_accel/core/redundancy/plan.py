@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..aggregation.views import TensorGraph
 from .aggregate import aggregate
 
 __all__ = ["RedundancyPlan", "RoundStats"]
@@ -42,8 +43,9 @@ class RedundancyPlan:
 
     Pair node ``num_src + i`` is ``pair_a[i] + pair_b[i]`` (ids of original sources or earlier pair
     nodes); round r's pairs are ``round_bounds[r]:round_bounds[r + 1]`` and only read earlier
-    rows.  ``rewritten`` is a DGL block with ``num_src + P`` sources and the original ``num_dst``
-    targets; ``pair_count[i]`` targets read pair node i.  Degrees are the ORIGINAL graph's.
+    rows.  ``rewritten`` is the rewritten graph (a bipartite
+    :class:`~dgl_accel.core.aggregation.views.TensorGraph`) with ``num_src + P`` sources and the original
+    ``num_dst`` targets; ``pair_count[i]`` targets read pair node i.  Degrees are the ORIGINAL graph's.
     """
 
     num_src: int
@@ -68,7 +70,7 @@ class RedundancyPlan:
 
     @property
     def num_edges_rewritten(self) -> int:
-        return int(self.rewritten.num_edges())
+        return int(self.rewritten.num_edges)
 
     @property
     def nonempty_targets(self) -> int:
@@ -106,14 +108,17 @@ class RedundancyPlan:
 
     # ------------------------------------------------------------------ execution
     def on(self, device: torch.device):
-        """(rewritten block, pair_a, pair_b) on ``device``, moved once and kept."""
+        """(rewritten graph, pair_a, pair_b) on ``device``, moved once and kept (with the graph's own
+        per-graph caches: its CSRs and groups are built once per device)."""
         key = str(device)
         if key not in self._on_device:
             if torch.device(device).type == "cpu":
                 self._on_device[key] = (self.rewritten, self.pair_a, self.pair_b)
             else:
-                self._on_device[key] = (self.rewritten.to(device), self.pair_a.to(device),
-                                        self.pair_b.to(device))
+                src, dst = self.rewritten.edges_by_id()
+                moved = TensorGraph(src.to(device), dst.to(device), num_src=self.rewritten.num_src,
+                                    num_dst=self.rewritten.num_dst)
+                self._on_device[key] = (moved, self.pair_a.to(device), self.pair_b.to(device))
         return self._on_device[key]
 
     def aggregate(self, feat: torch.Tensor, reduce: str = "sum", norm: str | None = None) -> torch.Tensor:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import torch
 
-from ...core.aggregation.checks import FLOAT_DTYPES
-from ...core.aggregation.function import aggregate as aggregate_core
-from ...core.aggregation.scales import degree_scales
-from ...graph.views import DGLGraphViews
+from ..aggregation.checks import FLOAT_DTYPES
+from ..aggregation.function import aggregate as aggregate_core
+from ..aggregation.scales import degree_scales
 
 __all__ = ["PreAdd", "aggregate", "REDUCES", "NORMS"]
 
@@ -85,7 +84,8 @@ def _scales(plan, norm, reduce, device, acc):
 
 
 def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: str | None = None) -> torch.Tensor:
-    """Equals ``dgl_accel.functional.gspmm(g, "copy_u", reduce, feat, norm=norm)`` on the planned graph g."""
+    """Equals ``aggregate(g, "copy_u", reduce, feat, norm=norm)`` (and ``dgl_accel.functional.gspmm``) on the
+    planned graph g."""
     _check(plan, feat, reduce, norm)
     norm = "none" if norm is None else norm
     trailing = tuple(feat.shape[1:])
@@ -95,12 +95,12 @@ def aggregate(plan, feat: torch.Tensor, reduce: str = "sum", norm: str | None = 
     x = feat if feat.dim() == 2 else feat.reshape(feat.shape[0], width)  # -1 is ambiguous with 0 rows
     acc = torch.float64 if feat.dtype == torch.float64 else torch.float32  # halves: pair sums in fp32
     x = x.to(acc)
-    block, pair_a, pair_b = plan.on(feat.device)
+    graph, pair_a, pair_b = plan.on(feat.device)
     src_scale, dst_scale = _scales(plan, norm, reduce, feat.device, acc)
     if src_scale is not None:
         x = x * src_scale[:, None]
     ext = PreAdd.apply(x, pair_a, pair_b, plan.round_bounds) if plan.num_pair_nodes else x
-    out = aggregate_core(DGLGraphViews(block), "copy_u", "sum", ext)
+    out = aggregate_core(graph, "copy_u", "sum", ext)
     if dst_scale is not None:
         out = out * dst_scale[:, None]
     return out.to(feat.dtype).reshape((plan.num_dst,) + trailing)
