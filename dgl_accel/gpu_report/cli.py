@@ -57,7 +57,7 @@ def parse(argv):
     p.add_argument("--out", type=Path, default=None, help="folder for bench/results/ and docs/ (default: .)")
     p.add_argument("--data", type=Path, default=None, help="folder of shared npz graphs (default: data/gpu)")
     p.add_argument("--skip", default="",
-                   help="comma-separated sections to skip: aggregation,sampling,attention,exec_paths")
+                   help="comma-separated sections to skip: aggregation,sampling,attention,exec_paths,graphact,training")
     p.add_argument("--aggregation-graphs", choices=("all", "rmat", "shared"), default="all",
                    help="which graphs the aggregation section times (e.g. shared: the small graphs alone)")
     p.add_argument("--budget-s", type=float, default=None,

@@ -16,7 +16,7 @@ from . import roofline, table
 from .env import Results
 
 SECTIONS = ("correctness", "aggregation", "aggregation_plan", "sampling", "attention", "training", "training_accuracy",
-            "training_repeat_calls", "exec_paths",
+            "training_repeat_calls", "exec_paths", "graphact",
             "failed", "skipped")
 
 

@@ -7,7 +7,19 @@ from pathlib import Path
 
 import torch
 
-from . import aggregation, attention, correctness, exec_paths, graphs, roofline, sampling, table, training, warm
+from . import (
+    aggregation,
+    attention,
+    correctness,
+    exec_paths,
+    graphact,
+    graphs,
+    roofline,
+    sampling,
+    table,
+    training,
+    warm,
+)
 from .env import Results, environment
 from .timing import Deadline, copy_bandwidth, matmul_rate
 
@@ -17,13 +29,16 @@ PLANS = {
     "full": dict(grid_scales=(22,), line_scales=(18, 19, 20, 21, 23), shared=99, shared_ops=aggregation.OPS,
                  # the largest shared graph first: the first lease stopped inside sampling on R-MAT 22
                  widths=(32, 64, 128, 256), sampling=("largest", "rmat22"), exec_paths=("largest", "rmat22"),
+                 graphact=("largest", "rmat22"),
                  attention=("rmat22", "largest"), small=5, hub=1100, linear_widths=(128,),
                  # (scale, edge factor, seed) of an unsymmetrised R-MAT graph timed at copy_u and GCN, F >= 64
                  directed=(22, 32, 1)),
     "quick": dict(grid_scales=(20,), line_scales=(), shared=1, shared_ops=aggregation.OPS, widths=(64, 128),
-                  sampling=("rmat20", "largest"), exec_paths=("rmat20",), attention=("rmat20",), small=5, hub=1100),
+                  sampling=("rmat20", "largest"), exec_paths=("rmat20",), attention=("rmat20",), small=5, hub=1100,
+                  graphact=("rmat20",)),
     "tiny": dict(grid_scales=(5,), line_scales=(6,), shared=1, shared_ops=("copy_u",), widths=(32,),
                  sampling=("largest",), exec_paths=("rmat6",), attention=("rmat5",), small=4, hub=1030,
+                 graphact=("largest",),
                  directed=(5, 32, 1)),
 }
 DTYPES = (torch.float32, torch.bfloat16)
@@ -39,7 +54,7 @@ def _ceilings(device, size: str) -> dict:
 def _graphs(plan: dict, size: str, device, data: Path | None, out: Path, progress, skip: set = frozenset()) -> dict:
     """The graphs the sections that run use (R-MAT scales of a skipped section are not generated)."""
     gs = {}
-    named = {n for part in ("sampling", "exec_paths", "attention") if part not in skip for n in plan[part]}
+    named = {n for part in ("sampling", "exec_paths", "attention", "graphact") if part not in skip for n in plan[part]}
     scales = () if "aggregation" in skip else plan["grid_scales"] + plan["line_scales"]
     for scale in sorted(set(scales) | {int(n[4:]) for n in named if n.startswith("rmat")}):
         t0 = time.perf_counter()
@@ -114,6 +129,8 @@ def run(device, size: str, out: Path, data, timing: dict, skip: set, command: st
                                           training_graphs, training_cases)),
         ("exec_paths", lambda: exec_paths.run(results, _unique(gs, plan["exec_paths"]), device, timing,
                                               128 if size != "tiny" else 16, progress, deadline)),
+        ("graphact", lambda: graphact.run(results, _unique(gs, plan["graphact"]), device, timing, size == "tiny",
+                                          progress, deadline)),
         ("aggregation", agg),
     ]
     for name, section in sections:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-SECTIONS = ("Environment", "Correctness", "Aggregation", "Sampling", "Training", "Execution paths", "Roofline")
+from .graphact import summary as graphact_summary
+
+SECTIONS = ("Environment", "Correctness", "Aggregation", "Sampling", "Training", "Execution paths", "GraphACT",
+            "Roofline")
 GOALS = {"float32": 1.5, "bfloat16": 2.0}  # geomean of ours vs torch.sparse.mm CSR, forward+backward, F >= 64
 BW_GOAL, SAMPLING_GOAL = 0.70, 100e6
 PLAN_GOAL = 10  # the locality split's build, in plain forwards (issue 29)
@@ -192,6 +195,33 @@ def exec_paths(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def graphact(rows: list[dict]) -> list[str]:
+    """GraphACT's rewritten aggregation against the plain one on walk subgraphs (issue 29's goal: the
+    cost model picks the faster in at least 90% of the cases)."""
+    if not rows:
+        return []
+    lines = ["## GraphACT", "", "copy_u-sum forward+backward (fp32) on GraphSAINT walk subgraphs, plain and through "
+             "the redundancy plan (pair nodes pre-added); `model`: what `use_redundancy(\"auto\")` predicts for one "
+             "aggregation.", "",
+             "| graph | subgraph | F | nodes | edges | rewritten | pair nodes | gamma read | plain ms | plan ms | "
+             "gain | model | picked the faster |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['graph']} | {r['subgraph']} | {r['width']} | {r['nodes']:,} | {r['edges']:,} | "
+                     f"{r['edges_rewritten']:,} | {r['pair_nodes']:,} | {_f(r['gamma_read'])} | {_f(r['plain_ms'])} | "
+                     f"{_f(r['plan_ms'])} | {_f(r['measured_gain'])}x | {'on' if r['predicted'] else 'off'} | "
+                     f"{'yes' if r['picked_faster'] else 'no'} |")
+    s = graphact_summary(rows)
+    lines += ["", f"- the model picked the faster in {s['picked_faster']:.0%} of {s['cases']} cases (goal 90%) "
+              f"{_verdict(s['picked_faster'] >= 0.9)}; the plan was faster in {s['faster']}, median gain "
+              f"{_f(s['median_gain'])}x"]
+    if s.get("fitted") is not None:
+        c = s["fitted"]
+        lines.append(f"- constants fitted to these timings: t_edge {c.t_edge:.3g}, t_pair {c.t_pair:.3g}, "
+                     f"t_round {c.t_round:.3g} s (`core/redundancy/cost.py`'s `DEFAULT_CONSTANTS['cuda']` are "
+                     "modelled, not measured)")
+    return lines + [""]
+
+
 def training(rows: list[dict], accuracy: list[dict], repeats: list[dict] = ()) -> list[str]:
     lines = ["## Training", "", "PyG's models as written against the same models after `dgl_accel.pyg.swap`, from "
              "the same weights, epochs interleaved: median step (full graph: an epoch; SAGE: the minibatches of an "
@@ -252,6 +282,7 @@ def render(results, cov: dict, ceilings: dict, args: str, png_name: str, seconds
     lines += training(results.section("training"), results.section("training_accuracy"),
                       results.section("training_repeat_calls"))
     lines += exec_paths(results.section("exec_paths"))
+    lines += graphact(results.section("graphact"))
     cut = results.section("failed") + results.section("skipped")
     if cut:  # say plainly what this run did not measure, and why
         lines += ["## Not measured in this run", ""] + [

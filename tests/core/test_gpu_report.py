@@ -110,6 +110,9 @@ def test_tiny_run_times_every_provider_and_sampler(report):
     assert "rmat5" in {r["graph"] for r in layers}, layers  # the hub-tail rows of an earlier lease are gone
     directed = {(r["op"], r["dtype"]) for r in agg if r["graph"] == "rmat5d32s1" and r["provider"].startswith("dgl")}
     assert directed == {(op, d) for op in ("copy_u", "gcn") for d in ("float32", "bfloat16")}, directed
+    acts = rows["graphact"]  # GraphACT: two walk subgraphs, plain and through the plan, both timed
+    assert {r["subgraph"] for r in acts} == {0, 1} and all(
+        r["ok"] and r["edges"] > 0 and r["plain_ms"] > 0 and r["plan_ms"] > 0 and r["gamma_read"] >= 1 for r in acts)
     paths = rows["exec_paths"]
     assert {(r["train_fraction"], r["depth"]) for r in paths} == {(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)}
     assert all(r["ok"] for r in paths), paths

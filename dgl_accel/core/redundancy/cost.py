@@ -31,7 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GainEstimate", "CostConstants", "DEFAULT_CONSTANTS", "predicts_gain", "per_aggregation_seconds"]
+import numpy as np
+
+__all__ = ["GainEstimate", "CostConstants", "DEFAULT_CONSTANTS", "predicts_gain", "per_aggregation_seconds",
+           "fit_constants"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +103,39 @@ def predicts_gain(plan_or_stats: dict | object, feat_dim: int, num_layers: int, 
     net = n * (t0 - t1) - transform
     return GainEstimate(pays=bool(net > 0 and s["pair_nodes"] > 0), aggregations=n, original_seconds=t0,
                         rewritten_seconds=t1, transform_seconds=transform, net_seconds=net)
+
+
+def fit_constants(samples: list[dict]) -> CostConstants:
+    """The constants that fit measured aggregations best (least squares, each constant at least 0).
+
+    Each sample is a plan's ``summary()`` plus ``feat_dim`` and the measured seconds of one plain
+    aggregation (``original_seconds``) and of one through the plan (``rewritten_seconds``): the
+    model's two equations per sample, with one launch overhead per aggregation as a fourth unknown
+    (fitted, not returned: both sides pay it).
+
+    >>> c = CostConstants(t_edge=2e-12, t_pair=5e-12, t_round=1e-5)
+    >>> stats = [dict(edges=e, edges_rewritten=e // 2, pair_nodes=e // 8, rounds=3, feat_dim=f)
+    ...          for e in (10**5, 10**6, 4 * 10**6) for f in (64, 256)]
+    >>> for s in stats:
+    ...     s["original_seconds"], s["rewritten_seconds"] = per_aggregation_seconds(s, s["feat_dim"], constants=c)
+    >>> fit = fit_constants(stats)
+    >>> [round(v / w, 3) for v, w in ((fit.t_edge, c.t_edge), (fit.t_pair, c.t_pair), (fit.t_round, c.t_round))]
+    [1.0, 1.0, 1.0]
+    """
+    rows, times = [], []
+    for s in samples:
+        f = s["feat_dim"]
+        rows.append([f * s["edges"], 0.0, 0.0, 1.0])
+        times.append(s["original_seconds"])
+        used = float(s["pair_nodes"] > 0)
+        rows.append([f * s["edges_rewritten"], f * s["pair_nodes"], s["rounds"] * used, 1.0])
+        times.append(s["rewritten_seconds"])
+    if len(samples) < 2:
+        raise ValueError(f"expected at least 2 measured samples to fit 4 unknowns (got {len(samples)}). "
+                         f"Fix: measure more subgraphs or widths.")
+    a, b = np.asarray(rows, dtype=np.float64), np.asarray(times, dtype=np.float64)
+    scale = np.abs(a).max(axis=0)
+    scale[scale == 0] = 1.0
+    x, *_ = np.linalg.lstsq(a / scale, b, rcond=None)
+    x = np.maximum(x / scale, 0.0)
+    return CostConstants(t_edge=float(x[0]), t_pair=float(x[1]), t_round=float(x[2]))
