@@ -19,6 +19,7 @@ theta = 2 can improve gamma_add while leaving gamma_read unchanged.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -61,6 +62,9 @@ class RedundancyPlan:
     theta: int
     rounds: tuple
     transform_seconds: float
+    # (src, dst, num_src, num_dst) -> the GraphViews the rewritten graph aggregates on; None: a TensorGraph.
+    # A host library's adapter passes its own (the DGL adapter: DGL's compiled CPU SpMM)
+    make_views: Callable | None = field(default=None, repr=False)
     _on_device: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ counts
@@ -112,13 +116,15 @@ class RedundancyPlan:
         per-graph caches: its CSRs and groups are built once per device)."""
         key = str(device)
         if key not in self._on_device:
-            if torch.device(device).type == "cpu":
-                self._on_device[key] = (self.rewritten, self.pair_a, self.pair_b)
+            src, dst = (t.to(device) for t in self.rewritten.edges_by_id())
+            ns, nd = self.rewritten.num_src, self.rewritten.num_dst
+            if self.make_views is not None:
+                views = self.make_views(src, dst, ns, nd)
+            elif torch.device(device).type == "cpu":
+                views = self.rewritten
             else:
-                src, dst = self.rewritten.edges_by_id()
-                moved = TensorGraph(src.to(device), dst.to(device), num_src=self.rewritten.num_src,
-                                    num_dst=self.rewritten.num_dst)
-                self._on_device[key] = (moved, self.pair_a.to(device), self.pair_b.to(device))
+                views = TensorGraph(src, dst, num_src=ns, num_dst=nd)
+            self._on_device[key] = (views, self.pair_a.to(device), self.pair_b.to(device))
         return self._on_device[key]
 
     def aggregate(self, feat: torch.Tensor, reduce: str = "sum", norm: str | None = None) -> torch.Tensor:

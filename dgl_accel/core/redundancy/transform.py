@@ -109,13 +109,14 @@ def check_options(theta, max_pair_nodes, rounds) -> None:
 
 def reduce_edges(src: torch.Tensor, dst: torch.Tensor, num_src: int, num_dst: int, *, theta: int = 2,
                  max_pair_nodes: int | None = None, rounds: int = 3,
-                 work_budget: int = DEFAULT_WORK_BUDGET) -> RedundancyPlan:
+                 work_budget: int = DEFAULT_WORK_BUDGET, make_views=None) -> RedundancyPlan:
     """GraphACT's redundancy-reduced aggregation plan of the edges ``src[e] -> dst[e]`` (edge-id
     order, any device; the rewrite runs on the host) over ``num_src`` sources and ``num_dst``
     targets.  ``theta`` (>= 2): least number of targets a pair must be shared by;
     ``max_pair_nodes``: budget on pair nodes over all rounds (None: unlimited); ``rounds``:
     matching/rewrite rounds (a round that finds no pair ends the loop early); ``work_budget``:
-    multiply-adds allowed for one round's pair count (see :mod:`.pairs`).  The inputs are not modified.
+    multiply-adds allowed for one round's pair count (see :mod:`.pairs`); ``make_views``: see
+    :class:`~.plan.RedundancyPlan`.  The inputs are not modified.
 
     >>> plan = reduce_edges(torch.tensor([0, 1, 0, 1]), torch.tensor([0, 0, 1, 1]), 2, 2)
     >>> plan.num_pair_nodes, plan.num_edges_rewritten, plan.gamma_read
@@ -161,4 +162,4 @@ def reduce_edges(src: torch.Tensor, dst: torch.Tensor, num_src: int, num_dst: in
                           pair_count=torch.from_numpy(cat(all_c)), round_bounds=tuple(bounds),
                           rewritten=rewritten, in_degrees=in_deg, out_degrees=out_deg,
                           theta=int(theta), rounds=tuple(round_stats),
-                          transform_seconds=time.perf_counter() - t0)
+                          transform_seconds=time.perf_counter() - t0, make_views=make_views)
