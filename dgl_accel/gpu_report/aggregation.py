@@ -19,8 +19,7 @@ import time
 import torch
 
 from ..core.aggregation.function import aggregate
-from ..core.aggregation.launchers import feature_tile
-from ..core.aggregation.locality import choose_locality, locality_parts, use_locality
+from ..core.aggregation.locality import choose_locality, locality_parts, row_tile_bytes, use_locality
 from ..core.aggregation.views import TensorGraph
 from ..core.grouping.size import choose_group_size
 from . import peers
@@ -93,7 +92,7 @@ def split_l2(num_nodes: int, width: int, dtype, device) -> int | None:
     and run (the report's interpreter run checks it works end to end)."""
     if device.type == "cuda":
         return None
-    return 2 * feature_tile(width) * torch.empty(0, dtype=dtype).element_size() * max(1, num_nodes // 16)
+    return 2 * row_tile_bytes(width, dtype) * max(1, num_nodes // 16)
 
 
 def _split(views, op: str, x, w, gout, gs: int):

@@ -21,8 +21,7 @@ import traceback
 import torch
 
 from ..core.aggregation.function import aggregate
-from ..core.aggregation.launchers import feature_tile
-from ..core.aggregation.locality import use_locality
+from ..core.aggregation.locality import row_tile_bytes, use_locality
 from ..core.aggregation.views import TensorGraph
 from ..core.vector_scale import scale
 from ..kernels.registry import specialisations
@@ -205,8 +204,7 @@ def check_locality_split(checks: Checks, small: Graph, device, tiny: bool) -> No
     cases = [(d, w, k, True) for d in DTYPES[:3] for w in WIDTHS for k in ("gcn", "sum")]
     cases += [(torch.float64, 24, "gcn", True)] + [(d, 32, "gcn", False) for d in DTYPES]
     for n, (dtype, width, kind, det) in enumerate(cases):
-        row_bytes = feature_tile(width) * torch.empty(0, dtype=dtype).element_size()
-        with use_locality("on", l2_bytes=2 * row_bytes * max(1, small.num_nodes // 8)):
+        with use_locality("on", l2_bytes=2 * row_tile_bytes(width, dtype) * max(1, small.num_nodes // 8)):
             check_aggregation_case(checks, small, torch.int64, dtype, "copy_u", width, det, device, 900 + n,
                                    backward=not tiny or width == 32, kind=kind, label="locality split")
 

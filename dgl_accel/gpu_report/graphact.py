@@ -64,9 +64,9 @@ def run(results, graphs: list[Graph], device, timing: dict, tiny: bool, progress
     """Rows ``graphact``: per graph of ``graphs``, subgraph and width."""
     roots, count, widths = (40, 2, (16,)) if tiny else (3000, 4, WIDTHS)
     for g in graphs:
-        s_in = TensorGraph(g.src, g.dst, num_nodes=g.num_nodes).csr("in")
-        s_out = TensorGraph(g.src, g.dst, num_nodes=g.num_nodes).csr("out")
-        tables = build_tables(InCSR.from_structure(s_in), s_out)
+        whole = TensorGraph(g.src, g.dst, num_nodes=g.num_nodes)
+        s_in = whole.csr("in")
+        tables = build_tables(InCSR.from_structure(s_in), whole.csr("out"))
         progress(f"  GraphACT on {g.name}: {count} walk subgraphs of {roots} roots")
         for k in range(count):
             if deadline is not None and deadline.passed():

@@ -34,7 +34,7 @@ from ..groups import Groups, build_groups
 from .launchers import feature_tile, gspmm_forward
 
 __all__ = ["LocalitySplit", "LocalityChoice", "choose_locality", "locality_parts", "split_structure",
-           "use_locality", "MODES", "HOT_SHARE_OF_L2", "MIN_SAVING", "DEFAULT_L2_BYTES"]
+           "row_tile_bytes", "use_locality", "MODES", "HOT_SHARE_OF_L2", "MIN_SAVING", "DEFAULT_L2_BYTES"]
 
 MODES = ("auto", "on", "off")
 HOT_SHARE_OF_L2 = 0.5  # the hot rows' tile may fill half the L2; the other half serves the output and indices
@@ -93,17 +93,15 @@ def split_structure(structure: Structure, hot_cols: torch.Tensor) -> LocalitySpl
     mask = torch.zeros(structure.num_cols, dtype=torch.bool, device=structure.indices.device)
     mask[hot_cols.long()] = True
     is_hot = mask.index_select(0, structure.indices)
-    parts = []
-    hot_ptr = None
-    for keep in (is_hot, ~is_hot):
+
+    def part(keep: torch.Tensor, indptr: torch.Tensor) -> Structure:
         pos = keep.nonzero().squeeze(1)  # the part's CSR positions, in order (one host read on a GPU)
-        # entries of the part before each row's start: the row pointers of the part's CSR
-        indptr = torch.searchsorted(pos, structure.indptr) if hot_ptr is None else structure.indptr - hot_ptr
-        hot_ptr = indptr
-        parts.append(Structure(indptr=indptr, indices=structure.indices.index_select(0, pos),
-                               eids=structure.eids.index_select(0, pos), num_rows=structure.num_rows,
-                               num_cols=structure.num_cols, device=structure.device))
-    return LocalitySplit(parts[0], parts[1], int(hot_cols.numel()))
+        return Structure(indptr=indptr, indices=structure.indices.index_select(0, pos),
+                         eids=structure.eids.index_select(0, pos), num_rows=structure.num_rows,
+                         num_cols=structure.num_cols, device=structure.device)
+    # the hot entries before each row's start are the hot part's row pointers; the rest, the cold part's
+    hot_ptr = torch.searchsorted(is_hot.nonzero().squeeze(1), structure.indptr)
+    return LocalitySplit(part(is_hot, hot_ptr), part(~is_hot, structure.indptr - hot_ptr), int(hot_cols.numel()))
 
 
 @dataclass(frozen=True)
@@ -155,9 +153,18 @@ def _l2_bytes(device: torch.device) -> int:
     return _DEVICE_L2[device]
 
 
+def row_tile_bytes(feat_dim: int, dtype: torch.dtype) -> int:
+    """Bytes of one gathered row's feature tile (the kernel's BLOCK_F columns of ``dtype``).
+
+    >>> row_tile_bytes(100, torch.float32), row_tile_bytes(256, torch.bfloat16)
+    (512, 256)
+    """
+    return feature_tile(feat_dim) * torch.empty(0, dtype=dtype).element_size()
+
+
 def _sizes(device: torch.device, feat_dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
     """(bytes of one gathered row's feature tile, the hot set's byte budget, the hot rows it holds)."""
-    row_bytes = feature_tile(feat_dim) * torch.empty(0, dtype=dtype).element_size()
+    row_bytes = row_tile_bytes(feat_dim, dtype)
     budget = int(_l2_bytes(device) * HOT_SHARE_OF_L2)
     return row_bytes, budget, budget // row_bytes
 
@@ -207,18 +214,18 @@ def _choose(views, direction, feat_dim, dtype, mode, path, gs) -> LocalityChoice
     if split > (1 - MIN_SAVING) * plain:
         return LocalityChoice(direction, False, mode, f"the model saves {1 - split / plain:.0%} of the bytes, "
                               f"under {MIN_SAVING:.0%}", **figures)
-    plain_ms, split_ms = _time_both(views, direction, feat_dim, dtype, gs)
+    plain_ms, split_ms = _time_both(views, direction, feat_dim, dtype, gs, k)
     won = split_ms < plain_ms
     return LocalityChoice(direction, won, mode, f"the model saves {1 - split / plain:.0%} of the bytes; timed "
                           f"{'faster' if won else 'not faster'}", timed_ms=(plain_ms, split_ms), **figures)
 
 
-def _time_both(views, direction, feat_dim, dtype, gs, repeats: int = 3) -> tuple[float, float]:
+def _time_both(views, direction, feat_dim, dtype, gs, k, repeats: int = 3) -> tuple[float, float]:
     """Median ms of one plain and one split copy_u-sum forward on the device, interleaved."""
     gs = gs if gs is not None else views.group_size(feat_dim, dtype)
     x = torch.randn(views.csr(direction).num_cols, feat_dim, device=views.device).to(dtype)
     plain = [(views.csr(direction), views.groups(direction, gs))]
-    split = _split(views, direction, feat_dim, dtype).parts(gs)
+    split = _split(views, direction, k).parts(gs)
     times: dict = {"plain": [], "split": []}
     for _ in range(repeats + 1):  # the first round compiles
         for name, parts in (("plain", plain), ("split", split)):
@@ -231,9 +238,8 @@ def _time_both(views, direction, feat_dim, dtype, gs, repeats: int = 3) -> tuple
     return statistics.median(times["plain"][1:]), statistics.median(times["split"][1:])
 
 
-def _split(views, direction: str, feat_dim: int, dtype: torch.dtype) -> LocalitySplit:
-    """The view's split for this width's hot set, built once per graph, direction and hot-set size."""
-    k = _sizes(views.device, feat_dim, dtype)[2]
+def _split(views, direction: str, k: int) -> LocalitySplit:
+    """The view's split for a hot set of ``k`` rows, built once per graph, direction and hot-set size."""
     hot_cols, _ = _hot_columns(views, direction, k)
     return views.cached(f"locality.split.{direction}.{k}", lambda: split_structure(views.csr(direction), hot_cols))
 
@@ -241,8 +247,8 @@ def _split(views, direction: str, feat_dim: int, dtype: torch.dtype) -> Locality
 def locality_parts(views, direction: str, x: torch.Tensor, gs: int) -> list[tuple[Structure, Groups]]:
     """What :func:`~.launchers.gspmm_forward` runs for ``views``' ``direction`` view and features like
     ``x`` on the Triton path: the view and its groups, or its split's two parts."""
-    if _state["mode"] == "off":
-        return [(views.csr(direction), views.groups(direction, gs))]
-    if choose_locality(views, direction, x.shape[1], x.dtype, gs=gs).split:
-        return _split(views, direction, x.shape[1], x.dtype).parts(gs)
+    if _state["mode"] != "off":  # "off": not even the cached choice's lookup
+        choice = choose_locality(views, direction, x.shape[1], x.dtype, gs=gs)
+        if choice.split:
+            return _split(views, direction, choice.hot_rows).parts(gs)
     return [(views.csr(direction), views.groups(direction, gs))]

@@ -30,7 +30,7 @@ from ..aggregation.views import TensorGraph
 from .pairs import DEFAULT_WORK_BUDGET, count_shared_pairs
 from .plan import RedundancyPlan, RoundStats
 
-__all__ = ["greedy_match", "rewrite_round", "reduce_edges", "check_options"]
+__all__ = ["greedy_match", "rewrite_round", "reduce_edges"]
 
 
 def greedy_match(u: np.ndarray, w: np.ndarray, count: np.ndarray, num_vertices: int,
@@ -97,7 +97,7 @@ def rewrite_round(dst: np.ndarray, src: np.ndarray, pa: np.ndarray, pb: np.ndarr
     return dst2, src2, np.bincount(new_pid, minlength=num_pairs)
 
 
-def check_options(theta, max_pair_nodes, rounds) -> None:
+def _check_options(theta, max_pair_nodes, rounds) -> None:
     for name, value, low in (("theta", theta, 2), ("rounds", rounds, 0)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
             raise ValueError(f"expected {name} to be an int >= {low} (got {value!r}). "
@@ -122,7 +122,7 @@ def reduce_edges(src: torch.Tensor, dst: torch.Tensor, num_src: int, num_dst: in
     >>> plan.num_pair_nodes, plan.num_edges_rewritten, plan.gamma_read
     (1, 2, 1.0)
     """
-    check_options(theta, max_pair_nodes, rounds)
+    _check_options(theta, max_pair_nodes, rounds)
     t0 = time.perf_counter()
     src, dst = src.cpu().numpy().astype(np.int64), dst.cpu().numpy().astype(np.int64)
     num_edges = int(src.size)

@@ -12,7 +12,7 @@ import torch
 
 from ...core.redundancy.pairs import DEFAULT_WORK_BUDGET
 from ...core.redundancy.plan import RedundancyPlan
-from ...core.redundancy.transform import check_options, reduce_edges
+from ...core.redundancy.transform import reduce_edges
 from ...graph.structure import check_graph
 from ...graph.views import DGLGraphViews
 
@@ -30,7 +30,6 @@ def reduce_redundancy(g, *, theta: int = 2, max_pair_nodes: int | None = None, r
     if g.device.type != "cpu":
         raise ValueError(f"expected a graph on the CPU (got {g.device}). Fix: reduce_redundancy(g.cpu()); "
                          f"the plan moves itself to the features' device in aggregate().")
-    check_options(theta, max_pair_nodes, rounds)
     src, dst = g.edges(order="eid")
     return reduce_edges(src, dst, g.num_src_nodes(), g.num_dst_nodes(), theta=theta, max_pair_nodes=max_pair_nodes,
                         rounds=rounds, work_budget=work_budget, make_views=block_views)
