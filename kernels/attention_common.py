@@ -140,3 +140,80 @@ def dst_terms(lse_ptr, c_ptr, vh, e_mask):
     lse = tl.load(lse_ptr + vh, mask=e_mask, other=0.0)
     c = tl.load(c_ptr + vh, mask=e_mask, other=0.0)
     return lse, c
+
+
+# ------------------------------------------------------------------ one program per row, every head
+# (``attention_dot_heads.py``, ``attention_gatv2_heads.py``): tiles [BLOCK_E, BLOCK_H, BLOCK_D] of
+# (a chunk's edges, heads, features), a head's softmax state a [BLOCK_H] vector
+@triton.jit
+def heads_program(indptr_ptr, num_heads, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(row r = program 0, heads h, their mask, features d, r's entries [start, end)): grid (rows,)."""
+    r = tl.program_id(0).to(tl.int64)
+    h = tl.arange(0, BLOCK_H).to(tl.int64)
+    return r, h, h < num_heads, tl.arange(0, BLOCK_D), tl.load(indptr_ptr + r), tl.load(indptr_ptr + r + 1)
+
+
+@triton.jit
+def head_offsets(h, h_mask, d, dim):
+    """([BLOCK_H, BLOCK_D] offsets h * dim + d within a node's [H, dim] row, their mask)."""
+    return h[:, None] * dim + d[None, :], h_mask[:, None] & (d < dim)[None, :]
+
+
+@triton.jit
+def node_heads(x_ptr, node, num_heads, dim, hd, hd_mask, acc_like):
+    """x[node] as a [BLOCK_H, BLOCK_D] tile in the dtype of ``acc_like`` (0 where masked)."""
+    x = tl.load(x_ptr + node * (num_heads * dim) + hd, mask=hd_mask, other=0.0)
+    return x.to(acc_like.dtype)
+
+
+@triton.jit
+def edges_heads(x_ptr, nodes, num_heads, dim, hd, hd_mask, e_mask, acc_like):
+    """x[nodes[i]] for the chunk's BLOCK_E nodes as a [BLOCK_E, BLOCK_H, BLOCK_D] tile (0 where masked)."""
+    x = tl.load(x_ptr + nodes[:, None, None] * (num_heads * dim) + hd[None, :, :],
+                mask=e_mask[:, None, None] & hd_mask[None, :, :], other=0.0)
+    return x.to(acc_like.dtype)
+
+
+@triton.jit
+def heads_softmax_start(acc_like, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(running max -inf [BLOCK_H], running sum 0 [BLOCK_H], accumulator 0 [BLOCK_H, BLOCK_D])."""
+    m = tl.full((BLOCK_H,), float("-inf"), acc_like.dtype)
+    return m, tl.zeros((BLOCK_H,), acc_like.dtype), tl.zeros((BLOCK_H, BLOCK_D), acc_like.dtype)
+
+
+@triton.jit
+def heads_softmax_step(m, denom, acc, s, eh_mask, x):
+    """One chunk's scores s [BLOCK_E, BLOCK_H] (masked entries ignored) and rows x [BLOCK_E, BLOCK_H,
+    BLOCK_D] into every head's online softmax."""
+    s = tl.where(eh_mask, s, float("-inf"))
+    m_new = tl.maximum(m, tl.max(s, axis=0))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new).to(acc.dtype)  # heads past num_heads
+    alpha = tl.exp(m - m_safe)
+    p = tl.exp(s - m_safe[None, :])
+    denom = denom * alpha + tl.sum(p, axis=0)
+    return m_new, denom, acc * alpha[:, None] + tl.sum(p[:, :, None] * x, axis=0)
+
+
+@triton.jit
+def heads_softmax_store(out_ptr, lse_ptr, v, num_heads, dim, h, h_mask, hd, hd_mask, m, denom, acc):
+    """out[v] = acc / denom ([H, dim]) and lse[v, h] = m + log(denom) (-inf for a row without entries)."""
+    denom = tl.where(denom > 0, denom, 1.0)
+    tl.store(out_ptr + v * (num_heads * dim) + hd, (acc / denom[:, None]).to(out_ptr.dtype.element_ty), mask=hd_mask)
+    tl.store(lse_ptr + v * num_heads + h, m + tl.log(denom), mask=h_mask)
+
+
+@triton.jit
+def heads_edge_grad(s, lse, c, t, ga_ptr, ga_on, eid, num_heads, h, eh_mask):
+    """:func:`edge_grad` for [BLOCK_E, BLOCK_H] chunks: (p, ds = p (t + grad_attn - c)), 0 where masked;
+    ``lse`` and ``c`` [BLOCK_H] (a destination's) or [BLOCK_E, BLOCK_H] (each edge's)."""
+    ga = tl.load(ga_ptr + (eid[:, None] * num_heads + h[None, :]) * ga_on, mask=eh_mask, other=0.0).to(s.dtype)
+    p = tl.where(eh_mask, tl.exp(s - lse), 0.0)
+    return p, p * (t + ga - c)
+
+
+@triton.jit
+def heads_row_term(c_ptr, v, num_heads, h, h_mask, c_parts, p_parts):
+    """c[v, h] = sum p_e t_e / sum p_e for every head (:func:`store_row_term`), stored and returned."""
+    c_v = c_parts / tl.where(p_parts > 0, p_parts, 1.0)
+    tl.store(c_ptr + v * num_heads + h, c_v, mask=h_mask)
+    return c_v

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 # Kernel modules of this package, in the order the table prints them.
 KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention",
                   "extrema", "sddmm", "headwise", "attention_dot", "attention_gatv2", "ppr",
-                  "attention_heads")
+                  "attention_heads", "attention_dot_heads", "attention_gatv2_heads")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -114,11 +114,13 @@ def test_wide_heads_take_the_fused_op():
         assert_close(got[1][k], want[1][k], msg=k)
 
 
-def test_explain_names_the_fused_gat_kernels_grid():
+@pytest.mark.parametrize("op", ["gat", "gatv2", "dot"])
+def test_explain_names_the_fused_kernels_grid(op):
     """On the Triton path, 2-8 heads of few features run one program per row covering every head
-    (``kernels/attention_heads.py``); one head or wide heads one per row and head."""
+    (``kernels/attention_heads.py``, ``attention_gatv2_heads.py``, ``attention_dot_heads.py``); one
+    head or wide heads one per row and head."""
     with dgl_accel.use_backend("triton"):
-        assert "every head (tile 8 heads x 8 features)" in str(choose_attention("gat", 8, 8, torch.zeros(1)))
-        assert "one program per row and head" in str(choose_attention("gat", 1, 64, torch.zeros(1)))
-        assert "one program per row and head" in str(choose_attention("gat", 2, 70, torch.zeros(1)))
-        assert "one program per row and head" in str(choose_attention("gatv2", 8, 8, torch.zeros(1)))
+        assert "every head (tile 8 heads x 8 features)" in str(choose_attention(op, 8, 8, torch.zeros(1)))
+        assert "every head (tile 4 heads x 32 features)" in str(choose_attention(op, 3, 20, torch.zeros(1)))
+        assert "one program per row and head" in str(choose_attention(op, 1, 64, torch.zeros(1)))
+        assert "one program per row and head" in str(choose_attention(op, 2, 70, torch.zeros(1)))

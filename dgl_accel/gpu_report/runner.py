@@ -190,13 +190,14 @@ def _summary(results, cov: dict, progress) -> None:
     for r in results.section("sampling"):
         if r["where"] == "device" and r.get("ok"):
             lines.append(f"sampling: {r['graph']} {r['sampler']}: {r['rate']:.3g} {r['unit']}")
-    fused = {(r["graph"], r["dtype"]): r for r in results.section("attention")
+    fused = {table.attention_key(r): r for r in results.section("attention")
              if r.get("ok") and r["provider"] == "dgl_accel fused"}
     for r in results.section("attention"):
-        base = fused.get((r["graph"], r["dtype"]))
+        base = fused.get(table.attention_key(r))
         if r.get("ok") and base and r["provider"] != base["provider"]:
-            lines.append(f"attention: {r['graph']} {r['dtype']} GAT layer fwd+bwd: fused {base['fwd_bwd_ms']:.3g} ms, "
-                         f"{r['provider']} {r['fwd_bwd_ms'] / base['fwd_bwd_ms']:.2f}x slower")
+            lines.append(f"attention: {r['graph']} {r['dtype']} {r.get('op', 'gat')} {r['heads']}x{r['dim']} layer "
+                         f"fwd+bwd: fused {base['fwd_bwd_ms']:.3g} ms, {r['provider']} "
+                         f"{r['fwd_bwd_ms'] / base['fwd_bwd_ms']:.2f}x slower")
     ours = {(r["graph"], r["model"], r["dtype"]): r for r in results.section("training")
             if r.get("ok") and r["provider"] == "dgl_accel"}
     for r in results.section("training"):

@@ -163,17 +163,24 @@ def sampling(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def attention_key(row: dict) -> tuple:
+    """What an attention row is compared within: graph, layer kind (GAT where rows predate ``op``),
+    shape, dtype."""
+    return row["graph"], row.get("op", "gat"), row["in_feats"], row["heads"], row["dim"], row["dtype"]
+
+
 def attention(rows: list[dict]) -> list[str]:
-    lines = ["## Attention", "", "One GAT layer (projection, scores, softmax, weighted sum, bias): forward and "
-             "forward+backward in ms, peak memory of one training step beyond the live inputs (MiB); `x`: the "
-             "provider's forward+backward time over our fused layer's (> 1: ours is faster).", "",
+    lines = ["## Attention", "", "One attention layer (GAT, GATv2, dot product: projection, scores, softmax, "
+             "weighted sum, bias): forward and forward+backward in ms, peak memory of one training step beyond the "
+             "live inputs (MiB); `x`: the provider's forward+backward time over our fused layer's of the same kind, "
+             "shape and dtype (> 1: ours is faster).", "",
              "| graph | layer | dtype | provider | fwd | fwd+bwd | x | step peak MiB |",
              "|---|---|---|---|---|---|---|---|"]
-    fused = {(r["graph"], r["dtype"]): r for r in rows if r.get("ok") and r["provider"] == "dgl_accel fused"}
+    fused = {attention_key(r): r for r in rows if r.get("ok") and r["provider"] == "dgl_accel fused"}
     for r in rows:
-        base = fused.get((r["graph"], r["dtype"]), {}).get("fwd_bwd_ms")
+        base = fused.get(attention_key(r), {}).get("fwd_bwd_ms")
         peak = r.get("step_peak_bytes")
-        layer = f"{r['in_feats']} -> {r['heads']} x {r['dim']}"
+        layer = f"{r.get('op', 'gat')} {r['in_feats']} -> {r['heads']} x {r['dim']}"
         if not r.get("ok"):
             lines.append(f"| {r['graph']} | {layer} | {r['dtype']} | {r['provider']} | {r['error'][:100]} | | | |")
             continue

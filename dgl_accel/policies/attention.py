@@ -109,9 +109,13 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
                            f"(edge, head) outweighs their saving")
 
 
+# per op, its module of all-heads kernels (one program per row covering every head)
+ALL_HEADS = {"gat": "attention_heads", "gatv2": "attention_gatv2_heads", "dot": "attention_dot_heads"}
+
+
 def _grid(op: str, heads: int, dim: int) -> str:
-    """How the fused GAT's kernels split the work (``kernels/attention_heads.tiles``)."""
-    tile = kernel_module("attention_heads").tiles(heads, dim) if op == "gat" else None
+    """How the op's fused kernels split the work (``tiles`` of its :data:`ALL_HEADS` module)."""
+    tile = kernel_module(ALL_HEADS[op]).tiles(heads, dim)
     if tile:
         return f"one program per row covering every head (tile {tile[0]} heads x {tile[1]} features)"
     return "one program per row and head"

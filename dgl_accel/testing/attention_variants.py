@@ -1,7 +1,8 @@
 """Test helpers of the fused attention variants of the core (``core/attention/dot.py``, ``gatv2.py``;
 DGL-free, so tests/core uses them): the three paths and how to run on one, their labels in
 ``dgl_accel.stats()``, a graph with rows longer than a kernel chunk, and the comparisons of a variant's
-gradients and of its half-precision forward and gradients with its pure-torch reference."""
+gradients and of its half-precision forward and gradients with its pure-torch reference, and the
+launches of the all-heads kernels (``kernels/attention_{dot,gatv2}_heads.py``) against the per-head ones."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 import dgl_accel
 
 from ..core.aggregation.views import TensorGraph
+from ..core.launch import kernel_module, record_launches
 from . import tensors as tst
 from .cpu_loops import forced_jit
 from .tolerances import assert_close, assert_matches_reference
@@ -136,3 +138,38 @@ def assert_rejected_before_any_kernel(call, message: str) -> None:
         call()
     assert "Fix:" in str(info.value)
     assert dgl_accel.stats() == {}
+
+
+class recorded_launches:
+    """The kernel names launched inside the block, in a list (``core.launch.record_launches``)."""
+
+    def __enter__(self):
+        self.names = []
+        self._previous = record_launches(lambda module, name, *_: self.names.append(name))
+        return self.names
+
+    def __exit__(self, *exc):
+        record_launches(self._previous)
+
+
+class per_head_kernels:
+    """Inside the block, the all-heads kernel module ``module`` covers no shape (its ``tiles`` says
+    None), so its variant runs its per-(row, head) kernels."""
+
+    def __init__(self, module: str):
+        self.mod = kernel_module(module)
+
+    def __enter__(self):
+        self._tiles, self.mod.tiles = self.mod.tiles, lambda heads, dim: None
+
+    def __exit__(self, *exc):
+        self.mod.tiles = self._tiles
+
+
+def all_heads_match_reference(op, ref, inputs, gouts, kernels, msg: str) -> None:
+    """On the Triton path, ``op(*inputs)`` -> (out, attention) launches every kernel of ``kernels`` (an
+    all-heads module's) and its outputs and gradients under ``gouts`` follow the flash-attention rule
+    against ``ref``'s (:func:`half_gradients_match_reference`, any float dtype)."""
+    with dgl_accel.use_backend("triton"), recorded_launches() as names:
+        half_gradients_match_reference(op, ref, inputs, gouts, msg)
+    assert set(kernels) <= set(names), (msg, sorted(set(names)))

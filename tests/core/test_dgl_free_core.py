@@ -96,6 +96,8 @@ FAMILY_TESTS = {
     "headwise": "test_headwise.py",
     "ppr": "test_ppr.py",
     "attention_heads": "test_attention_heads.py",
+    "attention_dot_heads": "test_attention_dot_heads.py",
+    "attention_gatv2_heads": "test_attention_gatv2_heads.py",
 }
 
 

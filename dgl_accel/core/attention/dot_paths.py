@@ -4,7 +4,9 @@
   products inside one call, as the native GAT path does);
 * compiled: the numba loops of :mod:`dgl_accel.core.jit.attention_dot` (one pass per CSR row,
   nothing E-sized but the attention when asked for);
-* triton: the kernels of ``kernels/attention_dot.py`` (compiled on CUDA, interpreted on CPU).
+* triton: the kernels of ``kernels/attention_dot_heads.py`` (a program per row covering every head)
+  where the heads and widths fit its tiles, else ``kernels/attention_dot.py``'s (a program per row,
+  head and feature block); compiled on CUDA, interpreted on CPU.
 
 Forward: (out [num_dst, H, DV] in val's dtype, lse [num_dst, H] in the accumulation dtype).  Backward
 sums the row term c [num_dst, H] = sum over v's in-edges of p_e t_e, t_e = <grad_out[v], val[u]>
@@ -21,6 +23,7 @@ from ..csr import Structure
 from ..jit import attention_dot as loops
 from ..launch import kernel_module, triton_kernel
 from .compiled import as_array, csr_arrays
+from .launchers import all_heads
 from .native import segment_softmax
 
 
@@ -110,7 +113,11 @@ def forward_triton(in_csr: Structure, q, k, val, scale: float):
     acc = acc_dtype(q.dtype)
     out = torch.empty((num_dst, heads, val_dim), dtype=val.dtype, device=val.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=val.device)
-    if num_dst:  # heads and dims >= 1 (checks)
+    tile = kernel_module("attention_dot_heads").tiles(heads, max(key_dim, val_dim))
+    if num_dst and tile:
+        all_heads("attention_dot_heads", "_dot_heads_fwd_kernel", tile, in_csr, q, k, val, scalar(scale, acc, q.device),
+                  out, lse, heads, key_dim, val_dim, fp64=acc == torch.float64)
+    elif num_dst:  # heads and dims >= 1 (checks)
         cfg, block_d = _config(max(key_dim, val_dim), "_dot_fwd_kernel", q.dtype)
         kernel = triton_kernel("attention_dot", "_dot_fwd_kernel", q.device)
         kernel[(num_dst, heads, -(-val_dim // block_d))](in_csr.indptr, in_csr.indices, q, k, val,
@@ -145,6 +152,16 @@ def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: flo
     grad_q, grad_k, grad_val = torch.empty_like(q), torch.empty_like(k), torch.empty_like(val)
     cfg, block_d = _config(max(key_dim, val_dim), "_dot_bwd", q.dtype)
     scale_t = scalar(scale, acc, q.device)
+    tile = kernel_module("attention_dot_heads").tiles(heads, max(key_dim, val_dim))
+    if tile:  # every head of a row in one program
+        args = (q, k, val, scale_t, lse, c, grad_out, ga, ga_on)
+        if num_dst:
+            all_heads("attention_dot_heads", "_dot_heads_bwd_dst_kernel", tile, in_csr, in_csr.eids, *args, grad_q,
+                      heads, key_dim, val_dim, fp64=acc == torch.float64)
+        if num_src:
+            all_heads("attention_dot_heads", "_dot_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args, grad_k,
+                      grad_val, heads, key_dim, val_dim, fp64=acc == torch.float64)
+        return grad_q, grad_k, grad_val
     if num_dst:
         kernel = triton_kernel("attention_dot", "_dot_bwd_dst_kernel", q.device)
         kernel[(num_dst, heads, -(-key_dim // block_d))](in_csr.indptr, in_csr.indices, in_csr.eids, q, k, val,

@@ -3,7 +3,9 @@
 * native: vectorised torch over edges in edge-id order (small graphs; it materialises E x H x D
   tensors inside one call, as the native GAT path does);
 * compiled: the numba loops of :mod:`dgl_accel.core.jit.attention_gatv2` (one pass per CSR row);
-* triton: the kernels of ``kernels/attention_gatv2.py`` (compiled on CUDA, interpreted on CPU).
+* triton: the kernels of ``kernels/attention_gatv2_heads.py`` (a program per row covering every
+  head) where the heads and width fit its tiles, else ``kernels/attention_gatv2.py``'s (a program per
+  row, head and feature block); compiled on CUDA, interpreted on CPU.
 
 Forward: (out [num_dst, H, D] in fs's dtype, lse [num_dst, H] in the accumulation dtype).  Backward
 sums the row term c [num_dst, H] = sum over v's in-edges of p_e t_e, t_e = <grad_out[v], fs[u]>
@@ -20,6 +22,7 @@ from ..jit import attention_gatv2 as loops
 from ..launch import kernel_module, triton_kernel
 from .compiled import as_array, csr_arrays
 from .dot_paths import row_terms, scalar
+from .launchers import all_heads
 from .native import leaky, segment_softmax
 
 
@@ -110,7 +113,11 @@ def forward_triton(in_csr: Structure, fs, fd, attn, slope: float):
     acc = acc_dtype(fs.dtype)
     out = torch.empty((num_dst, heads, dim), dtype=fs.dtype, device=fs.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=fs.device)
-    if num_dst:  # heads, dim >= 1 (checks)
+    tile = kernel_module("attention_gatv2_heads").tiles(heads, dim)
+    if num_dst and tile:
+        all_heads("attention_gatv2_heads", "_gatv2_heads_fwd_kernel", tile, in_csr, fs, fd, attn,
+                  scalar(slope, acc, fs.device), out, lse, heads, dim, fp64=acc == torch.float64)
+    elif num_dst:  # heads, dim >= 1 (checks)
         cfg, block_d = _config(dim, "_gatv2_fwd_kernel", fs.dtype)
         kernel = triton_kernel("attention_gatv2", "_gatv2_fwd_kernel", fs.device)
         kernel[(num_dst, heads, -(-dim // block_d))](in_csr.indptr, in_csr.indices, fs, fd, attn,
@@ -144,8 +151,18 @@ def backward_triton(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: 
         ga, ga_on = grad_attn.to(acc).contiguous(), 1
     grad_fs, grad_fd = torch.empty_like(fs), torch.empty_like(fd)
     grad_w = torch.empty((num_dst, heads, dim), dtype=acc, device=fs.device)  # per destination, summed below
-    cfg, block_d = _config(dim, "_gatv2_bwd_dst_kernel", fs.dtype)
     slope_t = scalar(slope, acc, fs.device)
+    tile = kernel_module("attention_gatv2_heads").tiles(heads, dim)
+    if tile:  # every head of a row in one program
+        args = (fs, fd, attn, slope_t, lse, c, grad_out, ga, ga_on)
+        if num_dst:
+            all_heads("attention_gatv2_heads", "_gatv2_heads_bwd_dst_kernel", tile, in_csr, in_csr.eids, *args,
+                      grad_fd, grad_w, heads, dim, fp64=acc == torch.float64)
+        if num_src:
+            all_heads("attention_gatv2_heads", "_gatv2_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args,
+                      grad_fs, heads, dim, fp64=acc == torch.float64)
+        return grad_fs, grad_fd, grad_w.sum(0).to(attn_dtype)
+    cfg, block_d = _config(dim, "_gatv2_bwd_dst_kernel", fs.dtype)
     blocks = -(-dim // block_d)
     if num_dst:
         kernel = triton_kernel("attention_gatv2", "_gatv2_bwd_dst_kernel", fs.device)

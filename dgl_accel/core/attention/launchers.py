@@ -117,3 +117,15 @@ def _heads_launch(kernel: str, tile: tuple[int, int], grid, rows: Structure, fea
         rows.indptr, rows.indices, rows.eids, feat, *args, heads, dim, BLOCK_E=mod.BLOCK_E, BLOCK_H=bh, BLOCK_D=bd,
         DROPOUT=drop is not None, num_warps=mod.num_warps(bh, bd),
         maxnreg=mod.maxnreg(feat.dtype == torch.float64, bh, bd))
+
+
+def all_heads(module: str, kernel: str, tile: tuple[int, int], rows: Structure, *args, fp64: bool) -> None:
+    """``kernel`` of an all-heads module (``kernels/attention_{dot,gatv2}_heads.py``) over ``rows``: a
+    program per row covering every head in one [heads, features] ``tile``; ``args`` follow the row
+    pointers and entries in the kernel's order, up to the constexprs."""
+    mod = kernel_module(module)
+    bh, bd = tile
+    cap = mod.maxnreg(kernel, fp64, bh, bd)
+    triton_kernel(module, kernel, rows.indptr.device)[(rows.num_rows,)](
+        rows.indptr, rows.indices, *args, BLOCK_E=mod.BLOCK_E, BLOCK_H=bh, BLOCK_D=bd, num_warps=mod.num_warps(bh, bd),
+        **({"maxnreg": cap} if cap else {}))

@@ -1,0 +1,83 @@
+"""The fused GATv2 attention's all-heads kernels (``kernels/attention_gatv2_heads.py``: one program per
+row covering every head) under the Triton interpreter: taken exactly for the shapes their tiles cover
+(``tiles``), and equal to the unfused reference (``ref_gatv2_attention``): output, attention and the
+gradients of fs, fd and attn under gradients of both outputs, in fp32 / fp64 / fp16 / bf16 (the
+flash-attention rule), every tile shape, a hub of more than 1,024 in-edges, rows without in-edges,
+int32 and int64 ids, negative slopes 0 and 0.2; equal to the per-head kernels on one input; fp64
+gradcheck.  (The fused op's backward is ``once_differentiable``: no double backward.)"""
+import pytest
+import torch
+
+import dgl_accel
+from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
+from dgl_accel.core.launch import kernel_module
+from dgl_accel.testing import attention_variants as av
+from dgl_accel.testing import tensors as tst
+
+from .test_attention_gatv2 import gatv2_inputs
+
+MODULE = "attention_gatv2_heads"
+# (heads, dim, dtype, slope): every tile shape (4 x 16, 4 x 32, 8 x 8, 8 x 16), every dtype
+CASES = [(2, 16, torch.float16, 0.2), (3, 20, torch.bfloat16, 0.2), (4, 32, torch.float32, 0.0),
+         (6, 5, torch.float64, 0.2), (8, 8, torch.bfloat16, 0.2), (7, 11, torch.float32, 0.2)]
+
+
+def _check(g, heads, dim, dtype, slope, seed=3):
+    inputs = gatv2_inputs(g.num_src, g.num_dst, heads, dim, dtype, seed)
+    gouts = (tst.randn((g.num_dst, heads, dim), dtype, seed + 5), tst.randn((g.num_edges, heads), dtype, seed + 6))
+    in_csr = g.csr("in")
+    av.all_heads_match_reference(lambda *t: gatv2_attention(g, *t, slope, return_attention=True),
+                                 lambda *t: ref_gatv2_attention(in_csr, *t, slope), inputs, gouts,
+                                 kernel_module(MODULE).KERNELS, f"{heads} heads of {dim}, {dtype}, slope {slope}")
+
+
+def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
+    g = av.star(40)
+    for heads, dim, fused in ((1, 8, False), (2, 40, False), (9, 4, False), (4, 30, True), (8, 16, True)):
+        fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, heads, dim, torch.float32, 1)
+        with dgl_accel.use_backend("triton"), av.recorded_launches() as names:
+            gatv2_attention(g, fs, fd, attn)
+        assert ("_gatv2_heads_fwd_kernel" in names) == fused and ("_gatv2_fwd_kernel" in names) != fused, names
+        assert fused == (kernel_module(MODULE).tiles(heads, dim) is not None)
+
+
+@pytest.mark.parametrize("heads,dim,dtype,slope", CASES)
+def test_all_heads_kernels_match_the_reference(heads, dim, dtype, slope):
+    # rows of 1 to 116 in-edges (several chunks) and one without
+    _check(av.star(120, idtype=torch.int32 if heads % 2 else torch.int64, extra=4), heads, dim, dtype, slope)
+
+
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_all_heads_kernels_on_a_hub_above_1024_in_edges(dtype):
+    _check(av.star(1100, extra=4), 8, 8, dtype, 0.2)
+
+
+def test_all_heads_and_per_head_kernels_agree():
+    """The two kernel families on one input (4 heads of 12): equal to fp32 rounding, and the per-head
+    family really ran the second time."""
+    g = av.star(60)
+    inputs = gatv2_inputs(g.num_src, g.num_dst, 4, 12, torch.float32, 8)
+    gouts = (tst.randn((g.num_dst, 4, 12), torch.float32, 1), tst.randn((g.num_edges, 4), torch.float32, 2))
+
+    def run():
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        outs = gatv2_attention(g, *leaves, return_attention=True)
+        return [o.detach() for o in outs] + list(torch.autograd.grad(outs, leaves, gouts))
+
+    with dgl_accel.use_backend("triton"):
+        fused = run()
+        with av.per_head_kernels(MODULE), av.recorded_launches() as names:
+            per_head = run()
+    assert "_gatv2_bwd_src_kernel" in names and not any("heads" in n for n in names), names
+    for a, b in zip(fused, per_head):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_gradcheck_fp64_all_heads():
+    g = av.star(40)
+    leaves = gatv2_inputs(g.num_src, g.num_dst, 3, 4, torch.float64, 9, requires_grad=True)
+    with dgl_accel.use_backend("triton"), av.recorded_launches() as names:
+        assert torch.autograd.gradcheck(lambda *t: gatv2_attention(g, *t, 0.2, return_attention=True), leaves,
+                                        fast_mode=True)
+    assert set(kernel_module(MODULE).KERNELS) <= set(names)
