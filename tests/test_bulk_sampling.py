@@ -219,6 +219,7 @@ def test_triton_path_gives_the_same_blocks(path):
         assert "triton-interpreter" in dgl_accel.stats()["bulk_its"]
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("exclude", [False, True])
 @pytest.mark.parametrize("parallel", [False, True])
 def test_without_spgemm_the_triton_path_is_the_device_pipeline_with_the_same_blocks(exclude, parallel):

@@ -139,6 +139,7 @@ def _walk_exact(g, length):
     return p_node, p_edge
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_walk_empirical_and_counted_normalisation_match_enumeration():
     g = _graph()
     L = 2
@@ -347,6 +348,7 @@ def test_pickle_round_trip_keeps_the_stream():
     assert np.array_equal(s.normalization(g).edge_w, t.normalization(g).edge_w)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("symmetric,idtype", [(False, torch.int64), (True, torch.int64), (False, torch.int32)])
 def test_device_path_builds_the_cpu_paths_subgraphs(symmetric, idtype):
     """On the Triton path (a CUDA graph; here the interpreter) the node set, the subgraph and its

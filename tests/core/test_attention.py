@@ -210,6 +210,7 @@ def test_gat_half_precision_forward_and_gradients(path, dtype):
                              msg=f"{path} {dtype}")
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 def test_gat_gradcheck_fp64(path, idtype):
     # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).

@@ -4,7 +4,8 @@ cover (``tiles``), and equal to the unfused reference (``ref_dot_attention``): o
 the gradients of q, k and val under gradients of both outputs, in fp32 / fp64 / fp16 / bf16 (the
 flash-attention rule), every tile shape, key and value widths apart, a hub of more than 1,024
 in-edges, rows without in-edges, int32 and int64 ids; equal to the per-head kernels on one input;
-fp64 gradcheck.  (The fused op's backward is ``once_differentiable``: no double backward.)"""
+fp64 gradcheck.  (The double backward differentiates a torch composition, not these kernels:
+``test_attention_double.py``.)"""
 import pytest
 import torch
 
@@ -13,6 +14,7 @@ from dgl_accel.core.attention.dot import dot_attention, ref_dot_attention
 from dgl_accel.core.launch import kernel_module
 from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first
 
 from .test_attention_dot import dot_inputs
 
@@ -32,7 +34,7 @@ def _check(g, heads, dk, dv, dtype, seed=3):
 
 
 def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
-    g = av.star(40)
+    g = av.star(10)
     for heads, dk, dv, fused in ((1, 8, 8, False), (2, 8, 40, False), (9, 4, 4, False), (4, 30, 2, True),
                                  (8, 3, 16, True)):
         q, k, val = dot_inputs(g.num_src, g.num_dst, heads, dk, dv, torch.float32, 1)
@@ -42,7 +44,7 @@ def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
         assert fused == (kernel_module(MODULE).tiles(heads, max(dk, dv)) is not None)
 
 
-@pytest.mark.parametrize("heads,dk,dv,dtype", CASES)
+@pytest.mark.parametrize("heads,dk,dv,dtype", quick_first(CASES))
 def test_all_heads_kernels_match_the_reference(heads, dk, dv, dtype):
     # rows of 1 to 116 in-edges (several chunks) and one without
     _check(av.star(120, idtype=torch.int32 if heads % 2 else torch.int64, extra=4), heads, dk, dv, dtype)
@@ -54,6 +56,7 @@ def test_all_heads_kernels_on_a_hub_above_1024_in_edges(dtype):
     _check(av.star(1100, extra=4), 8, 8, 8, dtype)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_all_heads_and_per_head_kernels_agree():
     """The two kernel families on one input (4 heads, keys of 12, values of 10): equal to fp32
     rounding, and the per-head family really ran the second time."""
@@ -75,6 +78,7 @@ def test_all_heads_and_per_head_kernels_agree():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_gradcheck_fp64_all_heads():
     g = av.star(40)
     leaves = dot_inputs(g.num_src, g.num_dst, 3, 4, 5, torch.float64, 9, requires_grad=True)

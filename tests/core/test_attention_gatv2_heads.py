@@ -4,7 +4,8 @@ row covering every head) under the Triton interpreter: taken exactly for the sha
 gradients of fs, fd and attn under gradients of both outputs, in fp32 / fp64 / fp16 / bf16 (the
 flash-attention rule), every tile shape, a hub of more than 1,024 in-edges, rows without in-edges,
 int32 and int64 ids, negative slopes 0 and 0.2; equal to the per-head kernels on one input; fp64
-gradcheck.  (The fused op's backward is ``once_differentiable``: no double backward.)"""
+gradcheck.  (The double backward differentiates a torch composition, not these kernels:
+``test_attention_double.py``.)"""
 import pytest
 import torch
 
@@ -13,6 +14,7 @@ from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
 from dgl_accel.core.launch import kernel_module
 from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first
 
 from .test_attention_gatv2 import gatv2_inputs
 
@@ -32,7 +34,7 @@ def _check(g, heads, dim, dtype, slope, seed=3):
 
 
 def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
-    g = av.star(40)
+    g = av.star(10)
     for heads, dim, fused in ((1, 8, False), (2, 40, False), (9, 4, False), (4, 30, True), (8, 16, True)):
         fs, fd, attn = gatv2_inputs(g.num_src, g.num_dst, heads, dim, torch.float32, 1)
         with dgl_accel.use_backend("triton"), av.recorded_launches() as names:
@@ -41,7 +43,7 @@ def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
         assert fused == (kernel_module(MODULE).tiles(heads, dim) is not None)
 
 
-@pytest.mark.parametrize("heads,dim,dtype,slope", CASES)
+@pytest.mark.parametrize("heads,dim,dtype,slope", quick_first(CASES))
 def test_all_heads_kernels_match_the_reference(heads, dim, dtype, slope):
     # rows of 1 to 116 in-edges (several chunks) and one without
     _check(av.star(120, idtype=torch.int32 if heads % 2 else torch.int64, extra=4), heads, dim, dtype, slope)
@@ -53,6 +55,7 @@ def test_all_heads_kernels_on_a_hub_above_1024_in_edges(dtype):
     _check(av.star(1100, extra=4), 8, 8, dtype, 0.2)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_all_heads_and_per_head_kernels_agree():
     """The two kernel families on one input (4 heads of 12): equal to fp32 rounding, and the per-head
     family really ran the second time."""
@@ -74,6 +77,7 @@ def test_all_heads_and_per_head_kernels_agree():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_gradcheck_fp64_all_heads():
     g = av.star(40)
     leaves = gatv2_inputs(g.num_src, g.num_dst, 3, 4, torch.float64, 9, requires_grad=True)

@@ -2,8 +2,8 @@
 every head) under the Triton interpreter: taken for the shapes their tiles cover, and equal to the
 pure-torch reference (``core/attention/reference.py``) forward and backward, with and without
 attention dropout, in fp32 / fp64 / fp16 / bf16 (the flash-attention rule), on a hub of more than
-1,024 in-edges and rows without in-edges, with int32 and int64 ids.  (The fused op's backward is
-``once_differentiable``: there is no double backward to test.)"""
+1,024 in-edges and rows without in-edges, with int32 and int64 ids.  (The double backward
+differentiates a torch composition, not these kernels: ``test_attention_double.py``.)"""
 import pytest
 import torch
 
@@ -13,6 +13,7 @@ from dgl_accel.core.attention.gat import gat_attention
 from dgl_accel.core.attention.reference import ref_gat
 from dgl_accel.core.launch import kernel_module, record_launches
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_matches_reference
 
 from .test_attention import gat_inputs, star
@@ -63,7 +64,7 @@ def _check(g, heads, dim, dtype, dropout, launched):
                              feat, el, er, grad_out, msg=f"{heads} x {dim} {dtype} dropout={dropout}")
 
 
-@pytest.mark.parametrize("heads,dim,dtype,dropout", CASES)
+@pytest.mark.parametrize("heads,dim,dtype,dropout", quick_first(CASES))
 def test_all_heads_kernels_match_the_reference(heads, dim, dtype, dropout, launched):
     g = star(120, idtype=torch.int32 if heads % 2 else torch.int64, extra=4)  # rows of 1 to 116 in-edges, an empty one
     _check(g, heads, dim, dtype, dropout, launched)
@@ -75,6 +76,7 @@ def test_all_heads_kernels_on_a_hub_above_1024_in_edges(dtype, launched):
     _check(star(1100, extra=4), 8, 8, dtype, True, launched)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_all_heads_and_per_head_kernels_agree(launched):
     """The two kernel families on one input (8 heads x 8): equal to fp32 rounding, and the per-head
     family really ran the second time."""
@@ -95,6 +97,7 @@ def test_all_heads_and_per_head_kernels_agree(launched):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_gradcheck_fp64_all_heads():
     g = star(40, extra=3)
     leaves = gat_inputs(g.num_src, g.num_dst, 3, 4, torch.float64, 9, requires_grad=True)

@@ -77,6 +77,7 @@ def _device_vs_cpu(canon, batches, keys, fanouts, replace, excl=None):
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=300), k=st.integers(1, 3),
        fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]), min_size=1, max_size=3), replace=st.booleans(),
        seed=st.integers(0, 2**64 - 1), data=st.data())
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_device_blocks_with_parallel_edges_are_the_cpu_paths(e, k, fanouts, replace, seed, data):
     """Parallel edges merged into weighted entries: ITS's weighted rule on the device, the same picks."""
     src, dst = e.src.long().numpy(), e.dst.long().numpy()

@@ -3,20 +3,23 @@ part (the most-read columns, sized to the L2 budget) and a cold part, run as two
 grouped kernels (under the Triton interpreter here) into one buffer or, deterministic, one partial
 buffer combined by the two-part reduce.  Results in the user's order against the torch reference
 for every dtype, message kind, normalisation, combine and a hub above 1,024 in-edges, forward,
-backward and double backward; the plan built once per graph; the choice and its explanation."""
+backward and double backward; the plan built once per graph, with a bounded number of host reads and
+none in the calls after it; the choice and its explanation."""
 import sys
 
 import pytest
 import torch
 
 import dgl_accel
-from dgl_accel.core.aggregation import locality
+from dgl_accel.core.aggregation import launchers, locality
 from dgl_accel.core.aggregation.function import aggregate
-from dgl_accel.core.aggregation.locality import choose_locality, split_structure, use_locality
+from dgl_accel.core.aggregation.locality import choose_locality, locality_parts, split_structure, use_locality
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.csr import Structure
 from dgl_accel.core.grouping.size import explain
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.host_reads import HostReads
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_matches_reference
 
 from .test_aggregation import reference
@@ -80,12 +83,12 @@ def run_case(e, dtype, mode, kind, det, monkeypatch):
 
 @pytest.mark.parametrize("det", [False, True])
 @pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("mode", ["copy_u", "u_mul_e scalar", "u_mul_e per-feature"])
+@pytest.mark.parametrize("mode", quick_first(["copy_u", "u_mul_e scalar", "u_mul_e per-feature"]))
 def test_split_matches_reference_fp32(mode, kind, det, monkeypatch):
     run_case(skewed_graph(), torch.float32, mode, kind, det, monkeypatch)
 
 
-@pytest.mark.parametrize("det", [False, True])
+@pytest.mark.parametrize("det", quick_first([False, True]))
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_split_matches_reference_other_dtypes(dtype, det, monkeypatch):
     run_case(skewed_graph(seed=3), dtype, "copy_u", "gcn", det, monkeypatch)
@@ -115,6 +118,7 @@ def test_split_structure_keeps_every_entry_once_in_row_order():
         assert torch.equal(rows, full_rows[keep])  # each entry stays in its row, in the row's order
 
 
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_double_backward_through_the_split():
     e = skewed_graph(seed=4, n=20, e=60, hub_in=30)
     g = tst.tensor_graph(e)
@@ -139,6 +143,27 @@ def test_the_plan_is_built_once_per_graph_and_direction(monkeypatch):
         aggregate(g, "copy_u", "mean", x).sum().backward()  # another normalisation: the same plan
         assert g.cached("locality.split.in.6", lambda: None) is first
     assert len(builds) == 2  # one per view (forward "in", backward "out")
+
+
+def test_the_plan_reads_the_host_three_times_per_view_beside_its_groups_and_calls_after_it_none():
+    """What makes a GPU stream wait: the hot set's entry count and the two parts' positions (3 reads),
+    plus each part's neighbour groups, which read as often as the plain view's; then a forward and
+    backward through the split read nothing (launches left out: interpreted, they read their
+    arguments; compiled, nothing)."""
+    e = skewed_graph(seed=8)
+    g, fresh = tst.tensor_graph(e), tst.tensor_graph(e)
+    x = torch.randn(e.num_src, WIDTH, requires_grad=True)
+    with dgl_accel.use_backend("triton"), use_locality("on", l2_bytes=l2_for(torch.float32)):
+        g.csr("in"), fresh.csr("in")
+        with HostReads() as plain:
+            fresh.groups("in", 4)
+        with HostReads() as build:
+            assert len(locality_parts(g, "in", x, 4)) == 2
+        assert build.events == ["scalar read", "nonzero", "nonzero"] + 2 * plain.events, build.events
+        aggregate(g, "copy_u", "sum", x, norm="both").sum().backward()  # every plan and cache built
+        with HostReads(leave_out=[(launchers, "gspmm_forward"), (launchers, "edge_grad_forward")]) as after:
+            aggregate(g, "copy_u", "sum", x, norm="both").sum().backward()
+        assert after.events == [], after.events
 
 
 def test_choice_model_and_modes(monkeypatch):

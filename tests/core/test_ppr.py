@@ -109,6 +109,7 @@ def test_table_serves_the_same_sets(e, topk, data):
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 12),
        threshold=st.sampled_from([0.0, 1e-3, 0.02]), eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(),
        group=st.sampled_from([None, 1, 2]), data=st.data())
+@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_device_pipeline_equals_the_reference(e, topk, threshold, eps, directed, group, data):
     """``ppr_device`` (torch ops and the spread kernel, interpreted): the reference's nodes, scores
     and counts bit for bit, whatever the targets per group (repeats included), within its host-read

@@ -94,14 +94,16 @@ def split_structure(structure: Structure, hot_cols: torch.Tensor) -> LocalitySpl
     mask[hot_cols.long()] = True
     is_hot = mask.index_select(0, structure.indices)
 
-    def part(keep: torch.Tensor, indptr: torch.Tensor) -> Structure:
-        pos = keep.nonzero().squeeze(1)  # the part's CSR positions, in order (one host read on a GPU)
+    def part(pos: torch.Tensor, indptr: torch.Tensor) -> Structure:
+        """The CSR of the entries at positions ``pos`` (in order) with row pointers ``indptr``."""
         return Structure(indptr=indptr, indices=structure.indices.index_select(0, pos),
                          eids=structure.eids.index_select(0, pos), num_rows=structure.num_rows,
                          num_cols=structure.num_cols, device=structure.device)
+    hot_pos = is_hot.nonzero().squeeze(1)  # one host read on a GPU, as the cold positions' below
     # the hot entries before each row's start are the hot part's row pointers; the rest, the cold part's
-    hot_ptr = torch.searchsorted(is_hot.nonzero().squeeze(1), structure.indptr)
-    return LocalitySplit(part(is_hot, hot_ptr), part(~is_hot, structure.indptr - hot_ptr), int(hot_cols.numel()))
+    hot_ptr = torch.searchsorted(hot_pos, structure.indptr)
+    return LocalitySplit(part(hot_pos, hot_ptr), part((~is_hot).nonzero().squeeze(1), structure.indptr - hot_ptr),
+                         int(hot_cols.numel()))
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def ref_dot_attention(in_csr, q, k, val, scale=None):
     return out.index_add(0, dst, a[:, :, None] * val[src]), a
 
 
-DOT = Variant("dot_attention", paths, scored=2)
+DOT = Variant("dot_attention", paths, scored=2, rows=2)
 
 
 def dot_attention(views, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, scale: float | None = None, *,

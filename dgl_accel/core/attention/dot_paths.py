@@ -38,6 +38,9 @@ def dot_scores(src, dst, q, k, scale: float) -> torch.Tensor:
     return (q.index_select(0, dst) * k.index_select(0, src)).sum(-1) * scale
 
 
+edge_scores = dot_scores  # the variant contract's name (:mod:`.variant`)
+
+
 def forward_native(src, dst, num_dst: int, q, k, val, scale: float):
     """(out, lse, attention [E, H] in the accumulation dtype); ``src``/``dst`` int64, edge-id order."""
     acc = acc_dtype(q.dtype)

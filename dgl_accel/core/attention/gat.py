@@ -22,12 +22,12 @@ passes as compiled loops (:mod:`.compiled`).
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from .. import backend
 from ..aggregation.scales import acc_dtype
 from . import compiled
 from .checks import check_gat, check_gat_vectors
+from .double import composed_grads, gat_composition
 from .dropout import make_dropout
 from .launchers import edge_softmax_backward, gat_backward, gat_forward
 from .native import gat_attention_from_lse, gat_backward_native, gat_forward_native
@@ -90,6 +90,14 @@ def fused_backward(views, path: str, slope: float, drop, feat, el, er, lse, grad
     return grad_feat, grad_el.to(el.dtype), grad_er.to(er.dtype)
 
 
+def composed(views, slope: float, drop, feat, el, er):
+    """(out, attention) of the op as a differentiable composition of torch ops: what a backward with
+    ``create_graph=True`` differentiates (:mod:`.double`)."""
+    src, dst = edges_by_id(views)
+    weight = edge_weights(views, drop, acc_dtype(feat.dtype))
+    return gat_composition(src, dst, views.num_dst, slope, weight, feat, el, er)
+
+
 class GATAttentionFunction(torch.autograd.Function):
     """The fused GAT aggregation on ``path``; returns ``out`` or ``(out, attention [E, H])``; ``drop``
     an :class:`~.dropout.AttentionDropout` or None."""
@@ -103,11 +111,13 @@ class GATAttentionFunction(torch.autograd.Function):
         return out if attention is None else (out, attention)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
         feat, el, er, lse = ctx.saved_tensors
-        grads = fused_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, feat, el, er, lse, grad_out,
-                               grad_attention[0] if grad_attention else None)
+        grad_attn = grad_attention[0] if grad_attention else None
+        if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
+            return (None,) * 5 + composed_grads(lambda *t: composed(ctx.views, ctx.slope, ctx.drop, *t),
+                                                (feat, el, er), (grad_out, grad_attn))
+        grads = fused_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, feat, el, er, lse, grad_out, grad_attn)
         return (None,) * 5 + tuple(grads)
 
 
@@ -163,10 +173,16 @@ class GATHalvesFunction(torch.autograd.Function):
         return out if attention is None else (out, attention)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
+        grad_attn = grad_attention[0] if grad_attention else None
+        if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
+            views = ctx.views
+
+            def compose(feat, attn_l, attn_r):
+                return composed(views, ctx.slope, ctx.drop, feat, *score_halves(feat, attn_l, attn_r, views.num_dst))
+            return (None,) * 5 + composed_grads(compose, ctx.saved_tensors[:3], (grad_out, grad_attn))
         return (None,) * 5 + halves_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, *ctx.saved_tensors, grad_out,
-                                             grad_attention[0] if grad_attention else None)
+                                             grad_attn)
 
 
 def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er: torch.Tensor | None = None,

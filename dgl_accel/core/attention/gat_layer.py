@@ -15,14 +15,14 @@ weight (only if x needs it), grad_bias = grad_out summed over nodes.
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from .. import backend
 from ..aggregation.checks import describe
 from . import compiled
 from .checks import check_float, check_slope
+from .double import composed_grads
 from .dropout import make_dropout
-from .gat import fused_forward, halves_backward, score_halves
+from .gat import composed, fused_forward, halves_backward, score_halves
 
 
 class GATLayerFunction(torch.autograd.Function):
@@ -40,13 +40,15 @@ class GATLayerFunction(torch.autograd.Function):
         ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
         ctx.h = h  # private: backward may overwrite it (not save_for_backward: no version check wanted)
         ctx.bias_shape = None if bias is None else bias.shape
-        ctx.save_for_backward(x, weight, attn_l, attn_r, el, er, lse)
+        ctx.save_for_backward(x, weight, attn_l, attn_r, el, er, lse, bias)  # bias: for a double backward
         return out if attention is None else (out, attention)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
-        x, weight, attn_l, attn_r, el, er, lse = ctx.saved_tensors
+        x, weight, attn_l, attn_r, el, er, lse, bias = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
+            return (None,) * 5 + composed_grads(lambda *t: _composed_layer(ctx, *t), (x, weight, attn_l, attn_r, bias),
+                                                (grad_out, grad_attention[0] if grad_attention else None))
         h, ctx.h = ctx.h, None  # consumed: its memory becomes grad_h
         if h is None:  # a second backward through a retained graph: h again from the saved x, weight
             h = torch.mm(x, weight.t()).view(x.shape[0], *attn_l.shape[-2:])
@@ -70,6 +72,14 @@ class GATLayerFunction(torch.autograd.Function):
         if ctx.bias_shape is not None and ctx.needs_input_grad[9]:
             grad_b = grad_out.sum(0).reshape(ctx.bias_shape)
         return (None,) * 5 + (grad_x, grad_w, grad_l, grad_r, grad_b)
+
+
+def _composed_layer(ctx, x, weight, attn_l, attn_r, bias):
+    """(out, attention) of the layer as a differentiable composition (:mod:`.double`)."""
+    heads, dim = attn_l.shape[-2:]
+    h = torch.mm(x, weight.t()).view(x.shape[0], heads, dim)
+    out, attention = composed(ctx.views, ctx.slope, ctx.drop, h, *score_halves(h, attn_l, attn_r, ctx.views.num_dst))
+    return (out if bias is None else out + bias.view(1, heads, dim)), attention
 
 
 def check_layer(views, x, weight, attn_l, attn_r, bias) -> None:

@@ -56,7 +56,7 @@ def ref_gatv2_attention(in_csr, fs, fd, attn, negative_slope: float = 0.2):
     return out.index_add(0, dst, a[:, :, None] * fs[src]), a
 
 
-GATV2 = Variant("gatv2_attention", paths, scored=3)
+GATV2 = Variant("gatv2_attention", paths, scored=3, rows=0)
 
 
 def gatv2_attention(views, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tensor, negative_slope: float = 0.2, *,

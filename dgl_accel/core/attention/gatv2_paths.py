@@ -33,6 +33,11 @@ def gatv2_scores(src, dst, fs, fd, attn, slope: float):
     return z, (leaky(z, slope) * attn).sum(-1)
 
 
+def edge_scores(src, dst, fs, fd, attn, slope: float):
+    """s [E, H] of :func:`gatv2_scores` (the variant contract's name, :mod:`.variant`)."""
+    return gatv2_scores(src, dst, fs, fd, attn, slope)[1]
+
+
 def forward_native(src, dst, num_dst: int, fs, fd, attn, slope: float):
     """(out, lse, attention [E, H] in the accumulation dtype); ``src``/``dst`` int64, edge-id order."""
     acc = acc_dtype(fs.dtype)

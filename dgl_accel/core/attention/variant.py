@@ -10,12 +10,15 @@ product's scale, GATv2's negative slope):
   want_attention)`` and ``forward_native(src, dst, num_dst, *inputs, param)`` -> (out, lse, attention);
 * ``attention_{triton,compiled}(in_csr, *scored, param, lse)`` and ``attention_native(src, dst, *scored,
   param, lse)`` -> the attention [E, H] in lse's dtype;
+* ``edge_scores(src, dst, *scored, param)`` -> the scores [E, H] as differentiable torch ops (the
+  composition a double backward differentiates, :mod:`.double`);
 * ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, grad_out, grad_attn)`` and
   ``backward_native(src, dst, ...)`` -> the inputs' gradients.  Each path sums the softmax backward's
   row term c[v, h] = sum over v's in-edges of p_e (<grad_out[v], x[u]> + grad_attn_e) itself, in the
   accumulation dtype from the recomputed p_e (as the fused GAT's delta): taken from the output, rounded
   to fp16/bf16, it broke the flash-attention rule for peaked softmaxes.
 
+Under ``create_graph=True`` the backward differentiates :func:`composed` instead (a double backward).
 Saved for backward: the inputs and lse[v, h] (not the output); backward recomputes
 p_e = exp(s_e - lse), so nothing of size E x H x D is kept, and nothing of size E x H unless the
 attention was asked for.
@@ -26,11 +29,12 @@ from dataclasses import dataclass
 from types import ModuleType
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from .. import backend
+from ..aggregation.scales import acc_dtype
 from . import compiled
 from .checks import check_float
+from .double import attention_composition, composed_grads
 from .gat import edges_by_id
 
 __all__ = ["Variant", "attention_on", "VariantAttentionFunction", "variant_attention", "check_node_features",
@@ -59,10 +63,22 @@ def check_dtypes(first: str, x0, *named) -> None:
 @dataclass(frozen=True)
 class Variant:
     """``name``: the op as :func:`backend.record` counts it (backward: ``name + "_backward"``);
-    ``paths``: its module of paths; ``scored``: how many of the leading inputs the score reads."""
+    ``paths``: its module of paths; ``scored``: how many of the leading inputs the score reads;
+    ``rows``: which input holds the aggregated rows."""
     name: str
     paths: ModuleType
     scored: int
+    rows: int
+
+
+def composed(variant: Variant, views, param: float, *inputs):
+    """(out, attention) of ``variant`` as a differentiable composition of torch ops (``paths.edge_scores``,
+    a softmax per destination, the weighted sum): what a backward with ``create_graph=True``
+    differentiates (:mod:`.double`)."""
+    src, dst = edges_by_id(views)
+    acc = acc_dtype(inputs[0].dtype)
+    scores = variant.paths.edge_scores(src, dst, *(t.to(acc) for t in inputs[:variant.scored]), param)
+    return attention_composition(scores, inputs[variant.rows], src, dst, views.num_dst)
 
 
 def attention_on(variant: Variant, path: str, views, inputs, param: float, lse):
@@ -98,11 +114,13 @@ class VariantAttentionFunction(torch.autograd.Function):
         return (out, attention.to(inputs[0].dtype)) if want_attention else out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_out, *grad_attention):
         *inputs, lse = ctx.saved_tensors
         variant, views, path, param = ctx.variant, ctx.views, ctx.path, ctx.param
         grad_attn = grad_attention[0] if grad_attention else None
+        if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
+            return (None,) * 5 + composed_grads(lambda *t: composed(variant, views, param, *t), inputs,
+                                                (grad_out, grad_attn))
         if grad_out is None:  # only the attention was used
             grad_out = torch.zeros(ctx.out_like[0], dtype=ctx.out_like[1], device=lse.device)
         backend.record(f"{variant.name}_backward", path, lse.device)
