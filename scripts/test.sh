@@ -7,7 +7,7 @@
 #   4. core-lane     the second lane: tests/core, tests/pyg and the doctests of dgl_accel/core and dgl_accel/pyg on the GPU image's stack
 #                    (Python 3.12, torch 2.11, triton 3.6) without DGL or numba, in .venv-core
 #                    (scripts/bootstrap_core.sh creates it once, ~90 s, and reuses it after)
-# --quick (first argument): the iteration lane, under 4 minutes on 2 cores: lint-imports, ruff and the
+# --quick (first argument): the iteration lane (target 4 minutes on 2 cores, 7 on 2026-11-28): lint-imports, ruff and the
 # main lane's pytest without the tests marked slow (tests/core and tests/pyg collected once, here);
 # no core lane.  The full run (no --quick) is what CI runs.
 # Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
