@@ -164,11 +164,12 @@ def num_warps(block_h: int, block_d: int) -> int:
     return max(2, min(8, BLOCK_E * block_h * block_d // 256))
 
 
-def maxnreg(fp64: bool, block_h: int, block_d: int) -> int:
+def maxnreg(kernel: str, fp64: bool, block_h: int, block_d: int) -> int:
     """Register cap: without one, ptxas stopped at 64-128 registers and spilled 8-32 bytes in 43 of
     384 (kernel, target) pairs on triton 3.5.1; at 128 it takes 87-125 and spills none, except fp64
     on the 128-entry tiles (16-160 bytes), which get 232 (at 168 and 200 triton 3.6 still spilled 8
-    bytes in one of them; fp64 is the reference dtype, not a training one)."""
+    bytes in one of them; fp64 is the reference dtype, not a training one).  The same for all three
+    kernels: ``kernel`` keeps the all-heads modules' one signature (``launchers.all_heads``)."""
     return 232 if fp64 and block_h * block_d >= 128 else 128
 
 
@@ -192,7 +193,7 @@ def _spec(kernel: str, t: str, idx: str, bh: int, bd: int, dropout: bool) -> Spe
     }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_H", "BLOCK_D", "DROPOUT")
     return Specialisation("attention_heads", kernel, {a: types[a] for a in args},
                           {"BLOCK_E": BLOCK_E, "BLOCK_H": bh, "BLOCK_D": bd, "DROPOUT": dropout},
-                          num_warps=num_warps(bh, bd), maxnreg=maxnreg(t == "fp64", bh, bd))
+                          num_warps=num_warps(bh, bd), maxnreg=maxnreg(kernel, t == "fp64", bh, bd))
 
 
 SPECIALISATIONS = [_spec(k, t, idx, bh, bd, drop) for k in KERNELS for t in _DT for idx in _IDX for bh, bd in SHAPES

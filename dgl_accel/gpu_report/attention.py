@@ -61,7 +61,7 @@ class Layer(torch.nn.Module):
         else:
             src, dst = (t.long() for t in views.edges_by_id())
             a = edge_softmax(views.csr("in"), torch.nn.functional.leaky_relu(el[src] + er[dst], SLOPE))
-            out = torch.stack([aggregate(views, "u_mul_e", "sum", h[:, k], a[:, k]) for k in range(self.heads)], 1)
+            out = _per_head_sum(views, h, a)
         return out + self.bias.view(1, self.heads, self.dim)
 
 

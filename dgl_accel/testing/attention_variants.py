@@ -173,3 +173,22 @@ def all_heads_match_reference(op, ref, inputs, gouts, kernels, msg: str) -> None
     with dgl_accel.use_backend("triton"), recorded_launches() as names:
         half_gradients_match_reference(op, ref, inputs, gouts, msg)
     assert set(kernels) <= set(names), (msg, sorted(set(names)))
+
+
+def all_heads_agree_with_per_head(op, inputs, gouts, module: str, per_head_kernel: str) -> None:
+    """On the Triton path, ``op(*inputs)`` -> (out, attention) and its gradients under ``gouts`` from
+    the all-heads kernels of ``module`` equal, to fp32 rounding, those of the per-head kernels (run
+    with ``module``'s tiles off: ``per_head_kernel`` launched, no all-heads kernel)."""
+
+    def run():
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        outs = op(*leaves)
+        return [o.detach() for o in outs] + list(torch.autograd.grad(outs, leaves, gouts))
+
+    with dgl_accel.use_backend("triton"):
+        fused = run()
+        with per_head_kernels(module), recorded_launches() as names:
+            per_head = run()
+    assert per_head_kernel in names and not any("heads" in n for n in names), names
+    for a, b in zip(fused, per_head):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -62,19 +62,8 @@ def test_all_heads_and_per_head_kernels_agree():
     g = av.star(60)
     inputs = gatv2_inputs(g.num_src, g.num_dst, 4, 12, torch.float32, 8)
     gouts = (tst.randn((g.num_dst, 4, 12), torch.float32, 1), tst.randn((g.num_edges, 4), torch.float32, 2))
-
-    def run():
-        leaves = [t.clone().requires_grad_() for t in inputs]
-        outs = gatv2_attention(g, *leaves, return_attention=True)
-        return [o.detach() for o in outs] + list(torch.autograd.grad(outs, leaves, gouts))
-
-    with dgl_accel.use_backend("triton"):
-        fused = run()
-        with av.per_head_kernels(MODULE), av.recorded_launches() as names:
-            per_head = run()
-    assert "_gatv2_bwd_src_kernel" in names and not any("heads" in n for n in names), names
-    for a, b in zip(fused, per_head):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    av.all_heads_agree_with_per_head(lambda *t: gatv2_attention(g, *t, return_attention=True), inputs, gouts, MODULE,
+                                     "_gatv2_bwd_src_kernel")
 
 
 @pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out

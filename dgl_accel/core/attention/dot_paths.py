@@ -153,7 +153,6 @@ def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: flo
     else:
         ga, ga_on = grad_attn.to(acc).contiguous(), 1
     grad_q, grad_k, grad_val = torch.empty_like(q), torch.empty_like(k), torch.empty_like(val)
-    cfg, block_d = _config(max(key_dim, val_dim), "_dot_bwd", q.dtype)
     scale_t = scalar(scale, acc, q.device)
     tile = kernel_module("attention_dot_heads").tiles(heads, max(key_dim, val_dim))
     if tile:  # every head of a row in one program
@@ -165,6 +164,7 @@ def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: flo
             all_heads("attention_dot_heads", "_dot_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args, grad_k,
                       grad_val, heads, key_dim, val_dim, fp64=acc == torch.float64)
         return grad_q, grad_k, grad_val
+    cfg, block_d = _config(max(key_dim, val_dim), "_dot_bwd", q.dtype)
     if num_dst:
         kernel = triton_kernel("attention_dot", "_dot_bwd_dst_kernel", q.device)
         kernel[(num_dst, heads, -(-key_dim // block_d))](in_csr.indptr, in_csr.indices, in_csr.eids, q, k, val,

@@ -58,8 +58,8 @@ def gat_forward(in_csr: Structure, feat, el, er, slope: float, drop=None):
     lse = torch.empty((num_dst, heads), dtype=acc, device=feat.device)
     heads_tile = kernel_module("attention_heads").tiles(heads, dim)
     if num_dst and heads_tile:  # every head of a row in one program
-        _heads_launch("_gat_heads_fwd_kernel", heads_tile, (num_dst,), in_csr, feat, el, er,
-                      _params(slope, drop, acc, feat.device), _rng(drop, feat.device), out, lse, drop=drop)
+        _gat_heads("_gat_heads_fwd_kernel", heads_tile, in_csr, feat, el, er, _params(slope, drop, acc, feat.device),
+                   _rng(drop, feat.device), out, lse, drop=drop)
     elif num_dst:  # heads, dim >= 1 (checks.check_gat)
         mod = kernel_module("attention")
         block_d = mod.gat_feature_tile(dim)
@@ -85,11 +85,11 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
     heads_tile = kernel_module("attention_heads").tiles(heads, dim)
     if heads_tile:  # every head of a row in one program
         if num_dst:
-            _heads_launch("_gat_heads_bwd_dst_kernel", heads_tile, (num_dst,), in_csr, feat, el, er, params, rng, lse,
-                          grad_out, delta, grad_er, drop=drop)
+            _gat_heads("_gat_heads_bwd_dst_kernel", heads_tile, in_csr, feat, el, er, params, rng, lse, grad_out,
+                       delta, grad_er, drop=drop)
         if num_src:
-            _heads_launch("_gat_heads_bwd_src_kernel", heads_tile, (num_src,), out_csr, feat, el, er, params, rng, lse,
-                          grad_out, delta, grad_feat, grad_el, drop=drop)
+            _gat_heads("_gat_heads_bwd_src_kernel", heads_tile, out_csr, feat, el, er, params, rng, lse, grad_out,
+                       delta, grad_feat, grad_el, drop=drop)
         return grad_feat, grad_el, grad_er
     mod = kernel_module("attention")
     block_d = mod.gat_feature_tile(dim)
@@ -109,23 +109,20 @@ def gat_backward(in_csr: Structure, out_csr: Structure, feat, el, er, slope: flo
     return grad_feat, grad_el, grad_er
 
 
-def _heads_launch(kernel: str, tile: tuple[int, int], grid, rows: Structure, feat, *args, drop):
+def _gat_heads(kernel: str, tile: tuple[int, int], rows: Structure, feat, *args, drop):
     """One of ``kernels/attention_heads.py``'s kernels over ``rows`` (a program per row, every head)."""
-    mod = kernel_module("attention_heads")
-    (_, heads, dim), (bh, bd) = feat.shape, tile
-    triton_kernel("attention_heads", kernel, feat.device)[grid](
-        rows.indptr, rows.indices, rows.eids, feat, *args, heads, dim, BLOCK_E=mod.BLOCK_E, BLOCK_H=bh, BLOCK_D=bd,
-        DROPOUT=drop is not None, num_warps=mod.num_warps(bh, bd),
-        maxnreg=mod.maxnreg(feat.dtype == torch.float64, bh, bd))
+    all_heads("attention_heads", kernel, tile, rows, rows.eids, feat, *args, *feat.shape[1:],
+              fp64=feat.dtype == torch.float64, DROPOUT=drop is not None)
 
 
-def all_heads(module: str, kernel: str, tile: tuple[int, int], rows: Structure, *args, fp64: bool) -> None:
-    """``kernel`` of an all-heads module (``kernels/attention_{dot,gatv2}_heads.py``) over ``rows``: a
-    program per row covering every head in one [heads, features] ``tile``; ``args`` follow the row
-    pointers and entries in the kernel's order, up to the constexprs."""
+def all_heads(module: str, kernel: str, tile: tuple[int, int], rows: Structure, *args, fp64: bool,
+              **constexprs) -> None:
+    """``kernel`` of an all-heads module (``kernels/attention_heads.py``, ``attention_{dot,gatv2}_heads.py``)
+    over ``rows``: a program per row covering every head in one [heads, features] ``tile``; ``args``
+    follow the row pointers and entries in the kernel's order, ``constexprs`` beyond the tile's."""
     mod = kernel_module(module)
     bh, bd = tile
     cap = mod.maxnreg(kernel, fp64, bh, bd)
     triton_kernel(module, kernel, rows.indptr.device)[(rows.num_rows,)](
-        rows.indptr, rows.indices, *args, BLOCK_E=mod.BLOCK_E, BLOCK_H=bh, BLOCK_D=bd, num_warps=mod.num_warps(bh, bd),
-        **({"maxnreg": cap} if cap else {}))
+        rows.indptr, rows.indices, *args, BLOCK_E=mod.BLOCK_E, BLOCK_H=bh, BLOCK_D=bd, **constexprs,
+        num_warps=mod.num_warps(bh, bd), **({"maxnreg": cap} if cap else {}))
