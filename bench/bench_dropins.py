@@ -19,16 +19,18 @@ three recipe cells and every cell at 2 threads: 51 cells, every module, both thr
 
 Method, per cell: ``torch``, DGL's OpenMP and numba set to the cell's thread count; one ``dgl.nn``
 module (seeded) and a deep copy of it swapped with ``dgl_accel.swap``, so both start from the same
-weights; an eval-mode forward of each (their max |difference| goes in the row); then the training
-step as users run it, in train mode (forward as users call the module, loss on a fixed 10% of the
-rows, backward, Adam step, zero_grad), ``--warmup`` steps of each (default 2: numba compiles, DGL builds its
-formats; the last one sizes the repeats: at least ``--repeat``, more up to 8x while the cell stays
-under a few seconds), then the providers interleaved repeat by repeat (``bench.harness.interleaved``),
-batch after batch of that size while the ratio's 95% bootstrap interval is wider than +-3% (at most
-4 batches: noisy cells, such as two threads on a two-core machine, get more repeats, whatever their
-ratio; in ``--quick`` no new batch starts after a cell's batches took 15 s).  Ratio = DGL's
-median / dgl-accel's median (> 1: the drop-in is faster); the interval goes in the row
-(``ratio_low``, ``ratio_high``).
+weights; an eval-mode forward of each (their max |difference| goes in the row); then the training step
+as users run it, in train mode (forward as users call the module, loss on a fixed 10% of the rows,
+backward, Adam step, zero_grad), ``--warmup`` steps of each (default 2: numba compiles, DGL builds its
+formats; the last one sizes the repeats: at least ``--repeat``, more up to 8x while the cell stays under
+a few seconds), then the providers interleaved repeat by repeat (``bench.harness.interleaved``), each
+timed step starting from the weights and optimiser state the warm-up left (restored untimed,
+``bench.harness.TrainingStep``: hundreds of steps on one batch would otherwise drive the gradients into
+float32's slow subnormal range, at a pace that differs between providers), batch after batch of that
+size while the ratio's 95% bootstrap interval is wider than +-3% (at most 4 batches: noisy cells, such
+as two threads on a two-core machine, get more repeats, whatever their ratio; in ``--quick`` no new
+batch starts after a cell's batches took 15 s). Ratio = DGL's median / dgl-accel's median (> 1: the
+drop-in is faster); the interval goes in the row (``ratio_low``, ``ratio_high``).
 
 Bars: every cell >= 0.95x; geomean >= 1.5x over the attention modules' cells (GATConv, GATv2Conv,
 DotGatConv) and >= 1.2x over all cells.  Rows (one per cell and provider, with a ``run_id``) are
@@ -114,6 +116,8 @@ def time_cell(steps: dict, warmup: int, repeat: int, budget_s: float, cell_cap_s
             start = time.perf_counter()
             fn()
             pair += time.perf_counter() - start
+    for fn in steps.values():  # every timed step starts from here (TrainingStep.reset)
+        fn.snapshot()
     reps = max(repeat, min(8 * repeat, int(budget_s / max(pair, 1e-9))))
     times = {p: [] for p in steps}
     for _ in range(CAP):

@@ -55,6 +55,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import dgl_accel
+from bench.harness import TrainingStep
 from bench.sampling_hetero import RELATIONS, hetero_graph
 from dgl_accel import data
 
@@ -294,7 +295,8 @@ def _max_diff(a, b) -> float:
 
 
 def setup(cell: Cell, graph: Graph, seed: int = 0) -> tuple[dict, dict]:
-    """({provider: one training step}, facts): both providers start from the same weights.  Facts:
+    """({provider: one training step, a :class:`bench.harness.TrainingStep`}, facts): both providers
+    start from the same weights.  Facts:
     nodes, edges, the modules swapped, and the eval-mode forward's max |ours - DGL|."""
     spec = cell.spec
     hetero = spec.module == "HeteroGraphConv"
@@ -320,7 +322,7 @@ def setup(cell: Cell, graph: Graph, seed: int = 0) -> tuple[dict, dict]:
             loss(model(g, x)).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-        return run
+        return TrainingStep(model, opt, run)
 
     steps = {"dgl": step(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01)),
              "dgl_accel": step(ours, torch.optim.Adam(ours.parameters(), lr=0.01))}

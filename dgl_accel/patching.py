@@ -48,7 +48,8 @@ _NAMES = {"copy_lhs": "copy_u", "copy_rhs": "copy_e", "mul": "u_mul_e", "div": "
           "add": "u_add_e", "sub": "u_sub_e"}  # DGL op -> the dgl.ops name users know
 
 _lock = threading.RLock()
-_depth = 0          # nesting of enabled() blocks
+ROUTES = ("gspmm", "edge_softmax", "gsddmm")  # what enabled(routes=...) can switch on alone
+_depth = dict.fromkeys(ROUTES, 0)  # per route, the nesting of enabled() blocks that route it
 _persistent = False  # enable() without a block
 
 
@@ -158,14 +159,20 @@ def routed_message_passing(g, mfunc, rfunc, afunc):
         return ORIGINAL_MESSAGE_PASSING(g, mfunc, rfunc, afunc)
 
 
-def _apply(active: bool) -> None:
+def _apply_gspmm(active: bool) -> None:
     target = routed_gspmm if active else ORIGINAL_GSPMM
     for module, name in _TARGETS:
         setattr(module, name, target)
     dgl.core.message_passing = routed_message_passing if active else ORIGINAL_MESSAGE_PASSING
-    routed_edge_softmax.apply(active)
-    routed_gsddmm.apply(active)
     record_relation_views(active)  # per-graph caches survive update_all's per-call g[etype]
+
+
+_SWITCH = {"gspmm": _apply_gspmm, "edge_softmax": routed_edge_softmax.apply, "gsddmm": routed_gsddmm.apply}
+
+
+def _apply(active: bool, routes=ROUTES) -> None:
+    for route in routes:
+        _SWITCH[route](active)
 
 
 def is_enabled() -> bool:
@@ -182,26 +189,35 @@ def enable() -> None:
 
 def disable() -> None:
     """Restore DGL's original gspmm objects (idempotent); open ``enabled()`` blocks end early."""
-    global _persistent, _depth
+    global _persistent
     with _lock:
-        _persistent, _depth = False, 0
+        _persistent = False
+        _depth.update(dict.fromkeys(ROUTES, 0))
         _apply(False)
 
 
 @contextlib.contextmanager
-def enabled():
-    """``with dgl_accel.enabled(): ...`` routes DGL's gspmm inside the block only (nestable)."""
-    global _depth
+def enabled(routes=ROUTES):
+    """``with dgl_accel.enabled(): ...`` routes DGL's gspmm (message passing), edge_softmax and gsddmm
+    (apply_edges) inside the block only (nestable); ``routes=("edge_softmax",)`` routes only those
+    named (:data:`ROUTES`), leaving the others as they were."""
+    routes = (routes,) if isinstance(routes, str) else tuple(routes)
+    unknown = [r for r in routes if r not in ROUTES]
+    if unknown:
+        raise ValueError(f"enabled(routes=...): expected names from {ROUTES} (got {unknown}). "
+                         "Fix: leave routes out to route every op.")
     with _lock:
-        _depth += 1
-        _apply(True)
+        for route in routes:
+            _depth[route] += 1
+        _apply(True, routes)
     try:
         yield
     finally:
         with _lock:
-            _depth = max(0, _depth - 1)
-            if _depth == 0 and not _persistent:
-                _apply(False)
+            for route in routes:
+                _depth[route] = max(0, _depth[route] - 1)
+            if not _persistent:
+                _apply(False, [r for r in routes if _depth[r] == 0])
 
 
 @contextlib.contextmanager

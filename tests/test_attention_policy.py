@@ -11,18 +11,35 @@ import torch.nn.functional as F
 
 import dgl_accel
 import dgl_accel.nn
-from dgl_accel.policies.attention import FUSED_MIN_DIM, choose_attention, use_attention_path
+from dgl_accel.core import dense
+from dgl_accel.policies.attention import choose_attention, fused_min_dim, use_attention_path
 from dgl_accel.testing.tolerances import assert_close
 
 CPU = torch.zeros(1)
 
 
+@pytest.fixture
+def amd(monkeypatch):
+    """The rule of an AMD CPU (the tables of ``dgl_accel.policies.attention``), whatever this one is."""
+    monkeypatch.setattr(dense, "_vendor", "AuthenticAMD")
+
+
+@pytest.fixture
+def intel(monkeypatch):
+    monkeypatch.setattr(dense, "_vendor", "GenuineIntel")
+
+
+@pytest.mark.parametrize("vendor", ["AuthenticAMD", "GenuineIntel"])
 @pytest.mark.parametrize("op", ["gat", "gatv2"])
-def test_cpu_rule_routes_several_narrow_heads_and_fuses_wide_or_single_ones(op):
+def test_cpu_rule_routes_several_narrow_heads_and_fuses_wide_or_single_ones(op, vendor, monkeypatch):
+    monkeypatch.setattr(dense, "_vendor", vendor)
+    least = fused_min_dim(op)
+    assert least == (1 if (op, vendor) == ("gatv2", "GenuineIntel") else 32)
     with dgl_accel.use_backend("native"):
-        assert not choose_attention(op, 8, 8, CPU).fused
-        assert not choose_attention(op, 4, FUSED_MIN_DIM[op] - 1, CPU).fused
-        assert choose_attention(op, 4, FUSED_MIN_DIM[op], CPU).fused
+        assert choose_attention(op, 8, 8, CPU).fused is (least <= 8)
+        if least > 1:
+            assert not choose_attention(op, 4, least - 1, CPU).fused
+        assert choose_attention(op, 4, least, CPU).fused
         assert choose_attention(op, 1, 8, CPU).fused  # the GAT recipe's output layer
         assert choose_attention("dot", 8, 8, CPU).fused  # the dot op is fused at every width
         with use_attention_path("fused"):
@@ -30,7 +47,18 @@ def test_cpu_rule_routes_several_narrow_heads_and_fuses_wide_or_single_ones(op):
             with use_attention_path("routed"):
                 assert not choose_attention(op, 4, 32, CPU).fused
             assert choose_attention(op, 8, 8, CPU).fused  # the outer mode is back
-        assert not choose_attention(op, 8, 8, CPU).fused
+        assert choose_attention(op, 8, 8, CPU).fused is (least <= 8)
+
+
+@pytest.mark.parametrize("vendor, routes", [("AuthenticAMD", None), ("GenuineIntel", ("edge_softmax",))])
+def test_narrow_gat_heads_route_what_wins_on_the_cpu(vendor, routes, monkeypatch):
+    """DGL's forward routes every op on AMD CPUs, only the edge softmax on Intel ones (where DGL's
+    apply_edges and update_all kernels are faster than ours)."""
+    monkeypatch.setattr(dense, "_vendor", vendor)
+    with dgl_accel.use_backend("native"):
+        choice = choose_attention("gat", 8, 8, CPU)
+    assert not choice.fused and choice.routes == routes
+    assert ("only edge_softmax routed" in str(choice)) is (routes is not None)
 
 
 def test_triton_backend_keeps_the_fused_kernels():
@@ -47,7 +75,7 @@ def test_bad_op_and_mode_are_refused_with_the_fix():
             pass
 
 
-def test_explain_with_heads_tells_the_attention_path():
+def test_explain_with_heads_tells_the_attention_path(amd):
     g = dgl.rand_graph(20, 60)
     with dgl_accel.use_backend("native"):
         narrow, wide = dgl_accel.explain(g, 8, heads=8), dgl_accel.explain(g, 32, heads=4, op="gatv2")
@@ -73,7 +101,7 @@ def _step(conv, g, x, seed):
 
 
 @pytest.mark.parametrize("module", ["gat", "gatv2"])
-def test_routed_layer_with_dropout_is_dgls_forward_with_dgls_numbers(module):
+def test_routed_layer_with_dropout_is_dgls_forward_with_dgls_numbers(module, amd):
     g = dgl.add_self_loop(_graph())
     x = torch.randn(60, 12)
     kw = dict(feat_drop=0.3, attn_drop=0.6, residual=True)
@@ -94,6 +122,24 @@ def test_routed_layer_with_dropout_is_dgls_forward_with_dgls_numbers(module):
         stats = dgl_accel.stats()
     assert not any(k.startswith(("gat_attention", "gatv2_attention")) for k in stats), stats
     assert any(k.startswith("edge_softmax") for k in stats), stats  # DGL's forward, on our routed ops
+    assert any(k.startswith(("gspmm", "gsddmm")) for k in stats), stats
+
+
+def test_narrow_gat_on_intel_routes_only_the_edge_softmax_with_dgls_numbers(intel):
+    g = dgl.add_self_loop(_graph())
+    x = torch.randn(60, 12)
+    theirs, ours = _gat_pair(8, 8, feat_drop=0.3, attn_drop=0.6, residual=True)
+    with dgl_accel.use_backend("native"):
+        dgl_accel.reset_stats()
+        for seed in range(2):
+            want, got = _step(theirs, g, x, seed), _step(ours, g, x, seed)
+            assert_close(got[0], want[0])
+            for k in want[1]:
+                assert_close(got[1][k], want[1][k], msg=k)
+        stats = dgl_accel.stats()
+    assert any(k.startswith("edge_softmax") for k in stats), stats
+    assert not any(k.startswith(("gspmm", "gsddmm", "gat_attention")) for k in stats), stats
+    assert not dgl_accel.patching.is_enabled()  # the block put DGL's ops back
 
 
 def _graph():

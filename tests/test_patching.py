@@ -49,6 +49,34 @@ def test_context_manager_nests_and_restores_on_error():
     assert dgl_accel.is_enabled()  # enable() outlives blocks
 
 
+def test_enabled_routes_switch_each_op_alone_and_nest():
+    from dgl_accel.routes import edge_softmax as es
+    from dgl_accel.routes import gsddmm as sd
+
+    def routed():
+        return {"gspmm": dgl_accel.is_enabled(), "edge_softmax": dgl.ops.edge_softmax is es.routed_edge_softmax,
+                "gsddmm": dgl.ops.gsddmm is sd.routed_gsddmm}
+
+    nothing = dict.fromkeys(patching.ROUTES, False)
+    assert routed() == nothing
+    with dgl_accel.enabled(routes="edge_softmax"):
+        assert routed() == {**nothing, "edge_softmax": True}
+        with dgl_accel.enabled():
+            assert routed() == dict.fromkeys(patching.ROUTES, True)
+        assert routed() == {**nothing, "edge_softmax": True}  # the inner block's other routes are undone
+        with dgl_accel.enabled(routes=("edge_softmax", "gsddmm")):
+            assert routed() == {**nothing, "edge_softmax": True, "gsddmm": True}
+        assert routed() == {**nothing, "edge_softmax": True}  # still open outside
+    assert routed() == nothing
+    dgl_accel.enable()
+    with dgl_accel.enabled(routes=["gsddmm"]):
+        pass
+    assert routed() == dict.fromkeys(patching.ROUTES, True)  # enable() outlives blocks
+    with pytest.raises(ValueError, match=r"expected names from \('gspmm', 'edge_softmax', 'gsddmm'\) \(got \['spmm'\]\)"):
+        with dgl_accel.enabled(routes=["spmm"]):
+            pass
+
+
 def test_update_all_and_dgl_ops_are_routed(path):
     g = dgl.rand_graph(40, 200)
     x, w = torch.randn(40, 5), torch.rand(200)

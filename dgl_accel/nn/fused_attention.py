@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dgl.base import DGLError
 
-from ..patching import enabled
+from ..patching import ROUTES, enabled
 from ..policies.attention import choose_attention
 from .gatconv import ZERO_IN_DEGREE
 
@@ -19,15 +19,16 @@ class FusedAttentionForward:
     attention_op = ""
 
     def forward(self, graph, feat, get_attention=False):
-        if not self._fused_applies(graph, feat) or not self._fused_faster(feat):
-            with enabled():
+        choice = self._choice(feat) if self._fused_applies(graph, feat) else None
+        if choice is None or not choice.fused:  # DGL's forward, on the routes the choice names (None: all)
+            with enabled(ROUTES if choice is None or choice.routes is None else choice.routes):
                 return super().forward(graph, feat, get_attention=get_attention)
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work
         return self._fused_forward(graph, feat, get_attention)
 
-    def _fused_faster(self, feat) -> bool:
+    def _choice(self, feat):
         """The shape rule of :func:`dgl_accel.policies.attention.choose_attention` for this layer."""
         like = feat[0] if isinstance(feat, tuple) else feat
-        return choose_attention(self.attention_op, self._num_heads, self._out_feats, like).fused
+        return choose_attention(self.attention_op, self._num_heads, self._out_feats, like)
 

@@ -20,7 +20,8 @@ edge softmax and aggregation still go through our routing where supported): ``ed
 features with extra dimensions ``(N, *, D)``, graphs with several relations, and the shapes where
 the routed ops are faster than the fused op (several narrow heads on the CPU:
 :func:`dgl_accel.policies.attention.choose_attention`, printed by ``dgl_accel.explain(graph, D,
-heads=H)``). So on the CPU a run from ``torch.manual_seed`` gives DGL's numbers with dropout on too
+heads=H)``; on Intel CPUs that forward routes only the edge softmax, the one routed op faster than
+DGL's there). So on the CPU a run from ``torch.manual_seed`` gives DGL's numbers with dropout on too
 (both dropouts draw DGL's masks); with the Triton kernels single runs differ by the mask, whose
 distribution is DGL's.
 """
@@ -30,7 +31,7 @@ import dgl.nn
 from dgl.base import DGLError
 
 from ..functional import gat_attention, gat_layer
-from ..patching import enabled
+from ..patching import ROUTES, enabled
 from ..policies.attention import choose_attention
 from .inputs import plain_features
 
@@ -42,8 +43,9 @@ ZERO_IN_DEGREE = ("There are 0-in-degree nodes in the graph, output for those no
 
 class GATConv(dgl.nn.GATConv):
     def forward(self, graph, feat, edge_weight=None, get_attention=False):
-        if not self._fused_applies(graph, feat, edge_weight):
-            with enabled():
+        choice = self._choice(graph, feat, edge_weight)
+        if choice is None or not choice.fused:  # DGL's forward, on the routes the choice names (None: all)
+            with enabled(ROUTES if choice is None or choice.routes is None else choice.routes):
                 return super().forward(graph, feat, edge_weight=edge_weight, get_attention=get_attention)
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work
@@ -81,9 +83,10 @@ class GATConv(dgl.nn.GATConv):
             rst = self.activation(rst)
         return (rst, attention.unsqueeze(-1)) if get_attention else rst
 
-    def _fused_applies(self, graph, feat, edge_weight) -> bool:
-        """Whether the fused op computes exactly what DGL's forward would (see the module docstring)."""
+    def _choice(self, graph, feat, edge_weight):
+        """The policy's choice (:func:`dgl_accel.policies.attention.choose_attention`) where the fused op
+        computes exactly what DGL's forward would (see the module docstring), else None."""
         if edge_weight is not None or not plain_features(graph, feat):
-            return False
+            return None
         like = feat[0] if isinstance(feat, tuple) else feat
-        return choose_attention("gat", self._num_heads, self._out_feats, like).fused
+        return choose_attention("gat", self._num_heads, self._out_feats, like)

@@ -23,12 +23,20 @@ routed     0.92   1.10   1.32   1.29   1.53   1.30   0.96
 0.98, 1.05, 0.90, 0.99 (its fused loops have no leaky ReLU or dropout hash per edge and head: fused
 at every width).  ``GATv2Conv`` (earlier loops; 4x32 / 8x8): fused 2.28 / 1.09, routed 1.43 / 1.68.
 
-Rule (CPU tensors on the native path): fused where one head, or heads of at least
-:data:`FUSED_MIN_DIM` [op] features; otherwise the routed ops. CUDA tensors and the Triton backend
-keep the fused kernels (their rule is the GPU report's to fit). :func:`choose_attention` returns the
-choice with its reason; ``dgl_accel.explain(graph, dim, heads=H)`` prints it for a graph.
-``with use_attention_path("fused")`` (or ``"routed"``) overrides the rule, e.g. to keep the fused
-op's memory saving where the routed ops would be faster.
+Those tables are an AMD CPU's.  On an Intel one (2026-11-29, a Xeon with AVX-512; Cora, one
+``GATConv`` / ``GATv2Conv`` training step in 128 -> 8 x 8, one thread, interleaved, ratio = DGL's
+time / ours) DGL's C kernels for ``apply_edges`` and ``update_all`` beat our routed ones, and only
+the edge softmax still wins: GAT fused 1.03, routed 0.91, DGL's forward with only ``edge_softmax``
+routed 1.07 (1.34 on Amazon-CS; the GAT recipe's 767 -> 8 x 8 with dropout on Cora: 0.96 / 0.95 /
+1.03); GATv2 fused 1.28, routed 1.02 (recipe: 1.02 / 0.99).
+
+Rule (CPU tensors on the native path): fused where one head, or heads of at least :func:`fused_min_dim`
+(op) features (:data:`FUSED_MIN_DIM`; on Intel CPUs :data:`FUSED_MIN_DIM_INTEL`); otherwise DGL's
+forward with the routes of :data:`ROUTES_INTEL` on Intel CPUs, every route elsewhere. CUDA tensors and
+the Triton backend keep the fused kernels (their rule is the GPU report's to fit).
+:func:`choose_attention` returns the choice with its reason; ``dgl_accel.explain(graph, dim, heads=H)``
+prints it for a graph. ``with use_attention_path("fused")`` (or ``"routed"``) overrides the rule, e.g.
+to keep the fused op's memory saving where the routed ops would be faster.
 """
 from __future__ import annotations
 
@@ -38,12 +46,17 @@ import dataclasses
 import torch
 
 from ..core import backend
+from ..core.dense import cpu_vendor
 from ..core.launch import kernel_module
 
-__all__ = ["FUSED_MIN_DIM", "MODES", "AttentionChoice", "choose_attention", "use_attention_path"]
+__all__ = ["FUSED_MIN_DIM", "FUSED_MIN_DIM_INTEL", "MODES", "ROUTES_INTEL", "AttentionChoice",
+           "choose_attention", "fused_min_dim", "use_attention_path"]
 
 # per op, the per-head width from which the fused CPU loops beat the routed ops (tables above)
 FUSED_MIN_DIM = {"gat": 32, "gatv2": 32, "dot": 1}
+FUSED_MIN_DIM_INTEL = {"gat": 32, "gatv2": 1, "dot": 1}
+# per op, the routes DGL's forward takes where the fused op does not run, on Intel CPUs (default: all)
+ROUTES_INTEL = {"gat": ("edge_softmax",)}
 OPS = tuple(FUSED_MIN_DIM)
 MODES = ("auto", "fused", "routed")
 _mode = "auto"
@@ -68,9 +81,20 @@ def use_attention_path(mode: str):
         _mode = old
 
 
+def _intel() -> bool:
+    return cpu_vendor() == "GenuineIntel"
+
+
+def fused_min_dim(op: str) -> int:
+    """The per-head width from which the fused CPU loops run (this CPU's table)."""
+    return (FUSED_MIN_DIM_INTEL if _intel() else FUSED_MIN_DIM)[op]
+
+
 @dataclasses.dataclass(frozen=True)
 class AttentionChoice:
-    """``fused``: whether the fused op runs; ``path``: the backend path (native / triton); ``reason``."""
+    """``fused``: whether the fused op runs; ``path``: the backend path (native / triton); ``reason``;
+    ``routes``: where DGL's forward runs instead, the ops it routes (names of ``dgl_accel.patching.ROUTES``
+    for ``dgl_accel.enabled(routes)``; None: every one)."""
 
     op: str
     heads: int
@@ -78,9 +102,12 @@ class AttentionChoice:
     path: str
     fused: bool
     reason: str
+    routes: tuple | None = None
 
     def __str__(self) -> str:
-        what = "the fused op" if self.fused else "DGL's forward on dgl-accel's routed ops"
+        what = "the fused op" if self.fused else (
+            "DGL's forward on dgl-accel's routed ops" if self.routes is None else
+            f"DGL's forward with only {', '.join(self.routes)} routed through dgl-accel")
         return f"{self.op} attention, {self.heads} head(s) x {self.dim} on the {self.path} path: {what} ({self.reason})"
 
 
@@ -101,12 +128,13 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
         return AttentionChoice(op, heads, dim, path, True, f"the Triton kernels, {_grid(op, heads, dim)}")
     if heads == 1:
         return AttentionChoice(op, heads, dim, path, True, "one head: the per-head work is the whole row")
-    least = FUSED_MIN_DIM[op]
+    least = fused_min_dim(op)
     if dim >= least:
         return AttentionChoice(op, heads, dim, path, True, f"heads of {dim} >= {least} features")
+    routes = ROUTES_INTEL.get(op) if _intel() else None
     return AttentionChoice(op, heads, dim, path, False,
                            f"{heads} heads of {dim} < {least} features: the fused loops' fixed cost per "
-                           f"(edge, head) outweighs their saving")
+                           f"(edge, head) outweighs their saving", routes)
 
 
 # per op, its module of all-heads kernels (one program per row covering every head)

@@ -30,9 +30,9 @@ def _ours(x, w, b, relu, upstream, plan=None):
 
 @pytest.fixture(params=[True, False], ids=["onednn", "torch"])
 def onednn(request, monkeypatch):
+    monkeypatch.setenv("DGL_ACCEL_ONEDNN", "1" if request.param else "0")
     if request.param and not dense.onednn_enabled():
         pytest.skip("oneDNN's fused linear is not available in this torch build")
-    monkeypatch.setenv("DGL_ACCEL_ONEDNN", "1" if request.param else "0")
     monkeypatch.setattr(dense, "ONEDNN_MIN_ENTRIES", 0)  # the small test inputs take oneDNN too
     return request.param
 
@@ -77,3 +77,27 @@ def test_double_backward_goes_through_torch(onednn):
     (gxr,) = torch.autograd.grad((xr @ wr).pow(2).sum(), xr, create_graph=True)
     (gwr,) = torch.autograd.grad(gxr.sum(), wr)
     torch.testing.assert_close(gw.double(), gwr, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("vendor, setting, expected", [
+    ("GenuineIntel", "", False), ("AuthenticAMD", "", True), ("", "", True),
+    ("GenuineIntel", "1", True), ("AuthenticAMD", "0", False)])
+def test_onednn_by_default_only_where_mkl_has_no_fast_path(monkeypatch, vendor, setting, expected):
+    """MKL takes its AVX-512 kernels on Intel CPUs only: there the products stay on addmm unless
+    DGL_ACCEL_ONEDNN=1 asks for oneDNN; elsewhere oneDNN unless DGL_ACCEL_ONEDNN=0."""
+    if not dense._onednn_works():
+        pytest.skip("oneDNN's fused linear is not available in this torch build")
+    monkeypatch.setattr(dense, "_vendor", vendor)
+    monkeypatch.setenv("DGL_ACCEL_ONEDNN", setting)
+    assert dense.onednn_enabled() is expected
+
+
+def test_weight_gradient_in_linear_form_equals_x_transposed_times_g():
+    """weight_grads computes x^T g as (g^T x)^T (nn.Linear's form): the same [in, out] values."""
+    gen = torch.Generator().manual_seed(5)
+    x, g = torch.randn(500, 37, dtype=torch.float64, generator=gen), torch.randn(500, 9, dtype=torch.float64,
+                                                                                  generator=gen)
+    grad_w, grad_b = dense.weight_grads(x, g, True)
+    assert grad_w.shape == (37, 9)
+    torch.testing.assert_close(grad_w, x.t() @ g, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad_b, g.sum(0))
