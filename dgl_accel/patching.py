@@ -197,11 +197,11 @@ def disable() -> None:
 
 
 @contextlib.contextmanager
-def enabled(routes=ROUTES):
+def enabled(routes=None):
     """``with dgl_accel.enabled(): ...`` routes DGL's gspmm (message passing), edge_softmax and gsddmm
     (apply_edges) inside the block only (nestable); ``routes=("edge_softmax",)`` routes only those
-    named (:data:`ROUTES`), leaving the others as they were."""
-    routes = (routes,) if isinstance(routes, str) else tuple(routes)
+    named (:data:`ROUTES`), leaving the others as they were; None routes every one."""
+    routes = ROUTES if routes is None else (routes,) if isinstance(routes, str) else tuple(routes)
     unknown = [r for r in routes if r not in ROUTES]
     if unknown:
         raise ValueError(f"enabled(routes=...): expected names from {ROUTES} (got {unknown}). "

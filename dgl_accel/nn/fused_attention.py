@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dgl.base import DGLError
 
-from ..patching import ROUTES, enabled
+from ..patching import enabled
 from ..policies.attention import choose_attention
 from .gatconv import ZERO_IN_DEGREE
 
@@ -21,7 +21,7 @@ class FusedAttentionForward:
     def forward(self, graph, feat, get_attention=False):
         choice = self._choice(feat) if self._fused_applies(graph, feat) else None
         if choice is None or not choice.fused:  # DGL's forward, on the routes the choice names (None: all)
-            with enabled(ROUTES if choice is None or choice.routes is None else choice.routes):
+            with enabled(None if choice is None else choice.routes):
                 return super().forward(graph, feat, get_attention=get_attention)
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work

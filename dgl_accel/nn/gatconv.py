@@ -31,7 +31,7 @@ import dgl.nn
 from dgl.base import DGLError
 
 from ..functional import gat_attention, gat_layer
-from ..patching import ROUTES, enabled
+from ..patching import enabled
 from ..policies.attention import choose_attention
 from .inputs import plain_features
 
@@ -45,7 +45,7 @@ class GATConv(dgl.nn.GATConv):
     def forward(self, graph, feat, edge_weight=None, get_attention=False):
         choice = self._choice(graph, feat, edge_weight)
         if choice is None or not choice.fused:  # DGL's forward, on the routes the choice names (None: all)
-            with enabled(ROUTES if choice is None or choice.routes is None else choice.routes):
+            with enabled(None if choice is None else choice.routes):
                 return super().forward(graph, feat, edge_weight=edge_weight, get_attention=get_attention)
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work
