@@ -8,7 +8,9 @@ core.  ``gspmm`` is the op every DGL message passing reaches once ``dgl_accel.en
 * ``reduce``: ``sum`` or ``mean`` (the grouped aggregation) or ``max``/``min`` (the core's arg-based
   extrema op, ``dgl_accel.core.extrema``: DGL's arg backward, also for ``u_add_e`` and ``copy_e``
   (``ufeat=None``, edge features as ``efeat``); rows without in-edges hold ``fill``, 0 by default as
-  ``update_all`` gives, where DGL's raw gspmm leaves -inf/+inf).
+  ``update_all`` gives, where DGL's raw gspmm leaves -inf/+inf).  On Intel CPUs ``copy_u`` max/min
+  over long rows that needs a gradient runs DGL's own kernel (``dgl_accel.policies.extrema``: faster
+  there), with the same contract, its reason in ``stats()``.
 * ``norm``: GCN normalisation fused into the aggregation, with ``dgl.nn.GraphConv``'s conventions:
   ``left``/``both`` scale each message by out_deg(u)^-1 / ^-1/2, ``right``/``both`` scale each row
   by in_deg(v)^-1 / ^-1/2, degrees clamped to at least 1.  ``mean`` is ``sum`` with 1/in_deg(v).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import dgl
 import torch
 
+from .core import backend
 from .core.aggregation.checks import check_features, check_options
 from .core.aggregation.copy_u_sum_self import check_copy_u_sum_self, copy_u_sum_self_reference
 from .core.aggregation.copy_u_sum_self import copy_u_sum_self as core_copy_u_sum_self
@@ -31,13 +34,15 @@ from .core.attention.gat import gat_attention as core_gat_attention
 from .core.attention.gat_layer import gat_layer as core_gat_layer
 from .core.attention.gatv2 import gatv2_attention as core_gatv2_attention
 from .core.dense import DenseFunction
-from .core.extrema import aggregate_extrema
+from .core.extrema import aggregate_extrema, check_extrema
 from .core.headwise.function import aggregate_headwise
 from .core.sddmm.function import gsddmm as core_gsddmm
 from .core.vector_scale import scale
+from .graph import dgl_kernels
 from .graph.views import DGLGraphViews
 from .policies.exec_paths.plan import LayerPlan, rows_aggregate, rows_path_applies
 from .policies.exec_paths.session import active_session, begin_layer, note_unrouted
+from .policies.extrema import dgl_kernel_reason as dgl_extrema_reason
 from .policies.redundancy.hook import plan_for as redundancy_plan_for
 
 __all__ = ["gspmm", "copy_u_sum", "copy_u_sum_self", "gspmm_rows", "dense", "scale", "edge_softmax", "gat_attention"]
@@ -96,7 +101,16 @@ def _extrema(graph, op, reduce, ufeat, efeat, norm, fill):
     views = _views(graph)
     # it runs every row (no execution-path plan): inside a session it counts as an unrouted layer
     note_unrouted(graph)
-    return aggregate_extrema(views, op, reduce, ufeat, efeat, fill=fill)
+    reason = dgl_extrema_reason(op, ufeat, views.num_edges, views.num_dst)
+    if reason is None:
+        return aggregate_extrema(views, op, reduce, ufeat, efeat, fill=fill)
+    check_extrema(views, op, reduce, ufeat, efeat, fill)
+    backend.record_fallthrough(f"{op}_{reduce}", reason)
+    out = dgl_kernels.extrema(graph, reduce, ufeat)
+    empty = views.cached("extrema.empty_rows", lambda: (views.in_degrees() == 0).nonzero().flatten())
+    if empty.numel():  # fill, and no gradient from them (DGL's backward sends theirs to node 0)
+        out = out.index_fill(0, empty, fill)
+    return out
 
 
 def copy_u_sum(graph, feat: torch.Tensor) -> torch.Tensor:

@@ -34,6 +34,12 @@ def spmm_sum(gidx, x: torch.Tensor, w: torch.Tensor | None, num_rows: int, num_e
     return out
 
 
+def extrema(graph, reduce: str, x: torch.Tensor) -> torch.Tensor:
+    """max/min over in-edges of x[u] with DGL's kernel and DGL's arg-based backward (rows without
+    in-edges hold -inf/+inf; the caller fills them)."""
+    return ORIGINAL_GSPMM(graph, "copy_lhs", reduce, x, None)
+
+
 def sddmm(gidx, x: torch.Tensor, g: torch.Tensor, per_feat: bool) -> torch.Tensor:
     """Per edge (edge-id order): x[src] * g[dst] (``per_feat``) or their dot product."""
     return _gsddmm(gidx, "mul" if per_feat else "dot", x, g, "u", "v")
