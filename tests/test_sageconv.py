@@ -2,7 +2,8 @@
 ``ONE_PRODUCT_MIN_RATIO`` times: fc_neigh and fc_self as one product, then the mean of the neighbour
 half): DGL's outputs and gradients on graphs with empty rows and on blocks, with bias, activation and
 norm; narrower layers, pairs of features and edge weights take the direct mean forward (DGL's
-operations with the aggregation called directly), which gives DGL's numbers too."""
+operations with the aggregation called directly), which gives DGL's numbers too; so do layers where
+the product would not run on oneDNN (Intel CPUs by default)."""
 import copy
 
 import dgl
@@ -11,8 +12,18 @@ import pytest
 import torch
 
 import dgl_accel
+import dgl_accel.nn.sageconv as sageconv
 from dgl_accel.nn.sageconv import ONE_PRODUCT_MIN_RATIO
 from dgl_accel.testing.tolerances import assert_close
+
+
+@pytest.fixture
+def onednn(monkeypatch):
+    """The one-product forward's condition on the machine (oneDNN products) set either way."""
+    def set_onednn(on: bool):
+        monkeypatch.setattr(sageconv, "onednn_enabled", lambda: on)
+    set_onednn(True)
+    return set_onednn
 
 
 def _graph():
@@ -30,7 +41,7 @@ def _run(conv, g, x):
 
 @pytest.mark.parametrize("block", [False, True])
 @pytest.mark.parametrize("kw", [{}, {"bias": False}, {"activation": torch.tanh, "norm": torch.nn.LayerNorm(4)}])
-def test_one_product_mean_equals_dgls_module(path, block, kw):
+def test_one_product_mean_equals_dgls_module(path, block, kw, onednn, monkeypatch):
     g = _graph()
     if block:
         g = dgl.to_block(dgl.in_subgraph(g, torch.arange(20)), torch.arange(20))
@@ -40,8 +51,12 @@ def test_one_product_mean_equals_dgls_module(path, block, kw):
     dgl_accel.swap(ours)
     x = torch.randn(g.num_src_nodes(), 4 * ONE_PRODUCT_MIN_RATIO)
     want = _run(theirs, g, x)
+    calls = []
+    one_product = sageconv.SAGEConv._mean_one_product
+    monkeypatch.setattr(sageconv.SAGEConv, "_mean_one_product", lambda *a: calls.append(1) or one_product(*a))
     dgl_accel.reset_stats()
     got = _run(ours, g, x)
+    assert calls == [1]
     stats = dgl_accel.stats()
     assert "copy_u_mean" in stats and not any(k.startswith("fallthrough") for k in str(stats).split("'")), stats
     assert_close(got[0], want[0])
@@ -49,7 +64,7 @@ def test_one_product_mean_equals_dgls_module(path, block, kw):
         assert_close(got[1][k], want[1][k], msg=k)
 
 
-def test_narrower_layers_feature_pairs_and_edge_weights_take_the_direct_mean(monkeypatch):
+def test_narrower_layers_feature_pairs_edge_weights_and_no_onednn_take_the_direct_mean(monkeypatch, onednn):
     calls = []
     monkeypatch.setattr(dgl_accel.nn.SAGEConv, "_mean_one_product", lambda self, g, f: calls.append(1))
     g = _graph()
@@ -60,6 +75,10 @@ def test_narrower_layers_feature_pairs_and_edge_weights_take_the_direct_mean(mon
     wide(g, (x, x))  # a pair: the direct mean forward
     wide(g, x, edge_weight=torch.rand(g.num_edges()))  # edge weights: the direct mean forward
     assert calls == []
+    onednn(False)  # an Intel CPU's default: DGL's two products beat the one there
+    wide(g, x)
+    assert calls == []
+    onednn(True)
     wide(g, x)
     assert calls == [1]
 

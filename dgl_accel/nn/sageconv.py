@@ -17,7 +17,11 @@ Slashdot (0.74-0.87x: the [N, 2 out] product and its halves' copies cost more me
 the second read of x saves), so narrower ratios, pairs of features (``HeteroGraphConv``'s relations)
 and edge weights take DGL's mean forward with the aggregation called directly (not through
 ``update_all``) and the self half added into the product's output; ``pool`` takes the same direct
-forward with its max.
+forward with its max.  The one-product forward pays where its product runs on oneDNN
+(``dgl_accel.core.dense.onednn_enabled``: by default CPUs other than Intel's); on an Intel Xeon
+(2026-11-29) it lost to DGL's two products at every shape it applies to (128 -> 16 on Amazon-CS
+0.96-0.97x against 1.01-1.05x for the direct forward; 767 -> 64 on Cora 0.97x vs 1.05x, on
+Amazon-CS 0.93x vs 1.02x; 1433 -> 64 on Cora 1.01x vs 1.03x), so there the direct forward runs.
 
 ``gcn`` with one feature tensor on a graph or a block runs DGL's gcn forward step for step, with
 the in-degrees + 1 it divides by cached per graph (DGL asks the graph for them on every call) and,
@@ -28,6 +32,7 @@ import dgl.nn
 import torch
 import torch.nn.functional as F
 
+from ..core.dense import onednn_enabled
 from ..functional import copy_u_sum_self, dense, gspmm
 from ..graph.structure import cached, is_supported_graph
 from ..patching import enabled
@@ -54,7 +59,7 @@ class SAGEConv(dgl.nn.SAGEConv):
                 and feat.dim() == 2 and feat.is_floating_point()
                 and self._in_src_feats >= ONE_PRODUCT_MIN_RATIO * self._out_feats
                 and graph.num_edges() > 0 and is_supported_graph(graph, relation=True)
-                and (graph.is_block or graph.num_src_nodes() == graph.num_dst_nodes()))
+                and (graph.is_block or graph.num_src_nodes() == graph.num_dst_nodes()) and onednn_enabled())
 
     def _gcn_applies(self, graph, feat, edge_weight) -> bool:
         return (graph.num_edges() > 0 and one_tensor_on_sources(graph, feat, self._in_src_feats, blocks=True)
