@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import dgl_accel
 import dgl_accel.nn
-from dgl_accel.core import dense
+from dgl_accel.core import machine
 from dgl_accel.policies.attention import choose_attention, fused_min_dim, use_attention_path
 from dgl_accel.testing.tolerances import assert_close
 
@@ -21,18 +21,18 @@ CPU = torch.zeros(1)
 @pytest.fixture
 def amd(monkeypatch):
     """The rule of an AMD CPU (the tables of ``dgl_accel.policies.attention``), whatever this one is."""
-    monkeypatch.setattr(dense, "_vendor", "AuthenticAMD")
+    monkeypatch.setattr(machine, "_vendor", "AuthenticAMD")
 
 
 @pytest.fixture
 def intel(monkeypatch):
-    monkeypatch.setattr(dense, "_vendor", "GenuineIntel")
+    monkeypatch.setattr(machine, "_vendor", "GenuineIntel")
 
 
 @pytest.mark.parametrize("vendor", ["AuthenticAMD", "GenuineIntel"])
 @pytest.mark.parametrize("op", ["gat", "gatv2"])
 def test_cpu_rule_routes_several_narrow_heads_and_fuses_wide_or_single_ones(op, vendor, monkeypatch):
-    monkeypatch.setattr(dense, "_vendor", vendor)
+    monkeypatch.setattr(machine, "_vendor", vendor)
     least = fused_min_dim(op)
     assert least == (1 if (op, vendor) == ("gatv2", "GenuineIntel") else 32)
     with dgl_accel.use_backend("native"):
@@ -54,7 +54,7 @@ def test_cpu_rule_routes_several_narrow_heads_and_fuses_wide_or_single_ones(op, 
 def test_narrow_gat_heads_route_what_wins_on_the_cpu(vendor, routes, monkeypatch):
     """DGL's forward routes every op on AMD CPUs, only the edge softmax on Intel ones (where DGL's
     apply_edges and update_all kernels are faster than ours)."""
-    monkeypatch.setattr(dense, "_vendor", vendor)
+    monkeypatch.setattr(machine, "_vendor", vendor)
     with dgl_accel.use_backend("native"):
         choice = choose_attention("gat", 8, 8, CPU)
     assert not choice.fused and choice.routes == routes

@@ -12,7 +12,7 @@ import torch
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel import functional
-from dgl_accel.core import dense
+from dgl_accel.core import machine
 from dgl_accel.policies import extrema as policy
 from dgl_accel.testing.tolerances import assert_close
 
@@ -22,7 +22,7 @@ REASON = "fallthrough: long rows on an Intel CPU (average in-degree >= 32, <= 25
 @pytest.fixture
 def vendor(monkeypatch):
     def set_vendor(name):
-        monkeypatch.setattr(dense, "_vendor", name)
+        monkeypatch.setattr(machine, "_vendor", name)
     return set_vendor
 
 

@@ -27,9 +27,9 @@ import os
 import torch
 
 from . import scratch
+from .machine import intel_cpu
 
 _onednn_ok: bool | None = None
-_vendor: str | None = None
 ONEDNN_MIN_ENTRIES = 1 << 20  # x's entries from which oneDNN's forward beat addmm (module docstring)
 
 
@@ -49,27 +49,11 @@ def _onednn_works() -> bool:
     return _onednn_ok
 
 
-def cpu_vendor() -> str:
-    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``; "" where /proc/cpuinfo says none)."""
-    global _vendor
-    if _vendor is None:
-        _vendor = ""
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("vendor_id"):
-                        _vendor = line.split(":", 1)[1].strip()
-                        break
-        except OSError:
-            pass
-    return _vendor
-
-
 def onednn_enabled() -> bool:
     """Whether large CPU float32 products go to oneDNN: by default where the CPU is not Intel's (module
     docstring); ``DGL_ACCEL_ONEDNN=0`` / ``=1`` turns it off / on."""
     setting = os.environ.get("DGL_ACCEL_ONEDNN", "")
-    if setting == "0" or (setting != "1" and cpu_vendor() == "GenuineIntel"):
+    if setting == "0" or (setting != "1" and intel_cpu()):
         return False
     return torch.backends.mkldnn.is_available() and _onednn_works()
 

@@ -46,8 +46,8 @@ import dataclasses
 import torch
 
 from ..core import backend
-from ..core.dense import cpu_vendor
 from ..core.launch import kernel_module
+from ..core.machine import intel_cpu
 
 __all__ = ["FUSED_MIN_DIM", "FUSED_MIN_DIM_INTEL", "MODES", "ROUTES_INTEL", "AttentionChoice",
            "choose_attention", "fused_min_dim", "use_attention_path"]
@@ -81,13 +81,9 @@ def use_attention_path(mode: str):
         _mode = old
 
 
-def _intel() -> bool:
-    return cpu_vendor() == "GenuineIntel"
-
-
 def fused_min_dim(op: str) -> int:
     """The per-head width from which the fused CPU loops run (this CPU's table)."""
-    return (FUSED_MIN_DIM_INTEL if _intel() else FUSED_MIN_DIM)[op]
+    return (FUSED_MIN_DIM_INTEL if intel_cpu() else FUSED_MIN_DIM)[op]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +127,7 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
     least = fused_min_dim(op)
     if dim >= least:
         return AttentionChoice(op, heads, dim, path, True, f"heads of {dim} >= {least} features")
-    routes = ROUTES_INTEL.get(op) if _intel() else None
+    routes = ROUTES_INTEL.get(op) if intel_cpu() else None
     return AttentionChoice(op, heads, dim, path, False,
                            f"{heads} heads of {dim} < {least} features: the fused loops' fixed cost per "
                            f"(edge, head) outweighs their saving", routes)

@@ -31,7 +31,7 @@ import math
 import torch
 
 from ..core import backend
-from ..core.dense import cpu_vendor
+from ..core.machine import intel_cpu
 
 __all__ = ["DGL_MIN_DEGREE", "DGL_MAX_WIDTH", "dgl_kernel_reason"]
 
@@ -47,6 +47,6 @@ def dgl_kernel_reason(op: str, ufeat: torch.Tensor | None, num_edges: int, num_d
         return None
     if num_dst == 0 or num_edges < DGL_MIN_DEGREE * num_dst or math.prod(ufeat.shape[1:]) > DGL_MAX_WIDTH:
         return None
-    if cpu_vendor() != "GenuineIntel" or backend.choose_path(ufeat) != "native":
+    if not intel_cpu() or backend.choose_path(ufeat) != "native":
         return None
     return f"long rows on an Intel CPU (average in-degree >= {DGL_MIN_DEGREE}, <= {DGL_MAX_WIDTH} features)"

@@ -4,7 +4,7 @@ with the weight gradient split into row chunks, and with its backward restricted
 import pytest
 import torch
 
-from dgl_accel.core import dense
+from dgl_accel.core import dense, machine
 from dgl_accel.core.dense import DenseFunction
 from dgl_accel.testing.plans import FixedRowsPlan
 from dgl_accel.testing.tolerances import assert_matches_reference
@@ -87,7 +87,7 @@ def test_onednn_by_default_only_where_mkl_has_no_fast_path(monkeypatch, vendor, 
     DGL_ACCEL_ONEDNN=1 asks for oneDNN; elsewhere oneDNN unless DGL_ACCEL_ONEDNN=0."""
     if not dense._onednn_works():
         pytest.skip("oneDNN's fused linear is not available in this torch build")
-    monkeypatch.setattr(dense, "_vendor", vendor)
+    monkeypatch.setattr(machine, "_vendor", vendor)
     monkeypatch.setenv("DGL_ACCEL_ONEDNN", setting)
     assert dense.onednn_enabled() is expected
 
