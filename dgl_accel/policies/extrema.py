@@ -40,8 +40,9 @@ DGL_MAX_WIDTH = 256   # features per row up to which it does (at 767 ours is at 
 
 
 def dgl_kernel_reason(op: str, ufeat: torch.Tensor | None, num_edges: int, num_dst: int) -> str | None:
-    """Why DGL's kernel runs this max/min aggregation, or None where the core's op does."""
-    if op != "copy_u" or ufeat is None or ufeat.device.type != "cpu":
+    """Why DGL's kernel runs this max/min aggregation, or None where the core's op does (also for
+    anything but a tensor, so that the core's check names what was wrong)."""
+    if op != "copy_u" or not isinstance(ufeat, torch.Tensor) or ufeat.device.type != "cpu":
         return None
     if ufeat.dtype not in (torch.float32, torch.float64) or not (torch.is_grad_enabled() and ufeat.requires_grad):
         return None
