@@ -294,10 +294,25 @@ def _max_diff(a, b) -> float:
     return float((a - b).abs().max())
 
 
-def setup(cell: Cell, graph: Graph, seed: int = 0) -> tuple[dict, dict]:
+def _runs_under(autocast, model, g, x) -> str:
+    """"" where ``model`` runs under ``autocast`` (a dtype, or None: no autocast), else the error it
+    raises there, in one line."""
+    if autocast is None:
+        return ""
+    try:
+        with torch.no_grad(), torch.autocast("cpu", dtype=autocast):
+            model(g, x)
+    except Exception as e:  # noqa: BLE001  (the peer's own error, whatever it is, goes into the row)
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    return ""
+
+
+def setup(cell: Cell, graph: Graph, seed: int = 0, autocast: torch.dtype | None = None) -> tuple[dict, dict]:
     """({provider: one training step, a :class:`bench.harness.TrainingStep`}, facts): both providers
-    start from the same weights.  Facts:
-    nodes, edges, the modules swapped, and the eval-mode forward's max |ours - DGL|."""
+    start from the same weights.  ``autocast`` (a dtype): every step's forward and loss run under
+    ``torch.autocast("cpu", dtype=autocast)``; where DGL's module raises there (GATConv, GATv2Conv),
+    DGL's step runs in fp32, the best its user has.  Facts: nodes, edges, the modules swapped, the
+    eval-mode forward's max |ours - DGL|, each provider's precision and DGL's error under autocast."""
     spec = cell.spec
     hetero = spec.module == "HeteroGraphConv"
     g = graph.hetero if hetero else graph.g
@@ -308,22 +323,35 @@ def setup(cell: Cell, graph: Graph, seed: int = 0) -> tuple[dict, dict]:
     swapped = len(dgl_accel.swap(ours).swapped)
     if not swapped:
         raise RuntimeError(f"dgl_accel.swap left {spec.module} alone: expected a drop-in for it")
+    theirs.eval()
+    ours.eval()
+    peer_error = _runs_under(autocast, theirs, g, x)
+    precision = {p: f"autocast {str(autocast).replace('torch.', '')}" if autocast is not None else "fp32"
+                 for p in ("dgl", "dgl_accel")}
+    if peer_error:
+        precision["dgl"] = "fp32"
     with torch.no_grad():  # both compute one thing (eval: no dropout), and the loss's shapes
-        theirs.eval()
-        ours.eval()
-        out = theirs(g, x)
-        diff = _max_diff(ours(g, x), out)
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None and not peer_error):
+            out = theirs(g, x)
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+            diff = _max_diff(ours(g, x), out)
     theirs.train()
     ours.train()
     loss = _loss_fn(out, seed)
 
-    def step(model, opt):
+    def step(model, opt, provider):
+        on = precision[provider] != "fp32"
+
         def run():
-            loss(model(g, x)).backward()
+            with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=on):
+                value = loss(model(g, x))
+            value.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
         return TrainingStep(model, opt, run)
 
-    steps = {"dgl": step(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01)),
-             "dgl_accel": step(ours, torch.optim.Adam(ours.parameters(), lr=0.01))}
-    return steps, {"nodes": g.num_nodes(), "edges": g.num_edges(), "swapped": swapped, "max_abs_diff": diff}
+    steps = {"dgl": step(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01), "dgl"),
+             "dgl_accel": step(ours, torch.optim.Adam(ours.parameters(), lr=0.01), "dgl_accel")}
+    return steps, {"nodes": g.num_nodes(), "edges": g.num_edges(), "swapped": swapped, "max_abs_diff": diff,
+                   "precision": precision["dgl_accel"], "peer_precision": precision["dgl"],
+                   "peer_error": peer_error}

@@ -33,7 +33,7 @@ from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
 from .core.attention.gat_layer import gat_layer as core_gat_layer
 from .core.attention.gatv2 import gatv2_attention as core_gatv2_attention
-from .core.dense import DenseFunction
+from .core.dense import dense as core_dense
 from .core.extrema import aggregate_extrema, check_extrema
 from .core.headwise.function import aggregate_headwise
 from .core.sddmm.function import gsddmm as core_gsddmm
@@ -156,14 +156,15 @@ def gspmm_rows(graph, feat: torch.Tensor, norm: str, plan: LayerPlan, depth: int
 
 def dense(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False,
           plan: LayerPlan | None = None, offset: int = 0) -> torch.Tensor:
-    """``relu?(x @ weight + bias)`` as one op (oneDNN on CPU float32); inside execution paths its
-    backward keeps to the rows the loss can reach (see ``dgl_accel.core.dense.DenseFunction``).
+    """``relu?(x @ weight + bias)`` as one op (oneDNN on CPU float32; under ``torch.autocast`` in its
+    dtype, as ``nn.Linear``); inside execution paths its backward keeps to the rows the loss can reach
+    (see ``dgl_accel.core.dense.DenseFunction``).
 
     >>> import torch
     >>> dense(torch.ones(2, 3), torch.ones(3, 4), torch.zeros(4)).tolist()[0]
     [3.0, 3.0, 3.0, 3.0]
     """
-    return DenseFunction.apply(x, weight, bias, relu, plan, offset)
+    return core_dense(x, weight, bias, relu, plan, offset)
 
 
 def edge_softmax(graph, score: torch.Tensor, norm_by: str = "dst") -> torch.Tensor:

@@ -1,7 +1,8 @@
 """Dense products of the drop-in layers: ``act(x @ W + b)`` as one op, forward and backward.
 
 Naming chain as for the sparse ops: :func:`linear` (launcher: oneDNN or torch) ->
-:class:`DenseFunction` (autograd) -> ``GraphConv._product``.
+:class:`DenseFunction` (autograd) -> :func:`dense` (the op, under ``torch.autocast`` run in its dtype as
+``nn.Linear`` is: :mod:`dgl_accel.core.autocast`) -> ``GraphConv._product``.
 
 * CPU, float32, inputs of at least :data:`ONEDNN_MIN_ENTRIES` entries, on a CPU that is not Intel's:
   the product runs on oneDNN's inner-product primitive (``torch.ops.mkldnn._linear_pointwise``, what
@@ -27,6 +28,7 @@ import os
 import torch
 
 from . import scratch
+from .autocast import lower_precision
 from .machine import intel_cpu
 
 _onednn_ok: bool | None = None
@@ -158,3 +160,16 @@ class DenseFunction(torch.autograd.Function):
                 grad_x = grad.new_zeros((grad.shape[0], weight.shape[0])).index_copy_(0, rows, grad_x)
                 ctx.plan.rows_written(grad_x, ctx.offset)  # 0 outside rows: the next step need not check
         return grad_x, grad_w, grad_b, None, None, None
+
+
+@lower_precision
+def dense(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False,
+          plan=None, offset: int = 0) -> torch.Tensor:
+    """``relu?(x @ weight + bias)`` (:class:`DenseFunction`); under ``torch.autocast`` in its dtype, with
+    bias, as ``nn.Linear`` runs there.
+
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+    ...     dense(torch.ones(2, 3), torch.ones(3, 4), torch.zeros(4)).dtype
+    torch.bfloat16
+    """
+    return DenseFunction.apply(x, weight, bias, relu, plan, offset)

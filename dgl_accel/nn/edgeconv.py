@@ -55,7 +55,9 @@ class EdgeConv(dgl.nn.EdgeConv):
             h_dst = feat[: g.num_dst_nodes()] if g.is_block else feat
             w_src = F.linear(h_src, self.theta.weight)
             w_dst = w_src[: g.num_dst_nodes()] if g.is_block else w_src
-        own = w_dst + self.theta.bias + self.phi(h_dst) if self.theta.bias is not None else w_dst + self.phi(h_dst)
+        own = w_dst + self.phi(h_dst)
+        if self.theta.bias is not None:  # in w_dst's dtype: theta's own product adds it so (autocast: bf16)
+            own = own + self.theta.bias.to(own.dtype)
         if self.batch_norm:  # the normalisation needs every edge's value: e = own_v - W x_u, one [E, F] tensor
             return gspmm(g, "copy_e", "max", None, self.bn(gsddmm(g, "sub", own, w_src, "v", "u")))
         rst = own - gspmm(g, "copy_u", "min", w_src)

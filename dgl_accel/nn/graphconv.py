@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from dgl.utils import expand_as_pair
 
+from ..core.autocast import autocast_dtype
 from ..functional import dense, gspmm, gspmm_rows
 from ..graph.structure import cached, is_supported_graph
 from ..policies.exec_paths.session import begin_layer
@@ -69,13 +70,18 @@ class GraphConv(dgl.nn.GraphConv):
             rst = self._product(rst, weight, plan, depth, 0)
         if self.bias is not None:
             # rst is a fresh tensor whose producer (our aggregation or product) does not keep it for
-            # its backward, so the bias goes in in place: one N x F allocation less per layer
-            rst = rst.add_(self.bias)
+            # its backward, so the bias goes in in place: one N x F allocation less per layer.  Under
+            # autocast rst may be bf16: then out of place, promoted to the bias' dtype, as DGL adds it.
+            rst = rst.add_(self.bias) if rst.dtype == self.bias.dtype else rst + self.bias
         return self._activate(rst)
 
     def _dense(self, x, weight, plan, offset):
         """``activation(x @ weight + bias)`` with bias and ReLU fused into the product
-        (:func:`dense`; its backward keeps to the path's rows when ``plan`` is given)."""
+        (:func:`dense`; its backward keeps to the path's rows when ``plan`` is given).  Under
+        ``torch.autocast`` the product runs in its dtype and the bias is added after it, promoted to
+        fp32, as DGL's ``th.matmul(rst, weight) + bias`` does there."""
+        if self.bias is not None and autocast_dtype(x.device.type) is not None:
+            return self._activate(dense(x, weight, None, False, plan, offset) + self.bias)
         relu = self._is_relu()
         out = dense(x, weight, self.bias, relu, plan, offset)
         return out if relu else self._activate(out)

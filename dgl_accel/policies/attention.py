@@ -30,7 +30,10 @@ the edge softmax still wins: GAT fused 1.03, routed 0.91, DGL's forward with onl
 routed 1.07 (1.34 on Amazon-CS; the GAT recipe's 767 -> 8 x 8 with dropout on Cora: 0.96 / 0.95 /
 1.03); GATv2 fused 1.28, routed 1.02 (recipe: 1.02 / 0.99).
 
-Rule (CPU tensors on the native path): fused where one head, or heads of at least :func:`fused_min_dim`
+Under ``torch.autocast`` on the features' device: fused, at every shape (DGL's own forward raises there:
+its projected features come out in the autocast dtype, its scores in fp32, and its message passing wants
+one dtype; the fused op runs in the autocast dtype, as torch's ``scaled_dot_product_attention`` does).
+Otherwise (CPU tensors on the native path): fused where one head, or heads of at least :func:`fused_min_dim`
 (op) features (:data:`FUSED_MIN_DIM`; on Intel CPUs :data:`FUSED_MIN_DIM_INTEL`); otherwise DGL's
 forward with the routes of :data:`ROUTES_INTEL` on Intel CPUs, every route elsewhere. CUDA tensors and
 the Triton backend keep the fused kernels (their rule is the GPU report's to fit).
@@ -46,6 +49,7 @@ import dataclasses
 import torch
 
 from ..core import backend
+from ..core.autocast import autocast_dtype
 from ..core.launch import kernel_module
 from ..core.machine import intel_cpu
 
@@ -120,6 +124,8 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
     path = backend.choose_path(like)
     if _mode != "auto":
         return AttentionChoice(op, heads, dim, path, _mode == "fused", f"use_attention_path({_mode!r})")
+    if autocast_dtype(like.device.type) is not None:
+        return AttentionChoice(op, heads, dim, path, True, "torch.autocast: DGL's forward raises on the mixed dtypes")
     if path != "native" or like.device.type != "cpu":
         return AttentionChoice(op, heads, dim, path, True, f"the Triton kernels, {_grid(op, heads, dim)}")
     if heads == 1:

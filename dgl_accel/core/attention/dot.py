@@ -21,6 +21,7 @@ import numbers
 import torch
 
 from ..aggregation.checks import describe
+from ..autocast import lower_precision
 from . import dot_paths as paths
 from .reference import entry_rows, ref_edge_softmax
 from .variant import Variant, check_dtypes, check_node_features, variant_attention
@@ -58,6 +59,7 @@ def ref_dot_attention(in_csr, q, k, val, scale=None):
 DOT = Variant("dot_attention", paths, scored=2, rows=2)
 
 
+@lower_precision
 def dot_attention(views, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, scale: float | None = None, *,
                   return_attention: bool = False):
     """Dot-product attention aggregated into the destinations of ``views`` (a

@@ -25,6 +25,7 @@ import torch
 
 from .. import backend
 from ..aggregation.scales import acc_dtype
+from ..autocast import lower_precision
 from . import compiled
 from .checks import check_gat, check_gat_vectors
 from .double import composed_grads, gat_composition
@@ -185,6 +186,7 @@ class GATHalvesFunction(torch.autograd.Function):
                                              grad_attn)
 
 
+@lower_precision
 def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er: torch.Tensor | None = None,
                   negative_slope: float = 0.2, *, attn=None, return_attention: bool = False, dropout: float = 0.0,
                   seed=None):

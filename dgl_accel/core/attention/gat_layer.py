@@ -18,6 +18,7 @@ import torch
 
 from .. import backend
 from ..aggregation.checks import describe
+from ..autocast import lower_precision
 from . import compiled
 from .checks import check_float, check_slope
 from .double import composed_grads
@@ -111,6 +112,7 @@ def check_layer(views, x, weight, attn_l, attn_r, bias) -> None:
                          f"(got num_dst = {views.num_dst}, num_src = {views.num_src}). Fix: use gat_attention.")
 
 
+@lower_precision
 def gat_layer(views, x: torch.Tensor, weight: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor,
               bias: torch.Tensor | None = None, negative_slope: float = 0.2, dropout: float = 0.0, seed=None, *,
               return_attention: bool = False):

@@ -20,6 +20,7 @@ import numbers
 
 import torch
 
+from ..autocast import lower_precision
 from . import gatv2_paths as paths
 from .checks import check_float
 from .reference import entry_rows, ref_edge_softmax
@@ -59,6 +60,7 @@ def ref_gatv2_attention(in_csr, fs, fd, attn, negative_slope: float = 0.2):
 GATV2 = Variant("gatv2_attention", paths, scored=3, rows=0)
 
 
+@lower_precision
 def gatv2_attention(views, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tensor, negative_slope: float = 0.2, *,
                     return_attention: bool = False):
     """GATv2's attention aggregation into the destinations of ``views`` (a

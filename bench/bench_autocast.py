@@ -1,0 +1,201 @@
+"""Every drop-in's training step under CPU bf16 autocast, ours against the peer's module (issue 45).
+
+A row per module: one training step (forward and loss under ``torch.autocast("cpu",
+dtype=torch.bfloat16)``, backward, Adam step) of the peer's module and of a deep copy swapped by
+dgl-accel, from the same weights, interleaved repeat by repeat, each timed step starting from the
+state the warm-up left (``bench.harness.TrainingStep``).  Ratio = the peer's median / ours (> 1: ours
+is faster).
+
+* DGL (where DGL is installed): the drop-in matrix's modules (``bench.dropin_cases``) at its defaults
+  (input 128, hidden 64, attention 4 heads x 32), and the GAT paper's first layer (767 -> 8 x 8) for
+  the attention modules.  DGL's ``GATConv`` and ``GATv2Conv`` raise under autocast; their peer step
+  then runs in fp32, the best a DGL user has (the row says so: ``peer_precision``).
+* PyG (where torch_geometric is installed): GCNConv, SAGEConv, GINConv(Linear), GATConv and GATv2Conv
+  (4 heads x 32) at the same widths, through ``dgl_accel.pyg.swap``, against PyG eager.
+
+Graphs: the shared npz graphs (``--graphs``, default Amazon-CS), self-loops added, random features.
+Rows: bench/results/autocast.jsonl (and .csv), with the CPU model, threads and precisions.
+
+Usage: DGL_ACCEL_DATASETS=... python bench/bench_autocast.py [--graphs amazon_cs,cora]
+    [--adapters dgl,pyg] [--threads 1] [--repeat 10]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from bench.harness import TrainingStep, interleaved, print_table, record  # noqa: E402
+
+BENCH = "autocast"
+DTYPE = torch.bfloat16
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+NPZ = {"cora": "planetoid_cora", "amazon_cs": "graphdata_amazon_cs", "cornell5": "fb100_Cornell5",
+       "slashdot": "snap_soc-Slashdot0902", "flickr": "graphdata_flickr"}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _time(steps: dict, warmup: int, repeat: int) -> dict:
+    for _ in range(warmup):
+        for fn in steps.values():
+            fn()
+    for fn in steps.values():
+        fn.snapshot()
+    return interleaved(steps, warmup=0, repeat=repeat)
+
+
+# ------------------------------------------------------------------------------------------------ DGL
+def dgl_cells(graphs: list[str]):
+    """(case, steps, facts) per DGL module: the matrix's defaults, and the GAT recipe for attention."""
+    from bench.dropin_cases import MODULES, Cell, Graph, setup
+    for name in graphs:
+        graph = Graph(NPZ.get(name, name) if name not in ("cora", "amazon_cs") else name)
+        for key, spec in MODULES.items():
+            cells = [Cell(key, graph.name, hidden=32 if spec.attention else 64, heads=4 if spec.attention else 1)]
+            if spec.attention:
+                cells.append(Cell(key, graph.name, in_feats=767, hidden=8, heads=8, axis="recipe"))
+            for cell in cells:
+                steps, facts = setup(cell, graph, autocast=DTYPE)
+                yield f"dgl {cell.case}", {"dgl": steps["dgl"], "dgl_accel": steps["dgl_accel"]}, {
+                    "adapter": "dgl", **cell.fields(), **facts}
+
+
+# ------------------------------------------------------------------------------------------------ PyG
+@dataclasses.dataclass
+class PygGraph:
+    name: str
+    edge_index: torch.Tensor
+    num_nodes: int
+
+
+def _pyg_graph(name: str) -> PygGraph:
+    root = Path(os.environ.get("DGL_ACCEL_DATASETS", SHARED))
+    a = np.load(root / "npz" / f"{NPZ.get(name, name)}.npz")
+    n = int(a["num_nodes"])
+    indptr = torch.from_numpy(a["adj_indptr"].astype(np.int64))
+    dst = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
+    src = torch.from_numpy(a["adj_indices"].astype(np.int64))
+    loops = torch.arange(n)
+    return PygGraph(name, torch.stack([torch.cat([src, loops]), torch.cat([dst, loops])]), n)
+
+
+def pyg_cells(graphs: list[str], width: int = 128):
+    import torch_geometric.nn as pyg_nn
+
+    import dgl_accel.pyg
+
+    convs = {"GCNConv": lambda: pyg_nn.GCNConv(width, 64, add_self_loops=False),
+             "SAGEConv": lambda: pyg_nn.SAGEConv(width, 64),
+             "GINConv": lambda: pyg_nn.GINConv(torch.nn.Linear(width, 64)),
+             "GATConv": lambda: pyg_nn.GATConv(width, 32, heads=4, add_self_loops=False),
+             "GATv2Conv": lambda: pyg_nn.GATv2Conv(width, 32, heads=4, add_self_loops=False)}
+    for name in graphs:
+        g = _pyg_graph(name)
+        x = torch.randn(g.num_nodes, width, generator=torch.Generator().manual_seed(width))
+        gen = torch.Generator().manual_seed(0)
+        rows = torch.randperm(g.num_nodes, generator=gen)[: g.num_nodes // 10]
+        for conv, make in convs.items():
+            torch.manual_seed(0)
+            theirs = make()
+            ours = copy.deepcopy(theirs)
+            if not dgl_accel.pyg.swap(ours).swapped:
+                raise RuntimeError(f"dgl_accel.pyg.swap left {conv} alone")
+            with torch.no_grad(), torch.autocast("cpu", dtype=DTYPE):
+                out = theirs(x, g.edge_index)
+                diff = float((ours(x, g.edge_index).float() - out.float()).abs().max())
+            labels = torch.randint(0, out.shape[1], (g.num_nodes,), generator=gen)[rows]
+
+            def step(model):
+                opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+                def run():
+                    with torch.autocast("cpu", dtype=DTYPE):
+                        loss = F.cross_entropy(model(x, g.edge_index)[rows], labels)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                return TrainingStep(model, opt, run)
+
+            facts = {"adapter": "pyg", "module": conv, "graph": name, "nodes": g.num_nodes,
+                     "edges": g.edge_index.shape[1], "in_feats": width, "max_abs_diff": diff,
+                     "precision": "autocast bfloat16", "peer_precision": "autocast bfloat16", "peer_error": ""}
+            yield f"pyg {conv} {name} in{width}", {"pyg": step(theirs), "dgl_accel": step(ours)}, facts
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graphs", default="amazon_cs", help=f"comma-separated, from {', '.join(NPZ)}")
+    ap.add_argument("--adapters", default="dgl,pyg", help="dgl, pyg or both (each where installed)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=10, help="timed steps per provider, interleaved")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--results-dir", default=None)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    graphs = [s.strip() for s in args.graphs.split(",") if s.strip()]
+    adapters = args.adapters.split(",")
+    sources = []
+    if "dgl" in adapters:
+        try:
+            import dgl  # noqa: F401
+
+            import dgl_accel
+            if dgl_accel.is_enabled():
+                dgl_accel.disable()
+            sources.append(dgl_cells(graphs))
+        except ImportError:
+            print("no DGL here: the DGL drop-ins are left out", file=sys.stderr)
+    if "pyg" in adapters:
+        try:
+            import torch_geometric  # noqa: F401
+            sources.append(pyg_cells(graphs))
+        except ImportError:
+            print("no torch_geometric here: the PyG drop-ins are left out", file=sys.stderr)
+    started, rows = time.perf_counter(), []
+    common = {"cpu_model": _cpu_model(), "threads": args.threads, "torch": torch.__version__}
+    for source in sources:
+        for case, steps, facts in source:
+            times = _time(steps, args.warmup, args.repeat)
+            peer = next(p for p in steps if p != "dgl_accel")
+            ratio = times[peer]["median"] / times["dgl_accel"]["median"]
+            cell = [{"case": case, "provider": p, **times[p], **facts, **common} for p in steps]
+            cell[-1]["ratio"] = ratio
+            rows += record(BENCH, cell, args.results_dir)
+            note = f" (peer in fp32: {facts['peer_error'][:60]})" if facts["peer_error"] else ""
+            print(f"{case}: {peer} {times[peer]['median'] * 1e3:.1f} ms, ours {times['dgl_accel']['median'] * 1e3:.1f} "
+                  f"ms, {ratio:.2f}x{note}; {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    ours = [r for r in rows if r["provider"] == "dgl_accel"]
+    if not ours:
+        print("summary: nothing ran (no DGL nor torch_geometric, or no graphs)")
+        return 0
+    print_table(rows, columns=["ratio", "peer_precision"])
+    low = min(ours, key=lambda r: r["ratio"])
+    geo = statistics.geometric_mean(r["ratio"] for r in ours)
+    print(f"summary: {len(ours)} modules in {time.perf_counter() - started:.0f} s on {common['cpu_model']}, "
+          f"{args.threads} thread(s), torch {torch.__version__}: geomean {geo:.2f}x, "
+          f"min {low['ratio']:.2f}x ({low['case']}); bar: every module >= 1.0x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""``torch.autocast`` for the core's fused ops: each follows the rule autocast applies to the ops it replaces.
+
+The dense product (:func:`dgl_accel.core.dense.dense`, ``nn.Linear``'s work) and the fused attention
+ops (GAT's layer and attention, GATv2, dot product: what ``scaled_dot_product_attention`` is to torch)
+are ops that autocast runs in its lower precision.  Under an active autocast on their device, their
+float inputs (fp32, fp16, bf16) are cast to the autocast dtype and they run with autocast off inside,
+so the forward and the backward see one dtype; autograd casts each gradient back to its input's
+dtype.  A call with an fp64 input runs in the dtypes it was given (autocast never lowers fp64).
+Aggregations (``gspmm``) are not on autocast's list: they run in the dtype they get (low precision
+accumulated in fp32), as DGL's and PyG's do.
+
+Works on torch 2.2 (``torch.is_autocast_cpu_enabled``) and on torch >= 2.4 (``torch.get_autocast_dtype``).
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+_CASTABLE = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype autocast runs its lower-precision ops in on ``device_type`` ("cpu", "cuda") now, or None
+    when autocast is off there.
+
+    >>> autocast_dtype("cpu") is None
+    True
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+    ...     autocast_dtype("cpu")
+    torch.bfloat16
+    """
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4: one API for every device type
+        try:
+            on = torch.is_autocast_enabled(device_type)
+        except (TypeError, RuntimeError):  # a device type autocast does not know
+            return None
+        return torch.get_autocast_dtype(device_type) if on else None
+    if device_type == "cpu":
+        return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+    if device_type == "cuda":
+        return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+    return None
+
+
+def _cast(value, dtype: torch.dtype):
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.dtype in _CASTABLE and value.dtype != dtype else value
+    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def _floats(values):
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            yield from _floats(value)
+        elif isinstance(value, torch.Tensor) and value.is_floating_point():
+            yield value
+
+
+def lower_precision(op):
+    """Decorate a core op whose work autocast would run in lower precision (a product, an attention):
+    under autocast on its inputs' device, its float tensor arguments (also inside tuples and lists, one
+    level) are cast to the autocast dtype and the op runs with autocast off; with an fp64 input, or with
+    autocast off, it runs as is.
+
+    >>> @lower_precision
+    ... def product(a, b):
+    ...     return a @ b
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+    ...     product(torch.ones(2, 3), torch.ones(3, 1)).dtype
+    torch.bfloat16
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+    ...     product(torch.ones(2, 3, dtype=torch.float64), torch.ones(3, 1, dtype=torch.float64)).dtype
+    torch.float64
+    """
+    @functools.wraps(op)
+    def run(*args, **kwargs):
+        floats = list(_floats((*args, *kwargs.values())))
+        dtype = autocast_dtype(floats[0].device.type) if floats else None
+        if dtype is None or any(t.dtype == torch.float64 for t in floats):
+            return op(*args, **kwargs)
+        device_type = floats[0].device.type
+        args = tuple(_cast(a, dtype) for a in args)
+        kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
+        with torch.autocast(device_type, enabled=False):
+            return op(*args, **kwargs)
+
+    return run
+
+
+__all__ = ["autocast_dtype", "lower_precision"]

@@ -1,0 +1,126 @@
+"""The DGL drop-ins under CPU bf16 autocast (issue 45): each swapped module against DGL's under the same
+``torch.autocast("cpu", dtype=torch.bfloat16)``, called first under autocast and after an fp32 step,
+forward and backward (``dgl_accel.testing.autocast``: at most twice DGL's bf16 error against fp64, in the
+output, the input gradient and every parameter gradient; gradients in their leaves' dtypes).  On the
+graph's default CPU path and with the compiled loops forced on.
+
+DGL's ``GATConv`` and ``GATv2Conv`` raise under autocast (``DGLError``: their projected features come
+out in bf16, their scores in fp32); ours run (the fused op, in bf16): they are checked against DGL's
+module run whole in bf16.
+"""
+import copy
+
+import dgl
+import dgl.nn
+import pytest
+import torch
+import torch.nn.functional as F
+from dgl.base import DGLError
+
+import dgl_accel
+from dgl_accel.testing.autocast import assert_autocast_matches
+from dgl_accel.testing.cpu_loops import forced_jit
+
+IN = 24
+
+
+def _hetero_sage():
+    return dgl.nn.HeteroGraphConv({r: dgl.nn.SAGEConv(IN, 8, "mean")
+                                   for r in ("follows", "buys", "bought_by")}, aggregate="sum")
+
+
+# name -> (module, DGL raises under autocast); ReLU only where named (gradients checked loosely there:
+# dgl_accel.testing.autocast's grads=False)
+MODULES = {
+    "GraphConv": (lambda: dgl.nn.GraphConv(IN, 8), None),
+    "GraphConv-relu": (lambda: dgl.nn.GraphConv(IN, 8, activation=F.relu), None),
+    "GraphConv-widening": (lambda: dgl.nn.GraphConv(IN, 40, norm="right"), None),
+    "SAGEConv-mean": (lambda: dgl.nn.SAGEConv(IN, 8, "mean"), None),
+    "SAGEConv-gcn": (lambda: dgl.nn.SAGEConv(IN, 8, "gcn"), None),
+    "SAGEConv-pool": (lambda: dgl.nn.SAGEConv(IN, 8, "pool"), None),
+    "GINConv-sum": (lambda: dgl.nn.GINConv(torch.nn.Linear(IN, 8), "sum", learn_eps=True), None),
+    "GATConv": (lambda: dgl.nn.GATConv(IN, 4, 3, residual=True), DGLError),
+    "GATConv-1x16": (lambda: dgl.nn.GATConv(IN, 16, 1), DGLError),
+    "GATv2Conv": (lambda: dgl.nn.GATv2Conv(IN, 4, 3), DGLError),
+    "DotGatConv": (lambda: dgl.nn.DotGatConv(IN, 4, 3), None),
+    "EdgeConv": (lambda: dgl.nn.EdgeConv(IN, 8), None),
+    "HeteroGraphConv-SAGE": (_hetero_sage, None),
+}
+
+
+def _graph():
+    gen = torch.Generator().manual_seed(0)
+    src, dst = (torch.randint(0, 60, (400,), generator=gen) for _ in range(2))
+    return dgl.add_self_loop(dgl.graph((src, dst), num_nodes=60))
+
+
+def _hetero():
+    gen = torch.Generator().manual_seed(1)
+
+    def rel(ns, nd):
+        return torch.randint(0, ns, (5 * ns,), generator=gen), torch.randint(0, nd, (5 * ns,), generator=gen)
+
+    return dgl.heterograph({("u", "follows", "u"): rel(40, 40), ("u", "buys", "i"): rel(40, 20),
+                            ("i", "bought_by", "u"): rel(20, 40)}, num_nodes_dict={"u": 40, "i": 20})
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["default-path", "compiled-loops"])
+@pytest.mark.parametrize("warm", [False, True], ids=["first-call", "after-fp32"])
+@pytest.mark.parametrize("name", list(MODULES))
+def test_dropin_under_autocast(name, warm, jit):
+    make, peer_raises = MODULES[name]
+    torch.manual_seed(0)
+    theirs = make()
+    with torch.no_grad():  # parameters in [-1, 1]: spread scores, non-zero biases
+        for p in theirs.parameters():
+            p.uniform_(-1, 1)
+    ours = copy.deepcopy(theirs)
+    assert dgl_accel.swap(ours).swapped
+    hetero = name.startswith("Hetero")
+    g = _hetero() if hetero else _graph()
+    gen = torch.Generator().manual_seed(2)
+    x = {t: torch.randn(g.num_nodes(t), IN, generator=gen) for t in g.ntypes} if hetero else \
+        torch.randn(g.num_nodes(), IN, generator=gen)
+    with forced_jit(jit):
+        dgl_accel.reset_stats()
+        assert_autocast_matches(theirs, ours, lambda m, h: m(g, h), x, warm, peer_raises, where=name,
+                                grads="relu" not in name)
+        stats = dgl_accel.stats()
+    assert stats, f"{name}: nothing ran on dgl-accel"
+
+
+def test_attention_runs_fused_under_autocast():
+    """Under autocast the attention drop-ins take the fused op whatever the shape (DGL's forward, which
+    the CPU rule takes for several narrow heads, would raise); outside it the rule is unchanged."""
+    from dgl_accel.policies.attention import choose_attention
+    like = torch.zeros(1)
+    assert not choose_attention("gat", 8, 8, like).fused
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        choice = choose_attention("gat", 8, 8, like)
+    assert choice.fused and "autocast" in choice.reason
+
+
+def test_graphconv_product_in_autocast_dtype():
+    """The weight product of a swapped GraphConv runs in bf16 under autocast, as DGL's ``th.matmul`` does
+    (not in fp32 behind autocast's back, which would be slower than DGL), and the bias goes in after it,
+    promoted to fp32: the output has DGL's dtype."""
+    g, x = _graph(), torch.randn(60, IN)
+    conv = dgl.nn.GraphConv(IN, 8, activation=F.relu)
+    dgl_accel.swap(conv)
+    seen = []
+    from dgl_accel.core import dense as core_dense
+    original = core_dense.DenseFunction.forward
+
+    def spy(ctx, x, weight, *rest):
+        seen.append((x.dtype, weight.dtype))
+        return original(ctx, x, weight, *rest)
+
+    core_dense.DenseFunction.forward = staticmethod(spy)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = conv(g, x)
+    finally:
+        core_dense.DenseFunction.forward = staticmethod(original)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = dgl.nn.GraphConv(IN, 8, activation=F.relu)(g, x).dtype
+    assert seen == [(torch.bfloat16, torch.bfloat16)] and out.dtype == want == torch.float32
