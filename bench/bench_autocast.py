@@ -17,7 +17,7 @@ Graphs: the shared npz graphs (``--graphs``, default Amazon-CS), self-loops adde
 Rows: bench/results/autocast.jsonl (and .csv), with the CPU model, threads and precisions.
 
 Usage: DGL_ACCEL_DATASETS=... python bench/bench_autocast.py [--graphs amazon_cs,cora]
-    [--adapters dgl,pyg] [--threads 1] [--repeat 10]
+    [--adapters dgl,pyg] [--modules graphconv,sage,gcn] [--threads 1] [--repeat 10]
 """
 from __future__ import annotations
 
@@ -65,12 +65,13 @@ def _time(steps: dict, warmup: int, repeat: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ DGL
-def dgl_cells(graphs: list[str]):
+def dgl_cells(graphs: list[str], modules: str | None):
     """(case, steps, facts) per DGL module: the matrix's defaults, and the GAT recipe for attention."""
-    from bench.dropin_cases import MODULES, Cell, Graph, setup
+    from bench.dropin_cases import MODULES, Cell, Graph, resolve, setup
     for name in graphs:
         graph = Graph(NPZ.get(name, name) if name not in ("cora", "amazon_cs") else name)
-        for key, spec in MODULES.items():
+        for key in resolve(modules, MODULES, "modules"):
+            spec = MODULES[key]
             cells = [Cell(key, graph.name, hidden=32 if spec.attention else 64, heads=4 if spec.attention else 1)]
             if spec.attention:
                 cells.append(Cell(key, graph.name, in_feats=767, hidden=8, heads=8, axis="recipe"))
@@ -99,7 +100,7 @@ def _pyg_graph(name: str) -> PygGraph:
     return PygGraph(name, torch.stack([torch.cat([src, loops]), torch.cat([dst, loops])]), n)
 
 
-def pyg_cells(graphs: list[str], width: int = 128):
+def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
     import torch_geometric.nn as pyg_nn
 
     import dgl_accel.pyg
@@ -109,7 +110,10 @@ def pyg_cells(graphs: list[str], width: int = 128):
              "GINConv": lambda: pyg_nn.GINConv(torch.nn.Linear(width, 64)),
              "GATConv": lambda: pyg_nn.GATConv(width, 32, heads=4, add_self_loops=False),
              "GATv2Conv": lambda: pyg_nn.GATv2Conv(width, 32, heads=4, add_self_loops=False)}
-    for name in graphs:
+    if modules:
+        picked = {m.strip().lower() for m in modules.split(",")}
+        convs = {k: v for k, v in convs.items() if k.lower() in picked or k.lower().removesuffix("conv") in picked}
+    for name in graphs if convs else []:
         g = _pyg_graph(name)
         x = torch.randn(g.num_nodes, width, generator=torch.Generator().manual_seed(width))
         gen = torch.Generator().manual_seed(0)
@@ -146,6 +150,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graphs", default="amazon_cs", help=f"comma-separated, from {', '.join(NPZ)}")
     ap.add_argument("--adapters", default="dgl,pyg", help="dgl, pyg or both (each where installed)")
+    ap.add_argument("--modules", default=None, help="comma-separated: DGL matrix keys (graphconv, sage, ...) "
+                                                    "and PyG convs (gcn, sage, gin, gat, gatv2); default all")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=10, help="timed steps per provider, interleaved")
     ap.add_argument("--warmup", type=int, default=2)
@@ -162,13 +168,13 @@ def main(argv=None) -> int:
             import dgl_accel
             if dgl_accel.is_enabled():
                 dgl_accel.disable()
-            sources.append(dgl_cells(graphs))
+            sources.append(dgl_cells(graphs, args.modules))
         except ImportError:
             print("no DGL here: the DGL drop-ins are left out", file=sys.stderr)
     if "pyg" in adapters:
         try:
             import torch_geometric  # noqa: F401
-            sources.append(pyg_cells(graphs))
+            sources.append(pyg_cells(graphs, args.modules))
         except ImportError:
             print("no torch_geometric here: the PyG drop-ins are left out", file=sys.stderr)
     started, rows = time.perf_counter(), []

@@ -124,3 +124,24 @@ def test_graphconv_product_in_autocast_dtype():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         want = dgl.nn.GraphConv(IN, 8, activation=F.relu)(g, x).dtype
     assert seen == [(torch.bfloat16, torch.bfloat16)] and out.dtype == want == torch.float32
+
+
+def test_bf16_aggregation_on_dgl_graphs_runs_dgls_bf16_kernel(monkeypatch):
+    """bf16 features without edge weights go to DGL's CPU SpMM as bf16 (it sums in fp32 inside, at half
+    the bytes), not widened to fp32 and back; weighted ones are widened (DGL wants one dtype)."""
+    from dgl_accel.graph.views import DGLGraphViews
+    seen, original = [], DGLGraphViews.native_spmm
+
+    def spy(self, direction, x, w):
+        seen.append(x.dtype)
+        return original(self, direction, x, w)
+
+    monkeypatch.setattr(DGLGraphViews, "native_spmm", spy)
+    g = _graph()
+    x = torch.randn(60, IN).to(torch.bfloat16)
+    got = dgl_accel.functional.gspmm(g, "copy_u", "sum", x, None, norm="both")
+    w = torch.rand(g.num_edges(), 1)
+    dgl_accel.functional.gspmm(g, "u_mul_e", "sum", x, w)
+    assert seen == [torch.bfloat16, torch.float32] and got.dtype == torch.bfloat16
+    want = dgl_accel.functional.gspmm(g, "copy_u", "sum", x.double(), None, norm="both")
+    assert (got.double() - want).abs().max() <= 2 ** -7 * want.abs().max()  # within a bf16 ulp or so

@@ -41,6 +41,9 @@ class GraphViews:
     device: torch.device
     idtype: torch.dtype
     bipartite: bool  # sources and destinations are different node sets (a sampled block)
+    # feature dtypes :meth:`native_spmm` sums without weights as they come (half types: in fp32 inside);
+    # others are widened to their accumulation dtype around it
+    native_dtypes: tuple = (torch.float32, torch.float64)
 
     def cached(self, name: str, build: Callable[[], Any]) -> Any:
         raise NotImplementedError
