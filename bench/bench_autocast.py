@@ -36,23 +36,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bench.harness import TrainingStep, interleaved, print_table, record  # noqa: E402
+from bench.harness import TrainingStep, cpu_model, interleaved, print_table, record  # noqa: E402
 
 BENCH = "autocast"
 DTYPE = torch.bfloat16
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 NPZ = {"cora": "planetoid_cora", "amazon_cs": "graphdata_amazon_cs", "cornell5": "fb100_Cornell5",
        "slashdot": "snap_soc-Slashdot0902", "flickr": "graphdata_flickr"}
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def _time(steps: dict, warmup: int, repeat: int) -> dict:
@@ -178,7 +168,7 @@ def main(argv=None) -> int:
         except ImportError:
             print("no torch_geometric here: the PyG drop-ins are left out", file=sys.stderr)
     started, rows = time.perf_counter(), []
-    common = {"cpu_model": _cpu_model(), "threads": args.threads, "torch": torch.__version__}
+    common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__}
     for source in sources:
         for case, steps, facts in source:
             times = _time(steps, args.warmup, args.repeat)

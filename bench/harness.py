@@ -138,6 +138,17 @@ def _git(*args: str) -> str:
         return ""
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string elsewhere."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> dict:
     """Flat dict describing where and with what the numbers were taken."""
     device = "cpu"
@@ -158,6 +169,7 @@ def environment() -> dict:
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "device": device,
         "python": platform.python_version(),
