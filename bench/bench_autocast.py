@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
 import os
 import statistics
 import sys
@@ -32,7 +31,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
@@ -72,22 +70,12 @@ def dgl_cells(graphs: list[str], modules: str | None):
 
 
 # ------------------------------------------------------------------------------------------------ PyG
-@dataclasses.dataclass
-class PygGraph:
-    name: str
-    edge_index: torch.Tensor
-    num_nodes: int
-
-
-def _pyg_graph(name: str) -> PygGraph:
-    root = Path(os.environ.get("DGL_ACCEL_DATASETS", SHARED))
-    a = np.load(root / "npz" / f"{NPZ.get(name, name)}.npz")
-    n = int(a["num_nodes"])
-    indptr = torch.from_numpy(a["adj_indptr"].astype(np.int64))
-    dst = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
-    src = torch.from_numpy(a["adj_indices"].astype(np.int64))
-    loops = torch.arange(n)
-    return PygGraph(name, torch.stack([torch.cat([src, loops]), torch.cat([dst, loops])]), n)
+def _pyg_graph(name: str):
+    """(edge_index with self-loops, num_nodes) of a shared npz graph (the GPU report's DGL-free loader)."""
+    from dgl_accel.gpu_report.graphs import load_npz
+    g = load_npz(Path(os.environ.get("DGL_ACCEL_DATASETS", SHARED)) / "npz" / f"{NPZ.get(name, name)}.npz", "cpu")
+    loops = torch.arange(g.num_nodes)
+    return torch.stack([torch.cat([g.src, loops]), torch.cat([g.dst, loops])]), g.num_nodes
 
 
 def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
@@ -104,10 +92,10 @@ def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
         picked = {m.strip().lower() for m in modules.split(",")}
         convs = {k: v for k, v in convs.items() if k.lower() in picked or k.lower().removesuffix("conv") in picked}
     for name in graphs if convs else []:
-        g = _pyg_graph(name)
-        x = torch.randn(g.num_nodes, width, generator=torch.Generator().manual_seed(width))
+        edge_index, num_nodes = _pyg_graph(name)
+        x = torch.randn(num_nodes, width, generator=torch.Generator().manual_seed(width))
         gen = torch.Generator().manual_seed(0)
-        rows = torch.randperm(g.num_nodes, generator=gen)[: g.num_nodes // 10]
+        rows = torch.randperm(num_nodes, generator=gen)[: num_nodes // 10]
         for conv, make in convs.items():
             torch.manual_seed(0)
             theirs = make()
@@ -115,23 +103,23 @@ def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
             if not dgl_accel.pyg.swap(ours).swapped:
                 raise RuntimeError(f"dgl_accel.pyg.swap left {conv} alone")
             with torch.no_grad(), torch.autocast("cpu", dtype=DTYPE):
-                out = theirs(x, g.edge_index)
-                diff = float((ours(x, g.edge_index).float() - out.float()).abs().max())
-            labels = torch.randint(0, out.shape[1], (g.num_nodes,), generator=gen)[rows]
+                out = theirs(x, edge_index)
+                diff = float((ours(x, edge_index).float() - out.float()).abs().max())
+            labels = torch.randint(0, out.shape[1], (num_nodes,), generator=gen)[rows]
 
             def step(model):
                 opt = torch.optim.Adam(model.parameters(), lr=0.01)
 
                 def run():
                     with torch.autocast("cpu", dtype=DTYPE):
-                        loss = F.cross_entropy(model(x, g.edge_index)[rows], labels)
+                        loss = F.cross_entropy(model(x, edge_index)[rows], labels)
                     loss.backward()
                     opt.step()
                     opt.zero_grad(set_to_none=True)
                 return TrainingStep(model, opt, run)
 
-            facts = {"adapter": "pyg", "module": conv, "graph": name, "nodes": g.num_nodes,
-                     "edges": g.edge_index.shape[1], "in_feats": width, "max_abs_diff": diff,
+            facts = {"adapter": "pyg", "module": conv, "graph": name, "nodes": num_nodes,
+                     "edges": edge_index.shape[1], "in_feats": width, "max_abs_diff": diff,
                      "precision": "autocast bfloat16", "peer_precision": "autocast bfloat16", "peer_error": ""}
             yield f"pyg {conv} {name} in{width}", {"pyg": step(theirs), "dgl_accel": step(ours)}, facts
 

@@ -34,7 +34,7 @@ def run(module, call, x, autocast: bool, dtype=None):
     module = copy.deepcopy(module)
     if dtype is not None:
         module = module.to(dtype)
-    leaves = {k: v for k, v in (x.items() if isinstance(x, dict) else [("x", x)])}
+    leaves = x if isinstance(x, dict) else {"x": x}
     inputs = {k: (v.to(dtype) if dtype is not None else v).detach().clone().requires_grad_() for k, v in leaves.items()}
     arg = inputs if isinstance(x, dict) else inputs["x"]
     with torch.autocast("cpu", dtype=DTYPE, enabled=autocast):
@@ -43,7 +43,7 @@ def run(module, call, x, autocast: bool, dtype=None):
     weights = torch.linspace(-1, 1, flat.numel(), dtype=torch.float64).sin()
     (flat * weights).sum().backward()
     params = {n: p.grad for n, p in module.named_parameters() if p.requires_grad}
-    return out, {k: v.grad for k, v in inputs.items()}, params, {k: v.dtype for k, v in leaves.items()}
+    return out, {k: v.grad for k, v in inputs.items()}, params
 
 
 def _bound(actual, ref64, ref_same, what: str):
@@ -58,18 +58,18 @@ def _bound(actual, ref64, ref_same, what: str):
 
 
 def assert_autocast_matches(theirs, ours, call, x, warm: bool, peer_raises=None, where: str = "",
-                            grads: bool = True) -> str:
+                            grads: bool = True) -> None:
     """``ours`` (a swapped copy of ``theirs``) under CPU bf16 autocast against ``theirs`` (rule above).
-    ``warm``: both run one fp32 step first (caches filled by an fp32 call must not leak into the
-    autocast call).  ``peer_raises``: the exception type the peer raises under autocast (checked), or
-    None.  ``grads=False``: gradients are checked for their dtype and finiteness only (a ReLU's mask
-    flips where bf16 rounding moves a pre-activation across 0, a jump no tolerance bounds).  Returns
-    the output's dtype name, for the caller's checks."""
+    ``warm``: both modules themselves run one fp32 forward and backward first (caches an fp32 call
+    fills, on the module or the graph, must not leak into the autocast call).  ``peer_raises``: the
+    exception type the peer raises under autocast (checked), or None.  ``grads=False``: gradients are
+    checked for their dtype and finiteness only (a ReLU's mask flips where bf16 rounding moves a
+    pre-activation across 0, a jump no tolerance bounds)."""
     if warm:
         for m in (theirs, ours):
-            run(m, call, x, autocast=False)
-    ref64 = run(theirs, call, {k: v.double() for k, v in x.items()} if isinstance(x, dict) else x.double(),
-                autocast=False, dtype=torch.float64)
+            _flat(call(m, x)).sum().backward()
+            m.zero_grad(set_to_none=True)
+    ref64 = run(theirs, call, x, autocast=False, dtype=torch.float64)
     if peer_raises is not None:
         try:
             run(theirs, call, x, autocast=True)
@@ -82,8 +82,9 @@ def assert_autocast_matches(theirs, ours, call, x, warm: bool, peer_raises=None,
         ref_same = run(theirs, call, x, autocast=True)
     got = run(ours, call, x, autocast=True)
     _bound(got[0], ref64[0], ref_same[0], f"{where}: output")
+    leaves = x if isinstance(x, dict) else {"x": x}
     for k, grad in got[1].items():
-        assert grad is not None and grad.dtype == got[3][k], f"{where}: input {k}'s gradient {grad}"
+        assert grad is not None and grad.dtype == leaves[k].dtype, f"{where}: input {k}'s gradient {grad}"
         assert torch.isfinite(grad).all(), f"{where}: input {k}'s gradient is not finite"
         if grads:
             _bound(grad, ref64[1][k], ref_same[1][k], f"{where}: gradient of input {k}")
@@ -94,8 +95,6 @@ def assert_autocast_matches(theirs, ours, call, x, warm: bool, peer_raises=None,
         assert torch.isfinite(grad).all(), f"{where}: {name}'s gradient is not finite"
         if grads:
             _bound(grad, ref64[2][name], ref_same[2][name], f"{where}: gradient of {name}")
-    out = got[0][0] if isinstance(got[0], tuple) else got[0]
-    return str(next(iter(out.values())).dtype if isinstance(out, dict) else out.dtype)
 
 
 __all__ = ["DTYPE", "run", "assert_autocast_matches"]
