@@ -47,6 +47,11 @@ def __getattr__(name):
     raise AttributeError(f"module 'dgl_accel' has no attribute {name!r}")
 
 
+def __dir__():
+    """The lazy names too (PEP 562), so ``dir()`` and tab completion show them before first use."""
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
+
+
 def explain(graph, feat_dim: int, dtype=None, *, heads=None, op: str = "gat"):
     """Why dgl-accel picks its neighbour-group size for this graph and feature width, and whether the
     aggregation runs as a locality split (forward and backward views; :func:`use_locality`); with ``heads``,

@@ -10,6 +10,13 @@ node / edge, floating-point features (no float16 on CPU).  :class:`DGLRuleError`
 """
 from __future__ import annotations
 
+from .core.extras import missing_extra
+
+try:
+    import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import torch
 from dgl import DGLError
 

@@ -20,7 +20,13 @@ features (multi-head ``[E, H, 1]`` on ``[N, H, D]``) and of ``copy_e`` (the core
 """
 from __future__ import annotations
 
-import dgl
+from .core.extras import missing_extra
+
+try:
+    import dgl  # first, so that without DGL the error names the extra that brings it
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import torch
 
 from .core import backend

@@ -11,6 +11,13 @@ True
 """
 from __future__ import annotations
 
+from .core.extras import missing_extra
+
+try:
+    import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import torch
 
 from .core.grouping import autotune, size

@@ -16,6 +16,13 @@ DGL's message passing over for the block, so that unmodified ``dgl.nn`` layers t
 """
 from __future__ import annotations
 
+from .core.extras import missing_extra
+
+try:
+    import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import contextlib
 import math
 import threading

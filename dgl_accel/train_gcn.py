@@ -7,11 +7,17 @@ embedded synthetic graph, so it works on a machine without any dataset.
 """
 from __future__ import annotations
 
+from .core.extras import missing_extra
+
+try:
+    import dgl  # first, so that without DGL the error names the extra that brings it
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import argparse
 import sys
 import time
 
-import dgl
 import torch
 import torch.nn.functional as F
 

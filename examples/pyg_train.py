@@ -31,10 +31,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
-
-from dgl_accel.gpu_report.rmat import rmat_graph  # noqa: E402  (DGL-free graph generator)
-from dgl_accel.gpu_report.training import MODELS, OURS, PYG, random_data, require_ok, train  # noqa: E402
+from dgl_accel.gpu_report.rmat import rmat_graph  # DGL-free graph generator
+from dgl_accel.gpu_report.training import MODELS, OURS, PYG, random_data, require_ok, train
 
 
 def graph(spec: str, device, seed: int = 0):

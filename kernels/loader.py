@@ -64,11 +64,21 @@ def process_interprets() -> bool:
     return isinstance(vector_scale._scale_kernel, InterpretedFunction)
 
 
+_interpreted = [0]  # kernels fetched for the interpreter in this process (interpreted_fetches)
+
+
+def interpreted_fetches() -> int:
+    """How many kernels this process has fetched to run under the interpreter (one per launch):
+    the test suites check that every test that ran one is marked ``interpreter``."""
+    return _interpreted[0]
+
+
 def kernel(module: str, name: str, need_interpreter: bool):
     """``dgl_accel.kernels.<module>.<name>``; ``need_interpreter`` says the tensors live off-GPU,
     where only the interpreter can run the kernel."""
     if need_interpreter:
         prefer_interpreter()
+        _interpreted[0] += 1
     fn = getattr(importlib.import_module(f"{__package__}.{module}"), name)
     if need_interpreter and not process_interprets():
         raise ValueError(

@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${DGL_ACCEL_VENV:-$root/.venv}"
-stamp="$venv/.dgl_accel_bootstrap_v4"  # v4: torch-geometric
+stamp="$venv/.dgl_accel_bootstrap_v5"  # v5: installed with its declared dependencies and extras
 py="${PYTHON:-python3.11}"
 command -v "$py" >/dev/null 2>&1 || py=python3
 
@@ -33,9 +33,9 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 #  setuptools<70     dgl 2.1.0 imports setuptools.extern, dropped in setuptools 70.
 #  pandas pydantic pyyaml   imported by dgl.graphbolt at `import dgl`.
 #  scipy pytest hypothesis matplotlib   CPU paths, tests, bench plots.
-#  numba==0.60.0     compiled CPU loops for the sampling hot paths (dgl_accel/core/jit/);
-#                    last release supporting numpy 1.26 + Python 3.11 with llvmlite wheels; optional
-#                    at run time (without it the numpy path runs, bit-identical).
+#  numba==0.60.0     the compiled CPU loops (dgl_accel/core/jit/), a declared dependency; the last
+#                    release supporting numpy 1.26 + Python 3.11 with llvmlite wheels (DGL_ACCEL_NUMBA=0
+#                    runs the bit-identical numpy loops instead).
 #  wheel             lets pip build our editable install without build isolation (offline-safe).
 #  ruff==0.17.6      the lint step of scripts/test.sh; pinned because each release adds rules and
 #                    changes fixes, so the same tree passes or fails the same way everywhere.
@@ -49,11 +49,13 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
   "torch==2.2.1" "dgl==2.1.0" wheel "numpy<2" "torchdata==0.7.1" "setuptools<70" \
   pandas pydantic pyyaml scipy pytest hypothesis matplotlib "numba==0.60.0" \
   "ruff==0.17.6" "import-linter==2.17" "grimp==3.20" "torch-geometric==2.8.0" >&2
-#  triton==3.5.1 --no-deps   torch 2.2.1 pins triton 2.2.0, whose interpreter (TRITON_INTERPRET=1)
-#                    is broken; 3.5.1 runs the interpreter on CPU and compiles for sm_80/sm_90
-#                    (its wheel ships ptxas and cuobjdump). --no-deps keeps pip from downgrading it.
+# dgl-accel itself as a DGL user installs it (`pip install .[dgl]`), with the pyg and test extras
+# (pytest-xdist), its dependencies resolved by pip; that brings torch 2.2.1's own pin, triton 2.2.0.
+"${pip[@]}" install -q --no-build-isolation -e "$root[dgl,pyg,test]" >&2
+#  triton==3.5.1 --no-deps   last: triton 2.2.0's interpreter (TRITON_INTERPRET=1) is broken; 3.5.1 runs
+#                    the interpreter on CPU and compiles for sm_80/sm_90 (its wheel ships ptxas and
+#                    cuobjdump). --no-deps keeps pip from putting torch's pin back.
 "${pip[@]}" install -q --no-deps "triton==3.5.1" >&2
-"${pip[@]}" install -q --no-deps --no-build-isolation -e "$root" >&2
 touch "$stamp"
 echo "bootstrap: environment ready in $(( $(date +%s) - start ))s at $venv" >&2
 echo "$venv/bin/python"

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Whole test suite: bootstrap the environment if needed, then four checks (extra arguments go to pytest):
+# Whole test suite: bootstrap the environments if needed, then the checks (extra arguments go to pytest).
+# The two lanes are a version matrix, not a repeat: each test runs in the lane whose stack it proves.
 #   1. lint-imports  the architecture contracts in pyproject.toml ([tool.importlinter]: layers, DGL-free core)
 #   2. ruff check    the lint rules in pyproject.toml ([tool.ruff]; no `ruff format`, see the reason there)
-#   3. pytest        tests/ and the >>> examples in dgl_accel's docstrings (conftest.py at the root sets the
-#                    environment for both); tests/test_architecture.py holds the rules import-linter cannot say
-#   4. core-lane     the second lane: tests/core, tests/pyg and the doctests of dgl_accel/core and dgl_accel/pyg on the GPU image's stack
-#                    (Python 3.12, torch 2.11, triton 3.6) without DGL or numba, in .venv-core
-#                    (scripts/bootstrap_core.sh creates it once, ~90 s, and reuses it after)
-# --quick (first argument): the iteration lane (target 4 minutes on 2 cores, 7 on 2026-11-28): lint-imports, ruff and the
-# main lane's pytest without the tests marked slow (tests/core and tests/pyg collected once, here);
-# no core lane.  The full run (no --quick) is what CI runs.
+#   3. main-lane     .venv (Python 3.11, torch 2.2.1, DGL 2.1.0, triton 3.5.1, numba 0.60): tests/ without
+#                    tests/core and tests/pyg (the DGL adapter, its drop-ins and samplers against DGL, the AOT
+#                    compile for sm_80/sm_90, the architecture and docs rules) and the doctests of dgl_accel
+#                    outside core/, pyg/ and gpu_report/
+#   4. core-lane     .venv-core (Python 3.12, torch 2.11, triton 3.6, torch-geometric 2.8, numba 0.68, no DGL:
+#                    the GPU image's stack, dgl-accel installed as `pip install .[pyg]`): tests/core, tests/pyg
+#                    and the doctests of dgl_accel/core, dgl_accel/pyg and dgl_accel/gpu_report (the GPU
+#                    report's --interpret --tiny run among them); scripts/bootstrap_core.sh makes it once
+#   5. numba-off     the core's numpy fallbacks with numba switched off (DGL_ACCEL_NUMBA=0, core lane): the
+#                    compiled-loop and sampler tests, where the fallback is what runs at every size
+# Both pytest lanes run on every core (pytest-xdist, -n auto).  Conftest.py at the root sets the environment.
+# --quick (first argument): the iteration lane (target: under 4 minutes on 2 cores): lint-imports, ruff and
+# pytest -m "not slow" over every test folder in .venv (one lane; at least one case of each test function:
+# conftest.py refuses a selection that would leave a function out).  The full run (no --quick) is what CI runs.
 # Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
 # non-zero if any step failed.  Kernels run under the Triton interpreter (conftest.py sets
-# TRITON_INTERPRET=1) and are compiled ahead of time for sm_80/sm_90 in a subprocess
-# (tests/test_kernel_check.py).
+# TRITON_INTERPRET=1) and are compiled ahead of time in a subprocess (tests/test_kernel_check.py).
 set -euo pipefail
 quick=0
 if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
@@ -46,32 +52,39 @@ step lint-imports "layers (kernels < core < graph < policies < functional < DGL 
   lint_imports
 step ruff "lint rules (pyflakes, import order, bugbear basics, pyupgrade, 120 columns) over every Python file" \
   "$bin/ruff" check --output-format concise "$root"
-# tests/core/test_gpu_report.py runs `python -m dgl_accel.gpu_report --interpret --tiny` (about 80 s):
-# once is enough, in the core lane, on the GPU image's versions.
+workers=(-n "${DGL_ACCEL_TEST_WORKERS:-auto}" --dist loadgroup)  # pytest-xdist: one worker per core; a module marked xdist_group stays on one
 if [ "$quick" = 1 ]; then
-  step pytest "tests/ and the doctests of dgl_accel, the tests marked slow left out (the quick lane)" \
-    "$py" -m pytest -q -m "not slow" --ignore=tests/core/test_gpu_report.py "$@"
+  # tests/core/test_gpu_report.py's --interpret --tiny run takes minutes: the full run has it.
+  step pytest "every test folder and the doctests of dgl_accel in .venv, the tests marked slow left out (the quick lane)" \
+    "$py" -m pytest -q "${workers[@]}" -m "not slow" --ignore=tests/core/test_gpu_report.py "$@"
   [ ${#failed[@]} -eq 0 ] || { echo "test.sh --quick: failed: ${failed[*]}"; exit 1; }
   echo "test.sh --quick: passed (the full run, bash scripts/test.sh, adds the slow tests and the core lane)"
   exit 0
 fi
-step pytest "tests/ and the doctests of dgl_accel (architecture rules in tests/test_architecture.py)" \
-  "$py" -m pytest -q --ignore=tests/core/test_gpu_report.py "$@"
+step main-lane "tests/ (not core/, pyg/) and the doctests of dgl_accel outside core/, pyg/, gpu_report/ on torch 2.2.1 + DGL 2.1.0" \
+  "$py" -m pytest -q "${workers[@]}" tests dgl_accel --ignore=tests/core --ignore=tests/pyg \
+  --ignore=dgl_accel/core --ignore=dgl_accel/pyg --ignore=dgl_accel/gpu_report "$@"
 
 core_py=""
 core_env() {  # .venv-core, created once; its python goes to $core_py
   core_py="$(bash "$root/scripts/bootstrap_core.sh" 2> >(grep -v "^WARNING: Location" >&2) | tail -n 1)" &&
     [ -x "$core_py" ]
 }
-core_lane() {
-  [ -n "$core_py" ] || { echo "core-lane: no .venv-core (see core-env above)"; return 1; }
-  "$core_py" -m pytest -q tests/core tests/pyg dgl_accel/core dgl_accel/pyg
+in_core() {
+  [ -n "$core_py" ] || { echo "no .venv-core (see core-env above)"; return 1; }
+  "$core_py" -m pytest -q "${workers[@]}" "$@"
 }
 step core-env "create or reuse .venv-core (scripts/bootstrap_core.sh)" core_env
 versions="$([ -n "$core_py" ] && "$core_py" -c 'import sys, torch, triton
 print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}")' 2>/dev/null ||
   echo "no environment")"
-step core-lane "tests/core, tests/pyg (with the GPU report's --interpret --tiny run) and the doctests of dgl_accel/core and dgl_accel/pyg on $versions, without DGL and numba" core_lane
+step core-lane "tests/core, tests/pyg and the doctests of dgl_accel/core, dgl_accel/pyg, dgl_accel/gpu_report on $versions, without DGL" \
+  in_core tests/core tests/pyg dgl_accel/core dgl_accel/pyg dgl_accel/gpu_report "$@"
+# The numpy loops the compiled ones fall back to: with numba off they run at every size, under the same tests.
+numba_off() { DGL_ACCEL_NUMBA=0 in_core "$@"; }
+step numba-off "the compiled-loop and sampler tests of the core with numba switched off (DGL_ACCEL_NUMBA=0)" \
+  numba_off -m "not interpreter" tests/core/test_cpu_jit.py tests/core/test_neighbor.py \
+  tests/core/test_walks.py tests/core/test_extrema.py tests/core/test_attention_jit.py "$@"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}"

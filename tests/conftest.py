@@ -2,29 +2,47 @@
 and a fresh state per test.  The environment (Triton interpreter on, DGL backend, hypothesis
 profile) is set by ../conftest.py, which pytest loads first.  Works without DGL (tests/core runs in
 a lane that has none): the patching module, which needs DGL, is touched only if a test loaded it."""
+import os
 import sys
 
 import pytest
 
 import dgl_accel
+from dgl_accel.kernels.loader import interpreted_fetches
+from dgl_accel.testing.marks import PATHS
 
 
-@pytest.fixture(params=["native", "triton"])
+@pytest.fixture(params=PATHS)
 def path(request):
-    """Run the test once per path; ``triton`` executes the kernels under the interpreter."""
+    """Run the test once per path; ``triton`` executes the kernels under the interpreter (that case
+    is marked ``interpreter`` by the fixture itself)."""
     with dgl_accel.use_backend(request.param):
         dgl_accel.reset_stats()
         yield request.param
 
 
 @pytest.fixture(autouse=True)
-def _fresh_state():
-    """Each test starts with empty stats and ends with the env-selected backend and no patching."""
+def _fresh_state(request):
+    """Each test starts with empty stats and ends with the env-selected backend and no patching; a test
+    that ran a Triton kernel under the interpreter must carry the ``interpreter`` mark (the ``path``
+    fixture and :data:`dgl_accel.testing.marks.PATHS` put it on their triton case), so that
+    ``-m interpreter`` / ``-m "not interpreter"`` select what they say."""
     dgl_accel.reset_stats()
+    before = interpreted_fetches()
     yield
     dgl_accel.set_backend(None)
     if "dgl_accel.patching" in sys.modules:  # nothing can be patched unless a test imported it
         dgl_accel.disable()
+    if interpreted_fetches() > before and request.node.get_closest_marker("interpreter") is None:
+        message = (f"{request.node.nodeid} ran {interpreted_fetches() - before} Triton kernel launch(es) under the "
+                   f"interpreter without the 'interpreter' mark. Fix: take the path fixture, parametrize with "
+                   f"dgl_accel.testing.marks.PATHS, or mark the test @pytest.mark.interpreter.")
+        unmarked = os.environ.get("DGL_ACCEL_UNMARKED_INTERPRETER")  # a file: collect them all instead of failing
+        if unmarked:
+            with open(unmarked, "a") as out:
+                out.write(request.node.nodeid + "\n")
+        else:
+            pytest.fail(message)
 
 
 @pytest.fixture

@@ -7,6 +7,13 @@
   computing P = Q A with A split over a (p/c) x c process :class:`Grid`.
 * Setup checks: :func:`init` (process group with a timeout), :func:`check_same_graph`.
 """
+
+from ..core.extras import missing_extra
+
+try:
+    import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
 from .comm import CollectiveError, init, world
 from .fingerprint import check_same_graph, graph_fingerprint
 from .grid import Grid

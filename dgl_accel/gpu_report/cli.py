@@ -68,8 +68,9 @@ def parse(argv):
     p.add_argument("--training-graphs", choices=("all", "rmat", "labelled"), default="all",
                    help="the training section's graphs: the R-MAT graph with random features, the labelled shared one")
     p.add_argument("--training-cases", default="",
-                   help="comma-separated training cases model-dtype (gcn-float32, gat-float32, sage-float32, "
-                        "gcn-bfloat16) and model-accuracy (gcn-accuracy, gat-accuracy); default: all")
+                   help="comma-separated training cases model-precision (gcn-float32, gat-float32, sage-float32, "
+                        "gcn-bfloat16, gcn-autocast-bfloat16, gat-autocast-float16, ...: "
+                        "gpu_report.training.cases) and model-accuracy (gcn-accuracy, gat-accuracy); default: all")
     p.add_argument("--warm-jobs", type=int, default=0,
                    help="compile the correctness kernels first in this many worker processes (CUDA only)")
     return p.parse_args(argv)

@@ -13,6 +13,9 @@ A :class:`Provider` says which layers (PyG's or swapped), which adjacency (``edg
 the loader's gather run (the data's device, or the CPU: what a PyG user without our GPU path
 does).  A provider that fails (out of device memory, an op missing for a dtype) stops there: its row
 says so, the others go on.
+Precisions (:func:`precision`): a dtype (the weights and features in it: ``float32``, ``bfloat16``) or
+``autocast-<dtype>`` (weights and features in fp32, forward and loss under ``torch.autocast`` in that
+dtype, as users train in mixed precision; ``autocast-float16`` with ``torch.amp.GradScaler``).
 Every row carries the loss of each epoch; the other rows carry the largest relative gap to the
 losses of the first provider that ran to the end (they train the same function from the same
 weights, so they agree).
@@ -99,15 +102,56 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def full_epoch(model, opt, x, adjacency, y, mask) -> tuple[float, dict]:
+def precision(case_dtype) -> tuple[torch.dtype, torch.dtype | None]:
+    """(storage dtype, autocast dtype or None) of a case's precision: a torch dtype, or a string
+    ``autocast-bfloat16`` / ``autocast-float16`` (fp32 weights and features, forward under autocast).
+
+    >>> precision("autocast-float16")
+    (torch.float32, torch.float16)
+    """
+    if isinstance(case_dtype, torch.dtype):
+        return case_dtype, None
+    kind, _, name = str(case_dtype).partition("-")
+    if kind != "autocast" or not isinstance(getattr(torch, name, None), torch.dtype):
+        raise ValueError(f"expected a torch dtype or 'autocast-<dtype>' (got {case_dtype!r}). "
+                         f"Fix: torch.float32, 'autocast-bfloat16' or 'autocast-float16'.")
+    return torch.float32, getattr(torch, name)
+
+
+def label(case_dtype) -> str:
+    """The precision's name in rows and ``--training-cases`` (``float32``, ``autocast-bfloat16``)."""
+    return str(case_dtype).replace("torch.", "")
+
+
+class Step:
+    """Forward and loss (under autocast where the precision says), backward and the optimiser step,
+    with a GradScaler for fp16 autocast."""
+
+    def __init__(self, opt, device: torch.device, amp: torch.dtype | None):
+        self.opt, self.device, self.amp = opt, device, amp
+        self.scaler = torch.amp.GradScaler(device.type) if amp == torch.float16 else None
+
+    def forward(self, fn):
+        with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
+            return fn()
+
+    def backward(self, loss) -> None:
+        if self.scaler is None:
+            loss.backward()
+            self.opt.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+
+
+def full_epoch(model, step: Step, x, adjacency, y, mask) -> tuple[float, dict]:
     """One full-graph step (forward, loss on the training rows, backward, optimiser step)."""
     sync(x.device)
     start = time.perf_counter()
-    opt.zero_grad()
-    out = model(x, adjacency)
-    loss = F.cross_entropy(out[mask].float(), y[mask])
-    loss.backward()
-    opt.step()
+    step.opt.zero_grad()
+    loss = step.forward(lambda: F.cross_entropy(model(x, adjacency)[mask].float(), y[mask]))
+    step.backward(loss)
     sync(x.device)
     return float(loss), {"step": time.perf_counter() - start}
 
@@ -136,7 +180,7 @@ class Minibatches:
         self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=seeds, batch_size=BATCH)
 
 
-def sage_epoch(model, opt, batches: Minibatches, count: int, device, dtype) -> tuple[float, dict]:
+def sage_epoch(model, step: Step, batches: Minibatches, count: int, device, dtype) -> tuple[float, dict]:
     """``count`` minibatch steps; seconds split into sample / gather / forward / backward."""
     parts, losses = dict.fromkeys(("sample", "gather", "forward", "backward"), 0.0), []
     it = iter(batches.loader)
@@ -150,12 +194,11 @@ def sage_epoch(model, opt, batches: Minibatches, count: int, device, dtype) -> t
         y = batch.y[: batch.batch_size].to(device)
         sync(device)
         t1 = time.perf_counter()
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x, ei)[: batch.batch_size].float(), y)
+        step.opt.zero_grad()
+        loss = step.forward(lambda x=x, ei=ei, n=batch.batch_size, y=y: F.cross_entropy(model(x, ei)[:n].float(), y))
         sync(device)
         t2 = time.perf_counter()
-        loss.backward()
-        opt.step()
+        step.backward(loss)
         sync(device)
         t3 = time.perf_counter()
         sample = batches.sample_s - sampled0
@@ -170,10 +213,12 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def train(name: str, data, classes: int, providers, *, epochs: int, batches: int = 8, seed: int = 0,
-          dtype: torch.dtype = torch.float32, lr: float = 0.01, progress=None) -> list[dict]:
-    """Every provider from one set of initial weights, epoch by epoch in turn; one row each."""
+          dtype: torch.dtype | str = torch.float32, lr: float = 0.01, progress=None) -> list[dict]:
+    """Every provider from one set of initial weights, epoch by epoch in turn; one row each.
+    ``dtype``: a precision (:func:`precision`)."""
     import dgl_accel.pyg  # lazy: PyG is optional; only this section needs it
 
+    case_dtype, (dtype, amp) = dtype, precision(dtype)
     device = data.x.device
     torch.manual_seed(seed)
     base = build(name, data.num_features, classes).to(device=device, dtype=dtype)
@@ -182,7 +227,8 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
     for p in providers:
         model = copy.deepcopy(base)
         swapped = len(dgl_accel.pyg.swap(model).swapped) if p.swap else 0
-        run = dict(provider=p, model=model, opt=torch.optim.Adam(model.parameters(), lr=lr), swapped=swapped,
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        run = dict(provider=p, model=model, opt=opt, step=Step(opt, device, amp), swapped=swapped,
                    times=[], losses=[], peak=0, error=None)
         if name == "sage":
             on = data if p.sampler_device is None else data.to(p.sampler_device)
@@ -201,9 +247,9 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
                 live = torch.cuda.memory_allocated(device)
             try:
                 if name == "sage":
-                    loss, parts = sage_epoch(run["model"], run["opt"], run["batches"], batches, device, dtype)
+                    loss, parts = sage_epoch(run["model"], run["step"], run["batches"], batches, device, dtype)
                 else:
-                    loss, parts = full_epoch(run["model"], run["opt"], x, run["adj"], data.y, data.train_mask)
+                    loss, parts = full_epoch(run["model"], run["step"], x, run["adj"], data.y, data.train_mask)
             except Exception as exc:  # noqa: BLE001 - a provider that fails stops; the others go on
                 what = "out of memory" if _out_of_memory(exc) else type(exc).__name__
                 run["error"] = f"{what} at epoch {epoch}: {str(exc).splitlines()[0][:240]}"
@@ -221,7 +267,7 @@ def train(name: str, data, classes: int, providers, *, epochs: int, batches: int
                 f"{r['provider'].name} " + (f"{r['times'][-1]['step'] * 1e3:.1f} ms loss {r['losses'][-1]:.4f}"
                                             if r["times"] and not r["error"] else r["error"].split(":")[0])
                 for r in runs))
-    return [_row(name, run, runs, data, dtype, epochs) for run in runs]
+    return [_row(name, run, runs, data, case_dtype, epochs) for run in runs]
 
 
 def require_ok(rows: list[dict]) -> list[dict]:
@@ -236,7 +282,7 @@ def require_ok(rows: list[dict]) -> list[dict]:
 
 def _row(name: str, run: dict, runs: list, data, dtype, epochs: int) -> dict:
     p = run["provider"]
-    row = {"model": name, "provider": p.name, "swapped": run["swapped"], "dtype": str(dtype).replace("torch.", ""),
+    row = {"model": name, "provider": p.name, "swapped": run["swapped"], "dtype": label(dtype),
            "nodes": data.num_nodes, "edges": data.num_edges, "epochs": epochs, "ok": run["error"] is None,
            "error": run["error"], "losses": run["losses"], "final_loss": run["losses"][-1] if run["losses"] else None}
     if data.x.device.type == "cuda":
@@ -371,8 +417,12 @@ def cases(device: torch.device) -> list[tuple]:
     """(model, dtype, providers) of the section, in the order they run."""
     gcn = [PYG, PYG_SPARSE, OURS]
     sage = [PYG_CPU_SAMPLER, PYG, OURS] if device.type == "cuda" else [PYG, OURS]
-    return [("gcn", torch.float32, gcn), ("gat", torch.float32, [PYG, OURS]), ("sage", torch.float32, sage),
-            ("gcn", torch.bfloat16, gcn)]
+    fixed = [("gcn", torch.float32, gcn), ("gat", torch.float32, [PYG, OURS]), ("sage", torch.float32, sage),
+             ("gcn", torch.bfloat16, gcn)]
+    # mixed precision as users train: bf16 autocast everywhere; fp16 autocast (with a GradScaler) on GPUs
+    amps = ["autocast-bfloat16", "autocast-float16"] if device.type == "cuda" else ["autocast-bfloat16"]
+    mixed = [(model, amp, [PYG, OURS]) for amp in amps for model in ("gcn", "gat", "sage")]
+    return fixed + (mixed if device.type == "cuda" else mixed[:1])
 
 
 def _case(results, graph_name: str, data, classes: int, model: str, dtype, providers, sz: dict, progress) -> list:
@@ -383,7 +433,7 @@ def _case(results, graph_name: str, data, classes: int, model: str, dtype, provi
                      progress=progress)
     except Exception as exc:  # noqa: BLE001 - a failed case is a finding; the section goes on
         progress(f"    {model} {dtype}: FAILED {type(exc).__name__}: {exc}")
-        results.add("training", graph=graph_name, model=model, dtype=str(dtype)[6:], ok=False,
+        results.add("training", graph=graph_name, model=model, dtype=label(dtype), ok=False,
                     provider="(all)", error=f"{type(exc).__name__}: {exc}"[:2000])
         return []
     for row in rows:
@@ -400,7 +450,7 @@ def run(results, device: torch.device, size: str, labelled, progress, deadline=N
     comma-separated cases ``model-dtype`` (e.g. ``sage-float32``) or ``model-accuracy``; empty: all."""
     sz = SIZES[size]
     picked = {c.strip() for c in only.split(",") if c.strip()}
-    todo = [c for c in cases(device) if not picked or f"{c[0]}-{str(c[1])[6:]}" in picked]
+    todo = [c for c in cases(device) if not picked or f"{c[0]}-{label(c[1])}" in picked]
     sets = []  # (name, make the data, classes, the cases to run there)
     if which in ("all", "rmat"):
         sets.append((f"rmat{sz['scale']}", lambda s=sz["scale"]: _rmat_data(s, device), 16, todo))

@@ -32,5 +32,10 @@ def __getattr__(name):
     raise AttributeError(f"module 'dgl_accel.pyg' has no attribute {name!r}")
 
 
+def __dir__():
+    """The lazy names too (PEP 562), so ``dir()`` and tab completion show them before first use."""
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
+
+
 __all__ = ["swap", "unswap", "SwapReport", "GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv",
            "NeighborSampler"]

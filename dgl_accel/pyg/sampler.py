@@ -47,6 +47,13 @@ zero-weight edges never), the core's weighted choice
 """
 from __future__ import annotations
 
+from ..core.extras import missing_extra
+
+try:
+    import torch_geometric  # noqa: F401  (first, so that without PyG the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import torch
 from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NumNeighbors, SubgraphType

@@ -17,6 +17,13 @@ LinkLoader map either form to the same ``e_id`` and edge attributes).  A graph s
 """
 from __future__ import annotations
 
+from ..core.extras import missing_extra
+
+try:
+    import torch_geometric  # noqa: F401  (first, so that without PyG the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 from dataclasses import dataclass, replace
 
 import torch

@@ -11,6 +11,13 @@ and reported, as is every other PyG message passing layer (no drop-in: it runs P
 """
 from __future__ import annotations
 
+from ..core.extras import missing_extra
+
+try:
+    import torch_geometric  # noqa: F401  (first, so that without PyG the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
+
 import torch
 import torch_geometric.nn as pyg_nn
 from torch_geometric.nn.conv import MessagePassing

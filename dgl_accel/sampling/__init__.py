@@ -9,6 +9,13 @@ One module per sampler family (:mod:`.neighbor`, :mod:`.bulk`, :mod:`.bulk_ladie
 :mod:`.errors` (every export raises :class:`DGLSamplingInputError`, a ``ValueError`` and a
 ``dgl.DGLError`` at once, for bad input).
 """
+
+from ..core.extras import missing_extra
+
+try:
+    import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
 from ..core.sampling import choice, engine
 from ..core.sampling import neighbor as core_neighbor
 from .bulk import BulkNeighborSampler

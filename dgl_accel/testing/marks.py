@@ -1,9 +1,14 @@
-"""Test marks shared by the test suites: which cases of a parametrised test the quick lane runs."""
+"""Test marks shared by the test suites: which cases run under the Triton interpreter, and which
+cases of a parametrised test the quick lane runs."""
 from __future__ import annotations
 
 import pytest
 
-__all__ = ["quick_first"]
+__all__ = ["PATHS", "QUICK_NATIVE", "quick_first", "quick_first_params"]
+
+# The two execution paths for ``pytest.mark.parametrize("path", PATHS)`` (and tests/conftest.py's ``path``
+# fixture): the triton case runs kernels under the interpreter on CPU and says so with its mark.
+PATHS = ["native", pytest.param("triton", marks=pytest.mark.interpreter, id="triton")]
 
 
 def quick_first(cases: list) -> list:
@@ -15,3 +20,25 @@ def quick_first(cases: list) -> list:
     """
     return [cases[0]] + [pytest.param(*c, marks=pytest.mark.slow) if isinstance(c, tuple)
                          else pytest.param(c, marks=pytest.mark.slow) for c in cases[1:]]
+
+
+def quick_first_params(cases: list) -> list:
+    """:func:`quick_first` for cases that may already be ``pytest.param`` (their values, marks and id are
+    kept, ``slow`` added): e.g. ``PATHS``, or a fixture's params overridden with ``indirect=True``.
+
+    >>> [[m.name for m in c.marks] for c in quick_first_params(PATHS)[1:]]
+    [['interpreter', 'slow']]
+    >>> quick_first_params([pytest.param(1, id="a"), (2, 3)])[1].values
+    (2, 3)
+    """
+    def slow(case):
+        if isinstance(case, type(pytest.param(None))):  # a ParameterSet (itself a tuple)
+            return pytest.param(*case.values, marks=[*case.marks, pytest.mark.slow], id=case.id)
+        return pytest.param(*case, marks=pytest.mark.slow) if isinstance(case, tuple) \
+            else pytest.param(case, marks=pytest.mark.slow)
+    return [cases[0]] + [slow(c) for c in cases[1:]]
+
+
+# The native case quick, the triton (interpreter) case slow: for a test on the ``path`` fixture whose
+# interpreted case is the heavy one, ``@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)``.
+QUICK_NATIVE = quick_first_params(PATHS)

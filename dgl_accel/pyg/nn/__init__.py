@@ -3,6 +3,13 @@
 can change an existing module's class in place.  What each accelerates and what it leaves to PyG's
 forward (counted in ``dgl_accel.stats()`` as ``pyg.<Layer>: fallthrough: <reason>``) is in its
 module's docstring."""
+
+from ...core.extras import missing_extra
+
+try:
+    import torch_geometric  # noqa: F401  (first, so that without PyG the error names the extra that brings it)
+except ModuleNotFoundError as error:
+    raise missing_extra(error, __name__) from None
 from .gat_conv import GATConv
 from .gatv2_conv import GATv2Conv
 from .gcn_conv import GCNConv
