@@ -16,6 +16,19 @@ load_profile()  # registers "ci" and "local" first
 
 # ------------------------------------------------------------------ the quick lane covers every test function
 _functions: set = set()
+# Test functions with no case cheap enough for the quick lane yet, each with why: the full run has them.
+# Give one a quick case and take it off this list (the check below fails on a listed function that has one).
+FULL_RUN_ONLY = {
+    "tests/test_cora_accuracy.py::test_cora_accuracy_with_backend_enabled_matches_native_dgl":
+        "15 trainings of Kipf & Welling's 200 epochs on Cora: the accuracy bound needs the full recipe",
+    "tests/test_execution_paths.py::test_cora_same_accuracy_with_execution_paths": "trains Cora to accuracy",
+    "tests/test_neighbor_sampler.py::test_graphsage_accuracy_matches_dgl_sampler": "trains GraphSAGE to accuracy",
+    "tests/test_dgl_examples.py::test_gat_example_runs_unchanged_with_our_gatconv": "DGL's example, as shipped",
+    "tests/test_dgl_examples.py::test_graphsage_runs_unchanged_with_our_samplers": "DGL's example, as shipped",
+    "tests/test_dgl_examples.py::test_node2vec_runs_unchanged_with_our_walks": "DGL's example, as shipped",
+    "tests/test_distributed.py::test_multi_process_equals_one_process": "starts torch.distributed process groups",
+    "tests/test_sampler_golden.py::test_sampler_output_is_bit_identical": "recorder subprocesses per mode",
+}
 
 
 def _function(item) -> str:
@@ -32,10 +45,14 @@ def pytest_collection_finish(session):
     """The quick lane (``-m "not slow"``) runs at least one case of every test function it collected: a test
     whose every case is slow fails the run here, naming it (give it a quick case: ``testing.marks.quick_first``)."""
     markexpr = session.config.getoption("markexpr") or ""
-    if "not slow" not in markexpr or session.config.getoption("keyword"):
-        return
+    if "not slow" not in markexpr or session.config.getoption("keyword") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # an xdist worker cannot report a usage error: scripts/test.sh --quick checks with --collect-only first
     kept = {_function(item) for item in session.items}
-    uncovered = sorted(_functions - kept)
+    stale = sorted(f for f in FULL_RUN_ONLY if f in kept)
+    if stale:
+        raise pytest.UsageError(f"conftest.FULL_RUN_ONLY lists test functions that now have a quick case: "
+                                f"{', '.join(stale)}. Fix: take them off the list.")
+    uncovered = sorted(_functions - kept - set(FULL_RUN_ONLY))
     if uncovered and not any(word in markexpr for word in ("interpreter", "aot", "datasets")):
         raise pytest.UsageError(
             f"the quick lane (-m {markexpr!r}) would run no case of {len(uncovered)} test function(s): "

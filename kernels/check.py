@@ -11,8 +11,10 @@ slow or broken on an A100 (sm_80) or H100 (sm_90).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
+import io
 import json
 import multiprocessing
 import os
@@ -82,7 +84,34 @@ def _resources(cubin: bytes, workdir: str) -> dict:
     return {k: int(v) for k, v in fields.items()}
 
 
+def _spill_bytes(ptxas_log: str) -> int | None:
+    """Spill stores + loads in a ``ptxas -v`` log; None when it holds no function report."""
+    if "bytes spill stores" not in ptxas_log:
+        return None
+    stores = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", ptxas_log))
+    loads = sum(int(x) for x in re.findall(r"(\d+) bytes spill loads", ptxas_log))
+    return stores + loads
+
+
+@contextlib.contextmanager
+def _ptxas_log():
+    """Triton's own ``ptxas -v`` call prints its log (TRITON_DUMP_PTXAS_LOG) into the returned
+    buffer: the spill counts of the very cubin triton builds, without a second ptxas run."""
+    saved = os.environ.get("TRITON_DUMP_PTXAS_LOG")
+    os.environ["TRITON_DUMP_PTXAS_LOG"] = "1"
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            yield buffer
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_DUMP_PTXAS_LOG", None)
+        else:
+            os.environ["TRITON_DUMP_PTXAS_LOG"] = saved
+
+
 def _spills(ptx: str, cap: int, workdir: str) -> int:
+    """Spill bytes from our own ``ptxas -v`` run (where triton's log is not there: a cached kernel)."""
     path = os.path.join(workdir, "k.ptx")
     with open(path, "w") as fh:
         fh.write(ptx)
@@ -112,10 +141,12 @@ def compile_one(spec: Specialisation, cap: int, fn=None) -> Result:
         options = {"num_warps": spec.num_warps, "num_stages": spec.num_stages}
         if spec.maxnreg:
             options["maxnreg"] = spec.maxnreg
-        compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32), options=options)
+        with _ptxas_log() as log:
+            compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32), options=options)
         with tempfile.TemporaryDirectory() as workdir:
             res = _resources(compiled.asm["cubin"], workdir)
-            result.spill_bytes = _spills(compiled.asm["ptx"], cap, workdir)
+            spills = _spill_bytes(log.getvalue())
+            result.spill_bytes = _spills(compiled.asm["ptx"], cap, workdir) if spills is None else spills
         result.registers = res.get("REG")
         result.local_bytes = res.get("LOCAL", 0)
         result.stack_bytes = res.get("STACK", 0)

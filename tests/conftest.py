@@ -6,10 +6,18 @@ import os
 import sys
 
 import pytest
+import torch
 
 import dgl_accel
 from dgl_accel.kernels.loader import interpreted_fetches
 from dgl_accel.testing.marks import PATHS
+
+# Under pytest-xdist (scripts/test.sh: one worker per core) each worker runs one intra-op thread: two
+# workers with two threads each on two cores made OpenMP's spinning barriers cost a full-graph Cora GCN
+# run 2-10x its time.  A test that needs more threads says so: @pytest.mark.threads(2).
+WORKER_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
+if WORKER_THREADS:
+    torch.set_num_threads(WORKER_THREADS)
 
 
 @pytest.fixture(params=PATHS)
@@ -29,7 +37,12 @@ def _fresh_state(request):
     ``-m interpreter`` / ``-m "not interpreter"`` select what they say."""
     dgl_accel.reset_stats()
     before = interpreted_fetches()
+    wanted, threads = request.node.get_closest_marker("threads"), torch.get_num_threads()
+    if wanted:
+        torch.set_num_threads(wanted.args[0])
     yield
+    if wanted:
+        torch.set_num_threads(threads)
     dgl_accel.set_backend(None)
     if "dgl_accel.patching" in sys.modules:  # nothing can be patched unless a test imported it
         dgl_accel.disable()
@@ -52,3 +65,12 @@ def fused_attention():
     of the fused path through the modules (``pytestmark = pytest.mark.usefixtures("fused_attention")``)."""
     with dgl_accel.use_attention_path("fused"):
         yield
+
+
+def pytest_collection_modifyitems(items):
+    """A case parametrised with the path ``"triton"`` (any parameter) runs kernels under the interpreter:
+    it gets the ``interpreter`` mark here, as the ``path`` fixture's triton case does."""
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec and any(isinstance(v, str) and v == "triton" for v in spec.params.values()):
+            item.add_marker(pytest.mark.interpreter)

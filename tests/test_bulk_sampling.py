@@ -22,6 +22,7 @@ from dgl_accel.core.sampling.bulk_matrix import local_spgemm
 from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
 from dgl_accel.sampling.bulk_matrix import estimate_p_bytes
 from dgl_accel.sampling.layer import edge_norm, ladies_probabilities
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.strategies import graphs
 
 ALPHA = 1e-3
@@ -219,18 +220,21 @@ def test_triton_path_gives_the_same_blocks(path):
         assert "triton-interpreter" in dgl_accel.stats()["bulk_its"]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("exclude", [False, True])
-@pytest.mark.parametrize("parallel", [False, True])
-def test_without_spgemm_the_triton_path_is_the_device_pipeline_with_the_same_blocks(exclude, parallel):
+@pytest.mark.interpreter
+@pytest.mark.parametrize("exclude", quick_first([False, True]))
+@pytest.mark.parametrize("parallel", quick_first([True, False]))
+# 200 nodes and 2,000 edges: over 2 s on 2 cores under the interpreter (the slow cases); 40 nodes and 400 edges
+# run the same code quickly (one case in the quick lane: parallel edges, no exclusion)
+@pytest.mark.parametrize("n, m", quick_first([(40, 400), (200, 2000)]))
+def test_without_spgemm_the_triton_path_is_the_device_pipeline_with_the_same_blocks(n, m, exclude, parallel):
     """No SpGEMM: the Triton path is the device pipeline (``core/sampling/bulk_device.py``), whose
     blocks are the CPU path's, with parallel edges too (ITS's weighted rule over multiplicities)."""
     from dgl_accel.core.sampling import bulk_device
-    g = dgl.rand_graph(200, 2000) if parallel else dgl.to_simple(dgl.rand_graph(200, 2000))
+    g = dgl.rand_graph(n, m) if parallel else dgl.to_simple(dgl.rand_graph(n, m))
     if parallel:  # every fifth edge three times
         s, d = g.edges()
-        g = dgl.graph((torch.cat([s, s[::5], s[::5]]), torch.cat([d, d[::5], d[::5]])), num_nodes=200)
-    batches = [torch.arange(0, 200, 3), torch.arange(1, 200, 5), torch.tensor([7])]
+        g = dgl.graph((torch.cat([s, s[::5], s[::5]]), torch.cat([d, d[::5], d[::5]])), num_nodes=n)
+    batches = [torch.arange(0, n, 3), torch.arange(1, n, 5), torch.tensor([7])]
     excl = torch.arange(0, g.num_edges(), 4) if exclude else None
     runs = {}
     for name in ("native", "triton"):
@@ -426,6 +430,7 @@ def test_bad_inputs():
         wrong.bulk_sample(g, [torch.tensor([1, 2])])
 
 
+@pytest.mark.threads(2)  # the parallel twin splits work over numba's threads only with several
 @pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
 def test_serial_twins_match_parallel_kernels(monkeypatch):
     g = dgl.to_simple(dgl.rand_graph(3000, 60000))
@@ -438,6 +443,7 @@ def test_serial_twins_match_parallel_kernels(monkeypatch):
         _same_blocks(a[2], b[2])
 
 
+@pytest.mark.interpreter
 def test_the_triton_relabel_uploads_the_adjacency_once_per_graph(monkeypatch):
     """A bulk pass relabels every layer of every minibatch: the canonical adjacency's indices and
     edge ids go to the device once (was: two E-sized copies per call)."""

@@ -95,6 +95,7 @@ def test_node2vec_matches_numpy(g, pq, length, seed, trials):
     assert got[0].is_contiguous() and got[0].dtype == g.idtype
 
 
+@pytest.mark.threads(2)  # the parallel twin splits work over numba's threads only with several
 @pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
 def test_node2vec_parallel_walks_equal_the_serial_twin(monkeypatch):
     """The walks of a step run in parallel; the serial twin (DataLoader workers) must give the same
@@ -123,10 +124,10 @@ def test_node2vec_parallel_walks_equal_the_serial_twin(monkeypatch):
     assert (par[0][:, 1:] >= 0).float().mean() > 0.9  # the walks go on (second-order steps happen)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 def test_parallel_loops_follow_torch_threads_and_leave_them_alone():
-    # A fresh process: numba's pool starts once.  Starting it used to set every OpenMP runtime to all
-    # cores, so a user's torch.set_num_threads(1) became 2 after the first dgl-accel layer.
+    # A fresh process (about 2 s on 2 cores: a quick test still): numba's pool starts once.  Starting it
+    # used to set every OpenMP runtime to all cores, so a user's torch.set_num_threads(1) became 2 after
+    # the first dgl-accel layer.
     code = """
 import numpy as np, torch
 torch.set_num_threads(1)

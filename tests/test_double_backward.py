@@ -18,6 +18,7 @@ from dgl_accel.graph.views import DGLGraphViews
 from dgl_accel.policies import redundancy as R
 from dgl_accel.policies.exec_paths.plan import RowsSpMMFunction
 from dgl_accel.policies.exec_paths.session import prepare
+from dgl_accel.testing.marks import QUICK_NATIVE
 from dgl_accel.testing.plans import FixedRowsPlan
 from dgl_accel.testing.tolerances import assert_close
 
@@ -160,7 +161,7 @@ def test_rows_spmm_gradgradcheck(norm):
     assert gradgradcheck(lambda x: RowsSpMMFunction.apply(paths, 1, src_scale, row_scale, x), (x,))
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): about 5 s on 2 cores
 def test_pre_add_gradgradcheck(path):
     rng = np.random.default_rng(8)
     g = dgl.graph((torch.from_numpy(rng.integers(0, 4, 40)), torch.from_numpy(rng.integers(0, 12, 40))),

@@ -215,6 +215,7 @@ def test_training_trajectory_equals_dgls_on_the_compiled_cpu_path(name, attentio
     _assert_same_training(name, "native", compiled_loops, tiny=False, attention=attention)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("name", ["GraphConv-both", "GINConv-max", "EdgeConv"] + [
     pytest.param(n, marks=pytest.mark.slow) for n in ("SAGEConv-pool", "HeteroGraphConv", "GATConv-4x4")])
 def test_training_trajectory_equals_dgls_on_the_triton_kernels(name):
@@ -345,7 +346,7 @@ def test_attention_dropout_outputs_average_to_the_undropped_output_as_dgls(compi
     assert 0.9 < ratio < 1.1, f"variance of the outputs, ours / DGL's: {ratio:.3f}"
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.interpreter  # 10 nodes: about 1 s on 2 cores with the interpreter
 def test_our_mask_follows_torch_seed_on_every_path(fused_attention):
     g = _graph(10, 30)
     _, ours = module_pair(dgl.nn.GATConv, dgl_accel.nn.GATConv, IN, 4, 8, attn_drop=P)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel.policies.exec_paths.session import prepare
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close
 
 
@@ -80,33 +81,38 @@ def setups(draw):
     return g, kinds, dims, idx, draw(st.sampled_from([0.0, 0.5])), draw(st.booleans())
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@settings(max_examples=15)
-@given(setup=setups())
-def test_loss_and_gradients_equal_native_full_graph_training(setup):
-    g, kinds, dims, idx, dropout, restrict = setup
-    torch.manual_seed(1)
-    native = Net(kinds, dims, dropout)
-    ours = copy.deepcopy(native)
-    dgl_accel.nn.swap(ours)
-    x, y = torch.randn(g.num_nodes(), dims[0]), torch.randint(0, dims[-1], (g.num_nodes(),))
-    loss0, grads0, xgrad0 = _step(native, g, x, y, idx, contextlib.nullcontext())
-    paths = prepare(g, idx)
-    reached = paths.frontier(len(kinds))  # N^L: every node the loss can depend on
-    assert torch.equal(reached, torch.tensor([i in _frontiers_reference(g, idx, len(kinds))[-1]
-                                              for i in range(g.num_nodes())]))
-    assert torch.all(xgrad0[~reached] == 0)  # the math: nothing outside N^L reaches the loss
-    for name in ("native", "triton"):
-        with dgl_accel.use_backend(name):
-            for model in (ours, native):  # swapped modules, and unmodified dgl.nn through the backend
-                for _step_no in range(2):  # the second step reuses the cached paths (and learned L)
-                    ctx = dgl_accel.execution_paths(g, idx, restrict_forward=restrict and model is ours)
-                    loss, grads, xgrad = _step(model, g, x, y, idx, ctx)
-                    assert_close(loss, loss0, msg=f"{name} loss")
-                    for k in grads0:
-                        assert_close(grads[k], grads0[k], msg=f"{name} d{k}")
-                    assert_close(xgrad, xgrad0, msg=f"{name} dx")
-                    assert torch.all(xgrad[~reached] == 0)
+@pytest.mark.interpreter
+# 15 examples: over 2 s on 2 cores under the interpreter (the slow case); the quick case draws 1 of the same
+@pytest.mark.parametrize("examples", quick_first([1, 15]))
+def test_loss_and_gradients_equal_native_full_graph_training(examples):
+    @settings(max_examples=examples)
+    @given(setup=setups())
+    def check(setup):
+        g, kinds, dims, idx, dropout, restrict = setup
+        torch.manual_seed(1)
+        native = Net(kinds, dims, dropout)
+        ours = copy.deepcopy(native)
+        dgl_accel.nn.swap(ours)
+        x, y = torch.randn(g.num_nodes(), dims[0]), torch.randint(0, dims[-1], (g.num_nodes(),))
+        loss0, grads0, xgrad0 = _step(native, g, x, y, idx, contextlib.nullcontext())
+        paths = prepare(g, idx)
+        reached = paths.frontier(len(kinds))  # N^L: every node the loss can depend on
+        assert torch.equal(reached, torch.tensor([i in _frontiers_reference(g, idx, len(kinds))[-1]
+                                                  for i in range(g.num_nodes())]))
+        assert torch.all(xgrad0[~reached] == 0)  # the math: nothing outside N^L reaches the loss
+        for name in ("native", "triton"):
+            with dgl_accel.use_backend(name):
+                for model in (ours, native):  # swapped modules, and unmodified dgl.nn through the backend
+                    for _step_no in range(2):  # the second step reuses the cached paths (and learned L)
+                        ctx = dgl_accel.execution_paths(g, idx, restrict_forward=restrict and model is ours)
+                        loss, grads, xgrad = _step(model, g, x, y, idx, ctx)
+                        assert_close(loss, loss0, msg=f"{name} loss")
+                        for k in grads0:
+                            assert_close(grads[k], grads0[k], msg=f"{name} d{k}")
+                        assert_close(xgrad, xgrad0, msg=f"{name} dx")
+                        assert torch.all(xgrad[~reached] == 0)
+
+    check()
 
 
 def test_zero_gradient_rows_are_exactly_the_rows_outside_the_frontiers(path):

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import dgl_accel
 import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.marks import PATHS
 from dgl_accel.testing.tolerances import assert_close
 
 PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
@@ -56,6 +57,7 @@ def _grads(run, g, x, w, reduce, grad_fn):
     return out.detach(), x.grad, None if w is None else w.grad
 
 
+@pytest.mark.interpreter
 @settings(max_examples=20)
 @given(g=GRAPHS, name=st.sampled_from(list(OPS)), reduce=st.sampled_from(["max", "min"]),
        w_shape=st.sampled_from(["E", "E1", "EF"]), dim=st.integers(1, 6),
@@ -88,6 +90,7 @@ def test_dgl_ops_max_min_equal_dgl(g, name, reduce, w_shape, dim, dtype, path, s
     assert not any(label.startswith("fallthrough") for d in dgl_accel.stats().values() for label in d)
 
 
+@pytest.mark.interpreter
 @settings(max_examples=15)
 @given(g=GRAPHS, edge_weight=st.booleans(), reduce=st.sampled_from(["max", "min"]),
        path=st.sampled_from(["native", "triton"]), seed=st.integers(0, 2**31 - 1))
@@ -116,7 +119,7 @@ def test_update_all_max_min_equal_dgl(g, edge_weight, reduce, path, seed):
     assert list(dgl_accel.stats()[f"{'u_mul_e' if edge_weight else 'copy_u'}_{reduce}"]) == [PATH_LABEL[path]]
 
 
-@pytest.mark.parametrize("path", ["native", "triton"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("reduce", ["max", "min"])
 def test_ties_weaker_property(path, reduce):
     # integer features: many ties; DGL's kernel and ours may pick different tied sources
@@ -135,7 +138,7 @@ def test_ties_weaker_property(path, reduce):
     assert bool((got[1][~tied] == 0).all()) and bool((got[1] >= 0).all())
 
 
-@pytest.mark.parametrize("path", ["native", "triton"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("kind", ["sage_pool", "gin_max", "gin_max_weighted"])
 @pytest.mark.parametrize("block", [False, True])
 def test_sage_pool_and_gin_max_equal_dgl(path, kind, block):

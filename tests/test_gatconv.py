@@ -17,6 +17,7 @@ import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
 from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error
 from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.marks import QUICK_NATIVE, quick_first, quick_first_params
 from dgl_accel.testing.tolerances import assert_close
 
 pytestmark = pytest.mark.usefixtures("fused_attention")  # these test the fused op through the modules
@@ -60,20 +61,25 @@ def _same(a, b, where=""):
         assert_close(g1[k], g0[k], msg=f"{k} {where}")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@settings(max_examples=12, deadline=None)
-@given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
-       heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), get_attention=st.booleans())
-def test_equals_dgls_gatconv_outputs_attention_and_gradients(g, heads, residual, bias, get_attention):
-    assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows (ours the same way)
-    theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, activation=torch.tanh)
-    x = torch.randn(g.num_src_nodes(), 5)
-    want = _run(theirs, g, x, get_attention)
-    for name in ("native", "triton"):  # the Triton kernels under the interpreter
-        with dgl_accel.use_backend(name):
-            dgl_accel.reset_stats()
-            _same(want, _run(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
-            assert "gat_attention" in dgl_accel.stats()
+@pytest.mark.interpreter
+# 12 examples: over 2 s on 2 cores under the interpreter (the slow case); the quick case draws 2 of the same
+@pytest.mark.parametrize("examples", quick_first([2, 12]))
+def test_equals_dgls_gatconv_outputs_attention_and_gradients(examples):
+    @settings(max_examples=examples, deadline=None)
+    @given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
+           heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), get_attention=st.booleans())
+    def check(g, heads, residual, bias, get_attention):
+        assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows (ours the same way)
+        theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, activation=torch.tanh)
+        x = torch.randn(g.num_src_nodes(), 5)
+        want = _run(theirs, g, x, get_attention)
+        for name in ("native", "triton"):  # the Triton kernels under the interpreter
+            with dgl_accel.use_backend(name):
+                dgl_accel.reset_stats()
+                _same(want, _run(ours, g, x, get_attention), f"{name} {g} {g.edges()}")
+                assert "gat_attention" in dgl_accel.stats()
+
+    check()
 
 
 def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):
@@ -103,14 +109,17 @@ def _dropout_pair(p=0.5):
     return g, theirs, ours, torch.randn(30, 5)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_attention_dropout_in_training_runs_fused_and_matches_dgls_distribution(path):
+# native with 300 runs (4 to 16 s on 2 cores) and the interpreter with 60 (it is slow; 60 runs still bound the
+# mean: 20 s) are the slow cases; the quick case is native with 40 runs
+@pytest.mark.parametrize("path, runs", quick_first_params([("native", 40), ("native", 300),
+                                                           pytest.param("triton", 60, marks=pytest.mark.interpreter)]),
+                         indirect=["path"])
+def test_attention_dropout_in_training_runs_fused_and_matches_dgls_distribution(path, runs):
     g, theirs, ours, x = _dropout_pair()
     theirs.eval()
     expected = theirs(g, x).detach()  # no dropout: the mean of both modules' training outputs
     ours.train()
     dgl_accel.reset_stats()
-    runs = 300 if path == "native" else 60  # the interpreter is slow; 60 runs still bound the mean
     with torch.no_grad():
         samples = torch.stack([ours(g, x) for _ in range(runs)])
     assert set(dgl_accel.stats()["gat_attention"]) == {PATH_LABEL[path]}  # fused, no fallback to DGL's passes
@@ -127,7 +136,7 @@ def test_attention_dropout_in_training_runs_fused_and_matches_dgls_distribution(
     assert 0.85 < float(ratio) < 1.15, float(ratio)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): over 2 s on 2 cores
 def test_attention_dropout_training_step_reproducible_and_attention_after_dropout(path):
     g, theirs, ours, x = _dropout_pair(0.6)  # DGL's Cora GAT example's attn_drop
     ours.train()

@@ -17,6 +17,7 @@ import dgl_accel
 import dgl_accel.nn
 from dgl_accel.testing import attention_modules as am
 from dgl_accel.testing import strategies as gst
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 pytestmark = pytest.mark.usefixtures("fused_attention")  # these test the fused op through the modules
@@ -26,16 +27,21 @@ def _pair(in_feats, out_feats, heads, **kw):
     return am.module_pair(dgl.nn.GATv2Conv, dgl_accel.nn.GATv2Conv, in_feats, out_feats, heads, **kw)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@settings(max_examples=10, deadline=None)
-@given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
-       heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), share=st.booleans(),
-       get_attention=st.booleans())
-def test_equals_dgls_gatv2conv_outputs_attention_and_gradients(g, heads, residual, bias, share, get_attention):
-    assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows
-    theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, share_weights=share, activation=torch.tanh)
-    x = torch.randn(g.num_src_nodes(), 5)
-    am.assert_same_on_backends(theirs, ours, g, x, get_attention, "gatv2_attention")
+@pytest.mark.interpreter
+# 10 examples: over 2 s on 2 cores under the interpreter (the slow case); the quick case draws 2 of the same
+@pytest.mark.parametrize("examples", quick_first([2, 10]))
+def test_equals_dgls_gatv2conv_outputs_attention_and_gradients(examples):
+    @settings(max_examples=examples, deadline=None)
+    @given(g=st.one_of(gst.graphs(max_nodes=40, max_edges=160), gst.blocks(max_dst=16, max_edges=120)),
+           heads=st.sampled_from([1, 3]), residual=st.booleans(), bias=st.booleans(), share=st.booleans(),
+           get_attention=st.booleans())
+    def check(g, heads, residual, bias, share, get_attention):
+        assume(g.num_dst_nodes() > 0)  # DGL's own residual view fails on zero rows
+        theirs, ours = _pair(5, 4, heads, residual=residual, bias=bias, share_weights=share, activation=torch.tanh)
+        x = torch.randn(g.num_src_nodes(), 5)
+        am.assert_same_on_backends(theirs, ours, g, x, get_attention, "gatv2_attention")
+
+    check()
 
 
 def test_bipartite_pair_of_features_uses_fc_src_and_fc_dst(path):

@@ -21,6 +21,7 @@ def _pair(in_f, out_f, norm, seed=0):
     return ours, theirs
 
 
+@pytest.mark.interpreter
 @given(gf=gst.graph_and_features(graph_strategy=st.one_of(gst.graphs(max_nodes=40, max_edges=120),
                                                           gst.blocks(max_dst=16, max_edges=120)),
                                  dim=st.integers(1, 12)),

@@ -46,6 +46,7 @@ def _both(run, g, x, w, path):
     assert not any(label.startswith("fallthrough") for d in dgl_accel.stats().values() for label in d)
 
 
+@pytest.mark.interpreter
 @settings(max_examples=25)
 @given(g=GRAPHS, shapes=st.sampled_from(SHAPES), name=st.sampled_from(["u_mul_e", "u_div_e"]),
        reduce=st.sampled_from(["sum", "mean"]), dtype=st.sampled_from([torch.float32, torch.float64]),
@@ -62,6 +63,7 @@ def test_multi_head_dgl_ops_equal_dgl(g, shapes, name, reduce, dtype, path, seed
     assert dgl_accel.stats()[f"u_mul_e_{reduce}"] == {PATH_LABEL[path]: 1}  # u_div_e: mul by 1 / w
 
 
+@pytest.mark.interpreter
 @settings(max_examples=20)
 @given(g=GRAPHS, feat=st.sampled_from([(), (1,), (3,), (2, 3)]), reduce=st.sampled_from(["sum", "mean"]),
        dtype=st.sampled_from([torch.float32, torch.float64]), path=st.sampled_from(["native", "triton"]),
@@ -76,6 +78,7 @@ def test_copy_e_equals_dgl(g, feat, reduce, dtype, path, seed):
     assert dgl_accel.stats()[f"copy_e_{reduce}"] == {PATH_LABEL[path]: 1}
 
 
+@pytest.mark.interpreter
 @settings(max_examples=12)
 @given(g=GRAPHS, reduce=st.sampled_from(["sum", "mean"]), path=st.sampled_from(["native", "triton"]),
        seed=st.integers(0, 2**31 - 1))

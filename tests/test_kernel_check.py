@@ -11,6 +11,8 @@ import textwrap
 
 import pytest
 
+from dgl_accel.testing.marks import quick_first
+
 pytestmark = pytest.mark.aot
 
 
@@ -21,17 +23,20 @@ def _env():
     return env
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_every_registered_kernel_compiles_for_sm80_and_sm90_without_spills(tmp_path):
+# every registered kernel (over 1,500 specialisations, 3,000 compiles): minutes on 2 cores, the slow case; the
+# quick case checks one kernel's specialisation (``--kernel``) the same way
+@pytest.mark.parametrize("kernel", quick_first(["_relabel_kernel", None]), ids=["one-kernel", "every-kernel"])
+def test_every_registered_kernel_compiles_for_sm80_and_sm90_without_spills(tmp_path, kernel):
     out = tmp_path / "check.json"
-    proc = subprocess.run([sys.executable, "-m", "dgl_accel.kernels.check", "--json", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "dgl_accel.kernels.check", "--json", str(out)]
+                          + (["--kernel", kernel] if kernel else []),
                           capture_output=True, text=True, env=_env(), timeout=1800)
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())
     from dgl_accel.kernels.registry import specialisations
 
-    assert len(rows) == 2 * len(specialisations()) > 0
+    assert len(rows) == 2 * len([s for s in specialisations() if not kernel or kernel in s.kernel]) > 0
     assert {r["target"] for r in rows} == {"sm_80", "sm_90"}
     for r in rows:
         assert r["error"] is None and r["spill_bytes"] == 0 and r["registers"] > 0, r
@@ -39,10 +44,12 @@ def test_every_registered_kernel_compiles_for_sm80_and_sm90_without_spills(tmp_p
     assert "kernel" in proc.stdout.splitlines()[0] and "registers" in proc.stdout.splitlines()[0]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_check_reports_spills_and_compile_errors(tmp_path):
-    # A kernel that keeps a 128x128 fp32 tile live in one warp (512 values per thread) must spill,
-    # and a kernel with a type error must be reported as an error row, not crash the table.
+# the 128 x 128 tile: 6 s on 2 cores (ptxas on its spills), the slow case; the 64 x 64 one spills too, in 2 to 3 s
+@pytest.mark.parametrize("tile", quick_first([64, 128]))
+def test_check_reports_spills_and_compile_errors(tmp_path, tile):
+    # A kernel that keeps a tile x tile fp32 tile live in one warp (128 x 128: 512 values per thread; 64 x 64:
+    # 128, three such tiles live) must spill, and a kernel with a type error must be reported as an error
+    # row, not crash the table.
     code = textwrap.dedent('''
         import triton, triton.language as tl
         from dgl_accel.kernels.check import compile_one, _require_compiled_mode
@@ -65,7 +72,7 @@ def test_check_reports_spills_and_compile_errors(tmp_path):
             tl.store(x_ptr, tl.arange(0, B) + undefined_name)
 
         spec = Specialisation("x", "_hog", {"x_ptr": "*fp32", "out_ptr": "*fp32", "B": "constexpr"},
-                              {"B": 128}, num_warps=1)
+                              {"B": TILE}, num_warps=1)
         r = compile_one(spec, 80, fn=_hog)
         print("HOG", r.error, r.spill_bytes, r.ok)
         bad = Specialisation("x", "_broken", {"x_ptr": "*fp32", "B": "constexpr"}, {"B": 16})
@@ -73,7 +80,7 @@ def test_check_reports_spills_and_compile_errors(tmp_path):
         print("BROKEN", r.error is not None, r.ok)
     ''')
     script = tmp_path / "spill_probe.py"  # @triton.jit needs its source in a real file
-    script.write_text(code)
+    script.write_text(f"TILE = {tile}\n" + code)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_env(), timeout=600)
     assert proc.returncode == 0, proc.stderr
     hog = next(line for line in proc.stdout.splitlines() if line.startswith("HOG")).split()

@@ -10,6 +10,7 @@ from scipy import stats
 from dgl_accel.core.sampling.layer import NORMS, sample_layer_nodes
 from dgl_accel.core.sampling.rng import call_seed
 from dgl_accel.sampling.layer import FastGCNSampler, LADIESSampler, fastgcn_probabilities, ladies_probabilities
+from dgl_accel.testing.marks import quick_first
 
 ALPHA = 1e-3  # chi-square significance: fixed seeds, so a failure is a real mismatch, reproducibly
 
@@ -86,9 +87,10 @@ def _chisquare(counts, expected_p):
     return stats.chisquare(counts, exp).pvalue
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("replace", [True, False])
-def test_ladies_first_layer_frequencies_match_p(replace):
+@pytest.mark.parametrize("replace", quick_first([True, False]))
+# 3,000 draws: over 3 s on 2 cores (the slow case); the quick case tests 1,000 the same way
+@pytest.mark.parametrize("draws", quick_first([1000, 3000]))
+def test_ladies_first_layer_frequencies_match_p(replace, draws):
     """Budget 1: the single drawn node of the output layer is distributed as p (with or without
     replacement: Efraimidis-Spirakis with s = 1 picks u with probability p(u))."""
     g = make_graph(seed=3)
@@ -97,7 +99,7 @@ def test_ladies_first_layer_frequencies_match_p(replace):
     support = np.nonzero(p > 0)[0]
     sampler = LADIESSampler([1], replace=replace, seed=1234)
     counts = np.zeros(g.num_nodes())
-    for _ in range(3000):
+    for _ in range(draws):
         _, _, (block,) = sampler.sample_blocks(g, seeds)
         drawn = drawn_sources(block)
         assert drawn.numel() == 1
@@ -249,21 +251,22 @@ def aggregate(block, x):
     return out.index_add_(0, dst.long(), block.edata["w"].to(torch.float64) * xs).numpy()
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("cls", [LADIESSampler, FastGCNSampler])
-def test_weighted_aggregation_is_unbiased_with_replacement(cls):
+@pytest.mark.parametrize("cls", quick_first([LADIESSampler, FastGCNSampler]))
+# 4,000 samples: over 4 s on 2 cores (the slow case); the quick case averages 1,000 the same way
+@pytest.mark.parametrize("runs", quick_first([1000, 4000]))
+def test_weighted_aggregation_is_unbiased_with_replacement(cls, runs):
     """Mean over T samples of sum_u w_uv x_u vs (Â x)[v]: every entry within 4.5 standard errors
     (estimated from the same samples; 4.5 sigma ~ 7e-6 two-sided per entry) and the largest
-    error below 5% of max |(Â x)[V]|."""
+    error below 5% of max |(Â x)[V]| at T = 4,000 (the bound grows as 1 / sqrt(T) for fewer)."""
     g = dgl.add_self_loop(make_graph(n=20, m=70, seed=14, multi=False))
     seeds = torch.tensor([0, 3, 7, 12])
     x = torch.as_tensor(np.random.default_rng(1).uniform(0.5, 1.5, g.num_nodes()))
     exact = (dense_norm_adj(g) @ x.numpy())[seeds.numpy()]
     sampler = cls([3], replace=True, seed=2024)
-    samples = np.stack([aggregate(sampler.sample_blocks(g, seeds)[2][0], x) for _ in range(4000)])
+    samples = np.stack([aggregate(sampler.sample_blocks(g, seeds)[2][0], x) for _ in range(runs)])
     mean, se = samples.mean(0), samples.std(0, ddof=1) / np.sqrt(len(samples))
     assert np.all(np.abs(mean - exact) <= 4.5 * se + 1e-12), (mean, exact, se)
-    assert np.max(np.abs(mean - exact)) < 0.05 * np.max(np.abs(exact))
+    assert np.max(np.abs(mean - exact)) < 0.05 * (4000 / runs) ** 0.5 * np.max(np.abs(exact))
 
 
 # ------------------------------------------------------------------------------ bad inputs

@@ -1,12 +1,17 @@
 """The README's main job: a 2-layer GCN with dgl-accel's backend on the embedded synthetic graph."""
+import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import dgl_accel
 from dgl_accel import data
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.train_gcn import main, train
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_train_learns_and_reports_the_path(capsys):
@@ -19,9 +24,11 @@ def test_train_learns_and_reports_the_path(capsys):
                           "copy_u_sum_backward": {"native-cpu": 60 * 2}}  # 2 layers x train per epoch
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_triton_path_gives_the_same_model_as_native():
-    g = data.synthetic_graph(num_nodes=300, seed=1)
+@pytest.mark.interpreter
+# 300 nodes: over 2 s on 2 cores under the interpreter (the slow case); 30 run the same code quickly
+@pytest.mark.parametrize("num_nodes", quick_first([30, 300]))
+def test_triton_path_gives_the_same_model_as_native(num_nodes):
+    g = data.synthetic_graph(num_nodes=num_nodes, seed=1)
     results = {}
     for name in ("native", "triton"):
         with dgl_accel.use_backend(name):
@@ -39,21 +46,41 @@ def test_cli_prints_progress_and_summary(capsys):
     assert "copy_u_sum: native-cpu x" in summary[0]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_cli_rejects_unlabelled_dataset(tmp_path):
+# ``python -m`` in a fresh process (torch and DGL imported: over 2 s on 2 cores) is the slow case; the quick
+# case calls the same main() in this process
+@pytest.mark.parametrize("entry", quick_first(["main()", "python -m"]))
+def test_cli_rejects_unlabelled_dataset(tmp_path, capsys, entry):
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n")
-    proc = subprocess.run([sys.executable, "-m", "dgl_accel.train_gcn", "--dataset", str(edges), "--epochs", "1"],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "expected the graph to carry ndata['feat']" in proc.stderr
+    args = ["--dataset", str(edges), "--epochs", "1"]
+    if entry == "main()":
+        returncode, stderr = main(args), capsys.readouterr().err
+    else:
+        proc = subprocess.run([sys.executable, "-m", "dgl_accel.train_gcn", *args], capture_output=True, text=True,
+                              timeout=300)
+        returncode, stderr = proc.returncode, proc.stderr
+    assert returncode != 0 and "expected the graph to carry ndata['feat']" in stderr
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_one_line_switch_example_runs(tmp_path):
-    proc = subprocess.run([sys.executable, "examples/gcn_one_line_switch.py", "--dataset", "synthetic",
-                           "--epochs", "3"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout.splitlines()
+# the script in a fresh process (torch and DGL imported: over 2 s on 2 cores) is the slow case; the quick case
+# runs it as __main__ in this process (runpy)
+@pytest.mark.parametrize("entry", quick_first(["runpy", "python"]))
+def test_one_line_switch_example_runs(tmp_path, capsys, monkeypatch, entry):
+    args = ["--dataset", "synthetic", "--epochs", "3"]
+    if entry == "runpy":
+        monkeypatch.syspath_prepend(str(EXAMPLES))  # its ``progress`` module, next to it
+        monkeypatch.setattr(sys, "argv", [str(EXAMPLES / "gcn_one_line_switch.py"), *args])
+        try:
+            runpy.run_path(str(EXAMPLES / "gcn_one_line_switch.py"), run_name="__main__")
+        finally:
+            sys.modules.pop("progress", None)  # leave no examples/ module behind for later tests
+        stdout = capsys.readouterr().out
+    else:
+        proc = subprocess.run([sys.executable, "examples/gcn_one_line_switch.py", *args], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        stdout = proc.stdout
+    out = stdout.splitlines()
     assert "== summary: GCN on synthetic, one import switched" in out  # after the progress lines
     lines = [line.strip() for line in out[out.index("== summary: GCN on synthetic, one import switched"):]
              if line.strip().startswith(("dgl.nn.GraphConv", "dgl_accel.nn.GraphConv"))]

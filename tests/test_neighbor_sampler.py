@@ -502,6 +502,7 @@ def test_graphsage_accuracy_matches_dgl_sampler():
     assert abs(ours_m - theirs_m) <= 0.01, (ours, theirs)
 
 
+@pytest.mark.interpreter
 def test_triton_path_gives_the_same_blocks_as_the_native_path():
     import dgl_accel
 

@@ -263,6 +263,7 @@ def test_empty_relation_and_node_type_without_edges_keep_dgl_layout(seeds):
         sampled(g, b)
 
 
+@pytest.mark.interpreter
 def test_one_choice_per_layer_for_relations_sharing_a_fanout_same_on_both_paths():
     """The relations are stacked as one CSR: a layer whose edge types share a fanout makes one
     neighbour choice (one kernel launch on the Triton path), and both paths give the same blocks."""

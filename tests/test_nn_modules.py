@@ -55,6 +55,7 @@ def _assert_same(a, b, msg):
         assert_close(a[3][k], b[3][k], msg=f"{msg} d{k}")
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("kind", sorted(MODULES))
 @settings(max_examples=6)
 @given(gf=gst.graph_and_features(graph_strategy=st.one_of(gst.graphs(max_nodes=30, max_edges=90),
@@ -156,7 +157,7 @@ def test_top_level_names_load_on_first_use_and_unknown_names_fail():
         dgl_accel.no_such_name  # noqa: B018
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+# a fresh process by necessity: about 4 s on 2 cores (torch and DGL imported), a quick test still
 def test_plain_import_exposes_nn_and_sampling():
     """``import dgl_accel`` alone is enough for ``dgl_accel.nn.GraphConv`` and
     ``dgl_accel.sampling.NeighborSampler`` (they load on first use, in a fresh process)."""

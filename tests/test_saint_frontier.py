@@ -174,6 +174,7 @@ def test_same_seed_same_output_and_instance_independence():
 # ------------------------------------------------- scalar loop, vectorised loop, Triton
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("kw", [dict(), dict(eta=1.05, degree_clip=3), dict(eta=1.3, max_steps=9)])
 def test_triton_kernel_matches_cpu_path(monkeypatch, kw):
     # The kernel probes the same positions in the same order and takes the same Philox words as
@@ -195,7 +196,7 @@ def test_cpu_loops_agree_on_larger_graph(monkeypatch):
     assert all(x.numel() == 150 for x in out)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.interpreter  # 40 nodes: about 2.5 s on 2 cores with the interpreter, a quick test still
 def test_triton_exact_fallback_and_scratch_rerun_match_cpu(monkeypatch):
     # 8 probes (one round of 8 lanes) before the exact fallback and eta 4: fallbacks happen;
     # scratch of cap0 only forces the kernel's overflow-and-rerun path.

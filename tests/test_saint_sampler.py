@@ -18,6 +18,7 @@ from dgl_accel.core.sampling.saint_norm import aggregation_norm, exact_inclusion
 from dgl_accel.sampling import SAINTSampler
 from dgl_accel.sampling.induced import induced_subgraph
 from dgl_accel.sampling.saint import tables
+from dgl_accel.testing.marks import quick_first
 
 Z = 5.0
 
@@ -139,13 +140,14 @@ def _walk_exact(g, length):
     return p_node, p_edge
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_walk_empirical_and_counted_normalisation_match_enumeration():
+# 3,000 walks and a coverage of 3,000: about 3 s on 2 cores (the slow case); the quick case checks 1,000 the
+# same way (the frequency bounds follow N)
+@pytest.mark.parametrize("N", quick_first([1000, 3000]))
+def test_walk_empirical_and_counted_normalisation_match_enumeration(N):
     g = _graph()
     L = 2
     p_node, p_edge = _walk_exact(g, L)
-    s = SAINTSampler("walk", (1, L), seed=7, normalize=True, coverage=3000, aggr_norm="none")
-    N = 3000
+    s = SAINTSampler("walk", (1, L), seed=7, normalize=True, coverage=N, aggr_norm="none")
     c_node = np.zeros(g.num_nodes())
     for _ in range(N):
         c_node[s.sample_nodes(g).numpy()] += 1
@@ -154,7 +156,7 @@ def test_walk_empirical_and_counted_normalisation_match_enumeration():
     norm = s.normalization(g)
     assert norm.method == "count"
     Np = norm.num_presampled
-    assert Np * p_node.mean() >= 3000 * 0.99                  # coverage reached
+    assert Np * p_node.mean() >= N * 0.99                     # coverage reached
     _freq_ok(norm.p_node, p_node, Np)
     src, dst = (x.numpy() for x in g.edges(order="eid"))
     alpha = p_edge / p_node[dst]
@@ -348,22 +350,31 @@ def test_pickle_round_trip_keeps_the_stream():
     assert np.array_equal(s.normalization(g).edge_w, t.normalization(g).edge_w)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("symmetric,idtype", [(False, torch.int64), (True, torch.int64), (False, torch.int32)])
-def test_device_path_builds_the_cpu_paths_subgraphs(symmetric, idtype):
+# (nodes, edges, (mode, budget, options) per sampler): 300 nodes and 2,000 edges take 6 to 10 s on 2 cores under the
+# interpreter (the slow cases); the quick case runs every mode on 60 nodes and 400 edges, the walks' counted
+# normalisation pre-sampling to a coverage of 3 (the default 50 takes a few hundred interpreted draws)
+DEVICE_CASES = quick_first([
+    (60, 400, (("node", 12, {}), ("node", 12, {"exact_norm": False, "coverage": 3, "node_prob": "degree"}),
+               ("edge", 8, {}), ("walk", (12, 2), {"coverage": 3}), ("frontier", (2, 12), {"normalize": False}))),
+    (300, 2000, (("node", 60, {}), ("node", 60, {"exact_norm": False, "coverage": 3, "node_prob": "degree"}),
+                 ("edge", 40, {}), ("walk", (20, 2), {}), ("frontier", (10, 60), {"normalize": False})))])
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("symmetric,idtype", quick_first([(False, torch.int64), (True, torch.int64), (False, torch.int32)]))
+@pytest.mark.parametrize("n, m, cases", DEVICE_CASES, ids=["60-nodes", "300-nodes"])
+def test_device_path_builds_the_cpu_paths_subgraphs(n, m, cases, symmetric, idtype):
     """On the Triton path (a CUDA graph; here the interpreter) the node set, the subgraph and its
     normalisation weights (closed-form or counted by pre-sampling) are built where the graph lives:
     the CPU path's nodes, edges (its CSC order; a symmetric graph's CPU subgraph lists them in the
     half-CSR order, so there as sets) and weights."""
     import dgl_accel
     gen = torch.Generator().manual_seed(3)
-    g = dgl.graph((torch.randint(300, (2000,), generator=gen), torch.randint(300, (2000,), generator=gen)),
-                  num_nodes=300, idtype=idtype)
+    g = dgl.graph((torch.randint(n, (m,), generator=gen), torch.randint(n, (m,), generator=gen)),
+                  num_nodes=n, idtype=idtype)
     if symmetric:
         g = dgl.to_bidirected(g)
-    cases = (("node", 60, {}), ("node", 60, {"exact_norm": False, "coverage": 3, "node_prob": "degree"}),
-             ("edge", 40, {}), ("walk", (20, 2), {}), ("frontier", (10, 60), {"normalize": False}))  # interpreted
-    for mode, budget, extra in cases:
+    for mode, budget, extra in cases:  # the frontier sampler: interpreted
         out = {}
         for name in ("native", "triton"):
             with dgl_accel.use_backend(name):

@@ -265,6 +265,7 @@ def test_excluded_edges_are_dropped_after_the_choice_as_in_dgl(fused):
     assert 0 not in seen
 
 
+@pytest.mark.threads(2)  # DGL takes its fused path only with several threads
 def test_source_order_beyond_the_seeds_is_dgl_internal():
     """With fanout -1 (no randomness) DGL's fused and unfused paths list the non-seed sources in
     different orders; both, and ours, put the seeds first in order and every other sampled source

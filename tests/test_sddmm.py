@@ -65,6 +65,7 @@ def assert_all_close(got, expected, msg):
             assert_close(x, y, msg=f"{msg} [{k}]")
 
 
+@pytest.mark.interpreter
 @given(g=GRAPHS, op=st.sampled_from(OPS), pair=st.sampled_from(PAIRS), shape=st.integers(0, len(SHAPES) - 1),
        dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS)
 @settings(max_examples=20)
@@ -90,6 +91,7 @@ MESSAGES = {  # built-in message function -> the gsddmm op it runs
 }
 
 
+@pytest.mark.interpreter
 @given(g=GRAPHS, name=st.sampled_from(sorted(MESSAGES)), seed=tst.SEEDS)
 @settings(max_examples=12)
 def test_apply_edges_with_builtin_messages_equals_dgl(g, name, seed):

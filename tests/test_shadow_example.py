@@ -5,14 +5,21 @@ and the full-batch baseline; a shared dataset it cannot find is refused with the
 without a PPR scope is refused."""
 import math
 import re
+import runpy
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
 
+from dgl_accel.testing.marks import quick_first
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "shadow_gnn.py"
+# The example in a fresh process (torch and DGL imported: over 2 s on 2 cores) is the slow case of a test that
+# takes ``entry``; its quick case runs the same script as __main__ in this process (``_run_here``).
+ENTRIES = quick_first(["runpy", "python"])
 
 
 def _run(*args, env=None):
@@ -20,20 +27,50 @@ def _run(*args, env=None):
                           capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("args", [
-    ("--dataset", "synthetic"),
-    ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
-     "--readout", "center", "--no-residual", "--norm", "layer", "--head", "none"),
-    ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat", "--head", "linear",
-     "--readout", "center"),
-    ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat",
-     "--pool-weights", "ppr", "--rezero"),
-    ("--dataset", "synthetic", "--model", "sage-fullbatch"),
-], ids=["shadow-sage-khop", "shadow-gcn-ppr-head-none", "shadow-sage-ppr-jk-linear-head", "shadow-sage-ppr-jk-weighted",
-        "sage-fullbatch"])
-def test_example_trains_and_prints_the_summary(args):
-    proc = _run(*args)
+def _script_here(monkeypatch, capsys, script: Path, *args, env=None):
+    """``python script *args`` in this process (runpy, as __main__): its exit status, stdout and stderr."""
+    monkeypatch.syspath_prepend(str(script.parent))  # modules next to it (the example's coauthor_sage)
+    monkeypatch.setattr(sys, "argv", [str(script), *args])
+    for key, value in (env or {}).items():
+        monkeypatch.setenv(key, value)
+    capsys.readouterr()
+    code = 0
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:  # as the interpreter exits: a message to stderr and 1, or the code
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        code = 1 if isinstance(exc.code, str) else exc.code or 0
+    except Exception:  # uncaught: as the interpreter, its traceback on stderr and 1
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.modules.pop("coauthor_sage", None)  # leave no examples/ module behind for later tests
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(sys.argv, code, out.out, out.err)
+
+
+def _run_here(monkeypatch, capsys, *args, env=None):
+    """``_run`` in this process (runpy, as __main__): the same arguments, exit status, stdout and stderr."""
+    return _script_here(monkeypatch, capsys, EXAMPLE, "--epochs", "2", "--synthetic-nodes", "400", *args, env=env)
+
+
+# every model in a fresh process (over 2 s on 2 cores each: the slow cases); the full-batch baseline in this
+# process is the quick case
+@pytest.mark.parametrize("entry, args", quick_first([
+    ("runpy", ("--dataset", "synthetic", "--model", "sage-fullbatch")),
+    ("python", ("--dataset", "synthetic")),
+    ("python", ("--dataset", "synthetic", "--model", "shadow-gcn", "--scope", "ppr", "--topk", "16", "--layers", "3",
+                "--readout", "center", "--no-residual", "--norm", "layer", "--head", "none")),
+    ("python", ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat",
+                "--head", "linear", "--readout", "center")),
+    ("python", ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--norm", "layer", "--jk", "cat",
+                "--pool-weights", "ppr", "--rezero")),
+    ("python", ("--dataset", "synthetic", "--model", "sage-fullbatch")),
+]), ids=["sage-fullbatch-in-process", "shadow-sage-khop", "shadow-gcn-ppr-head-none", "shadow-sage-ppr-jk-linear-head",
+         "shadow-sage-ppr-jk-weighted", "sage-fullbatch"])
+def test_example_trains_and_prints_the_summary(entry, args, monkeypatch, capsys):
+    proc = _run_here(monkeypatch, capsys, *args) if entry == "runpy" else _run(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert any("[split 0.0] epoch   1" in line for line in lines), proc.stdout
@@ -47,12 +84,19 @@ def test_example_trains_and_prints_the_summary(args):
     assert "time_per_run=" in summary[0]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_repeats_average_per_split_and_repeat_zero_is_the_single_run():
+# shaDow-SAGE (PPR scope) in fresh processes: over 2 s on 2 cores, the slow case; the quick case runs the
+# full-batch baseline (the same split and repeat loop) in this process
+@pytest.mark.parametrize("entry, model", quick_first([("runpy", ("--model", "sage-fullbatch")),
+                                                      ("python", ("--scope", "ppr", "--topk", "16"))]),
+                         ids=["sage-fullbatch-in-process", "shadow-sage-ppr"])
+def test_repeats_average_per_split_and_repeat_zero_is_the_single_run(monkeypatch, capsys, entry, model):
     """--repeats 2: a split's figure is the mean of its two runs, and run 0 uses the split's own seed
     (the same figures as a run without repeats)."""
-    common = ("--dataset", "synthetic", "--scope", "ppr", "--topk", "16", "--splits", "2")
-    single, repeated = _run(*common), _run(*common, "--repeats", "2")
+    common = ("--dataset", "synthetic", *model, "--splits", "2")
+    if entry == "runpy":
+        single, repeated = _run_here(monkeypatch, capsys, *common), _run_here(monkeypatch, capsys, *common, "--repeats", "2")
+    else:
+        single, repeated = _run(*common), _run(*common, "--repeats", "2")
     assert single.returncode == 0 and repeated.returncode == 0, (single.stderr + repeated.stderr)[-3000:]
 
     def run_lines(proc):  # {(split, repeat): (val, test)} from the "split s.r: val v test t" lines
@@ -68,14 +112,17 @@ def test_repeats_average_per_split_and_repeat_zero_is_the_single_run():
     assert "repeats=2" in repeated.stdout and "per_run_test_std=" in repeated.stdout
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_select_acc_loss_keeps_training_through_accuracy_ties():
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_select_acc_loss_keeps_training_through_accuracy_ties(monkeypatch, capsys, entry):
     """--select acc+loss counts an equal validation accuracy at a lower loss as better: on the same
     seeded trajectory it stops no earlier and keeps a state at least as accurate on validation, and on
     this run (full batch, synthetic: validation accuracy ties are common) it moves some split's choice."""
     common = ("--dataset", "synthetic", "--model", "sage-fullbatch", "--epochs", "40", "--patience", "5",
               "--splits", "3")
-    runs = {sel: _run(*common, "--select", sel) for sel in ("acc", "acc+loss")}
+    def run(*args):
+        return _run_here(monkeypatch, capsys, *args) if entry == "runpy" else _run(*args)
+
+    runs = {sel: run(*common, "--select", sel) for sel in ("acc", "acc+loss")}
     parsed = {}
     for sel, proc in runs.items():
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -87,16 +134,30 @@ def test_select_acc_loss_keeps_training_through_accuracy_ties():
     assert parsed["acc"] != parsed["acc+loss"]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_results_rows_match_the_printed_runs_and_plot(tmp_path):
+# both models in fresh processes, the plot script too: over 2 s on 2 cores, the slow case; the quick case runs
+# the full-batch baseline and the plot script in this process
+@pytest.mark.parametrize("entry, models", quick_first([("runpy", ("sage-fullbatch",)),
+                                                       ("python", ("shadow-sage", "sage-fullbatch"))]),
+                         ids=["sage-fullbatch-in-process", "both-models"])
+def test_results_rows_match_the_printed_runs_and_plot(tmp_path, monkeypatch, capsys, entry, models):
     """--results appends one JSON row per run (the printed figures, the flags); the plot script draws
     them and refuses a selection rule with no rows, naming the fix."""
     import json
 
+    plot = REPO / "bench" / "plot_shadow_accuracy.py"
+
+    def run(*args):
+        return _run_here(monkeypatch, capsys, *args) if entry == "runpy" else _run(*args)
+
+    def draw(*args):
+        if entry == "runpy":
+            return _script_here(monkeypatch, capsys, plot, *args)
+        return subprocess.run([sys.executable, str(plot), *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+
     results = tmp_path / "acc.jsonl"
-    for model in ("shadow-sage", "sage-fullbatch"):
-        proc = _run("--dataset", "synthetic", "--model", model, "--scope", "ppr", "--topk", "16", "--splits", "2",
-                    "--repeats", "2", "--results", str(results))
+    for model in models:
+        proc = run("--dataset", "synthetic", "--model", model, "--scope", "ppr", "--topk", "16", "--splits", "2",
+                   "--repeats", "2", "--results", str(results))
         assert proc.returncode == 0, proc.stderr[-3000:]
         printed = {(int(m[1]), int(m[2])): (float(m[3]), float(m[4])) for m in
                    re.finditer(r"^split (\d+)\.(\d+): val ([\d.]+) test ([\d.]+)", proc.stdout, re.M)}
@@ -106,32 +167,35 @@ def test_results_rows_match_the_printed_runs_and_plot(tmp_path):
         for r in mine:
             assert (round(r["val"], 4), round(r["test"], 4)) == printed[(r["split"], r["repeat"])]
             assert r["flags"]["select"] == "acc" and r["dataset"] == "synthetic" and r["timestamp"]
-    plot = REPO / "bench" / "plot_shadow_accuracy.py"
     out = tmp_path / "acc.png"
-    proc = subprocess.run([sys.executable, str(plot), str(results), "-o", str(out)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+    proc = draw(str(results), "-o", str(out))
     assert proc.returncode == 0 and out.stat().st_size > 10_000, proc.stderr[-2000:]
-    proc = subprocess.run([sys.executable, str(plot), str(results), "--select", "acc+loss"], capture_output=True,
-                          text=True, timeout=120, cwd=REPO)
+    proc = draw(str(results), "--select", "acc+loss")
     assert proc.returncode != 0 and "expected rows run with --select acc+loss" in proc.stderr
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path):
-    env = {k: v for k, v in __import__("os").environ.items()}
-    env["DGL_ACCEL_DATASETS"] = str(tmp_path)  # an empty folder: no npz there
-    proc = _run("--dataset", "graphdata_coauthor_cs", env=env)
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_missing_shared_dataset_is_refused_with_the_fix(tmp_path, monkeypatch, capsys, entry):
+    if entry == "runpy":
+        proc = _run_here(monkeypatch, capsys, "--dataset", "graphdata_coauthor_cs",
+                         env={"DGL_ACCEL_DATASETS": str(tmp_path)})  # an empty folder: no npz there
+    else:
+        env = {k: v for k, v in __import__("os").environ.items()}
+        env["DGL_ACCEL_DATASETS"] = str(tmp_path)  # an empty folder: no npz there
+        proc = _run("--dataset", "graphdata_coauthor_cs", env=env)
     assert proc.returncode != 0
     assert "expected one shared dataset matching" in proc.stderr and "--dataset synthetic" in proc.stderr
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_ppr_weighted_pool_needs_the_ppr_scope():
-    proc = _run("--dataset", "synthetic", "--scope", "khop", "--pool-weights", "ppr")
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_ppr_weighted_pool_needs_the_ppr_scope(monkeypatch, capsys, entry):
+    args = ("--dataset", "synthetic", "--scope", "khop", "--pool-weights", "ppr")
+    proc = _run_here(monkeypatch, capsys, *args) if entry == "runpy" else _run(*args)
     assert proc.returncode == 2 and "--pool-weights ppr needs --scope ppr" in proc.stderr, proc.stderr[-2000:]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_head_none_needs_the_center_readout():
-    proc = _run("--dataset", "synthetic", "--head", "none", "--jk", "cat", "--readout", "center")
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_head_none_needs_the_center_readout(monkeypatch, capsys, entry):
+    args = ("--dataset", "synthetic", "--head", "none", "--jk", "cat", "--readout", "center")
+    proc = _run_here(monkeypatch, capsys, *args) if entry == "runpy" else _run(*args)
     assert proc.returncode == 2 and "--head none needs --readout center and no --jk" in proc.stderr, proc.stderr[-2000:]

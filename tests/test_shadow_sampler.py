@@ -20,6 +20,7 @@ from dgl_accel.sampling import (
     shadow_index,
 )
 from dgl_accel.sampling.shadow import GRAPH_ID, IS_TARGET, PPR_SCORE
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.strategies import graphs
 
 
@@ -156,12 +157,12 @@ def _run(g, sampler, workers, **kw):
     return [(inp, out, sg) for inp, out, sg in loader]
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("make", [
+# per_target and PPR: 3 to 7 s each on 2 cores (the slow cases); the first, under 2 s, is the quick case
+@pytest.mark.parametrize("make", quick_first([
     lambda: ShaDowKHopSampler([10, 5], seed=1, prefetch_node_feats=["feat"]),
     lambda: ShaDowKHopSampler([10, 5], per_target=True, seed=1, prefetch_node_feats=["feat"]),
     lambda: ShaDowPPRSampler(topk=20, prefetch_node_feats=["feat"]),
-], ids=["merged", "per_target", "ppr"])
+]), ids=["merged", "per_target", "ppr"])
 def test_dataloader_workers_reproduce_and_prefetch(graph, make):
     runs = [_run(graph, make(), 2), _run(graph, make(), 2)]
     _same_batches(*runs)
@@ -277,6 +278,7 @@ def test_ppr_sampler_same_on_triton_and_native(path):
     assert torch.equal(sg.ndata[PPR_SCORE], ref[2].ndata[PPR_SCORE])
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_merged_scope_on_the_device_path_is_the_cpu_paths(graph, symmetric):
     """On the Triton path (a CUDA graph; here the interpreter) the merged scope and its subgraph are

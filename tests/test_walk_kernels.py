@@ -47,6 +47,7 @@ def _start_nodes(g, k=12, seed=0):
     return torch.randint(g.num_nodes(), (k,), generator=gen)
 
 
+@pytest.mark.interpreter
 @settings(max_examples=20, deadline=None)
 @given(g=graphs(min_nodes=1, max_nodes=16, max_edges=48), seed=st.integers(0, 2 ** 64 - 1),
        weighted=st.booleans(), restart=st.sampled_from([0.0, 0.3]))
@@ -60,6 +61,7 @@ def test_random_walk_kernel_equals_cpu(g, seed, weighted, restart):
     _assert_same(a, b)
 
 
+@pytest.mark.interpreter
 @settings(max_examples=15, deadline=None)
 @given(g=graphs(min_nodes=1, max_nodes=12, max_edges=40), seed=st.integers(0, 2 ** 64 - 1),
        weighted=st.booleans(), pq=st.sampled_from([(1.0, 1.0), (0.5, 2.0), (2.0, 0.25), (0.3, 3.0)]))
@@ -80,6 +82,7 @@ def _dense(n=10, seed=0):
     return g
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("prob", [None, "w"])
 def test_node2vec_exact_fallback_equals_cpu(prob, monkeypatch):
     # On a complete graph every candidate is a neighbour of the previous node, so with q = 1/64
@@ -98,6 +101,7 @@ def test_node2vec_exact_fallback_equals_cpu(prob, monkeypatch):
     _assert_same(a, b)
 
 
+@pytest.mark.interpreter
 def test_dead_ends_and_restart_tensor():
     # 0 -> 1 -> 2 -> 3 (3 has no out-edges), 4 isolated, 5 -> 5 self-loop.
     g = dgl.graph((torch.tensor([0, 1, 2, 5]), torch.tensor([1, 2, 3, 5])), num_nodes=6)
@@ -118,6 +122,7 @@ def test_dead_ends_and_restart_tensor():
     assert b[0][0].tolist() == [0, 1, 2, 3, -1] and b[0][4].tolist() == [5] * 5
 
 
+@pytest.mark.interpreter
 def test_weighted_zero_rows_and_large_seed():
     g = dgl.graph((torch.tensor([0, 0, 1, 1, 2, 2, 3]), torch.tensor([1, 2, 2, 3, 0, 3, 0])), num_nodes=4)
     g.edata["w"] = torch.tensor([1.0, 3.0, 0.0, 0.0, 0.5, 0.25, 2.0])  # node 1's weights sum to 0
@@ -130,6 +135,7 @@ def test_weighted_zero_rows_and_large_seed():
     _assert_same(a, b)
 
 
+@pytest.mark.interpreter
 def test_triton_path_is_recorded_and_degenerate_calls():
     g = dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 0])), num_nodes=3, idtype=torch.int32)
     dgl_accel.reset_stats()
@@ -149,6 +155,7 @@ def test_triton_path_is_recorded_and_degenerate_calls():
     assert dgl_accel.stats()["random_walk"]["native-cpu"] == 1
 
 
+@pytest.mark.interpreter
 @settings(max_examples=10, deadline=None)
 @given(g=graphs(min_nodes=1, max_nodes=16, max_edges=48), seed=st.integers(0, 2 ** 64 - 1),
        m=st.integers(1, 4), extra=st.integers(0, 12), instances=st.integers(1, 3))
@@ -158,6 +165,7 @@ def test_mdrw_kernel_equals_cpu(g, seed, m, extra, instances):
     _assert_same(tuple(a[0]), tuple(b[0]))
 
 
+@pytest.mark.interpreter
 def test_mdrw_kernel_chunked_frontier():
     # A frontier larger than the kernel's scan chunk (MDRW_BLOCK_M = 1024 slots), given as roots [I, m].
     from dgl_accel.kernels.walks import MDRW_BLOCK_M

@@ -13,9 +13,7 @@ A :class:`Provider` says which layers (PyG's or swapped), which adjacency (``edg
 the loader's gather run (the data's device, or the CPU: what a PyG user without our GPU path
 does).  A provider that fails (out of device memory, an op missing for a dtype) stops there: its row
 says so, the others go on.
-Precisions (:func:`precision`): a dtype (the weights and features in it: ``float32``, ``bfloat16``) or
-``autocast-<dtype>`` (weights and features in fp32, forward and loss under ``torch.autocast`` in that
-dtype, as users train in mixed precision; ``autocast-float16`` with ``torch.amp.GradScaler``).
+Precisions: a dtype or ``autocast-<dtype>``; one step in one: :mod:`.steps`.
 Every row carries the loss of each epoch; the other rows carry the largest relative gap to the
 losses of the first provider that ran to the end (they train the same function from the same
 weights, so they agree).
@@ -32,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from . import graphs
+from .steps import Step, full_epoch, label, precision, sync
 
 FANOUTS = [15, 10, 5]
 BATCH = 1024
@@ -95,65 +94,6 @@ def sparse_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtyp
 
     ones = torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device)
     return to_torch_csr_tensor(edge_index.flip(0), ones, size=(num_nodes, num_nodes))
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def precision(case_dtype) -> tuple[torch.dtype, torch.dtype | None]:
-    """(storage dtype, autocast dtype or None) of a case's precision: a torch dtype, or a string
-    ``autocast-bfloat16`` / ``autocast-float16`` (fp32 weights and features, forward under autocast).
-
-    >>> precision("autocast-float16")
-    (torch.float32, torch.float16)
-    """
-    if isinstance(case_dtype, torch.dtype):
-        return case_dtype, None
-    kind, _, name = str(case_dtype).partition("-")
-    if kind != "autocast" or not isinstance(getattr(torch, name, None), torch.dtype):
-        raise ValueError(f"expected a torch dtype or 'autocast-<dtype>' (got {case_dtype!r}). "
-                         f"Fix: torch.float32, 'autocast-bfloat16' or 'autocast-float16'.")
-    return torch.float32, getattr(torch, name)
-
-
-def label(case_dtype) -> str:
-    """The precision's name in rows and ``--training-cases`` (``float32``, ``autocast-bfloat16``)."""
-    return str(case_dtype).replace("torch.", "")
-
-
-class Step:
-    """Forward and loss (under autocast where the precision says), backward and the optimiser step,
-    with a GradScaler for fp16 autocast."""
-
-    def __init__(self, opt, device: torch.device, amp: torch.dtype | None):
-        self.opt, self.device, self.amp = opt, device, amp
-        self.scaler = torch.amp.GradScaler(device.type) if amp == torch.float16 else None
-
-    def forward(self, fn):
-        with torch.autocast(self.device.type, dtype=self.amp or torch.float32, enabled=self.amp is not None):
-            return fn()
-
-    def backward(self, loss) -> None:
-        if self.scaler is None:
-            loss.backward()
-            self.opt.step()
-        else:
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.opt)
-            self.scaler.update()
-
-
-def full_epoch(model, step: Step, x, adjacency, y, mask) -> tuple[float, dict]:
-    """One full-graph step (forward, loss on the training rows, backward, optimiser step)."""
-    sync(x.device)
-    start = time.perf_counter()
-    step.opt.zero_grad()
-    loss = step.forward(lambda: F.cross_entropy(model(x, adjacency)[mask].float(), y[mask]))
-    step.backward(loss)
-    sync(x.device)
-    return float(loss), {"step": time.perf_counter() - start}
 
 
 class Minibatches:

@@ -17,10 +17,14 @@ from dgl_accel.core.attention.gat import gat_attention
 from dgl_accel.core.attention.reference import ref_edge_softmax, ref_gat
 from dgl_accel.core.csr import Structure
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import QUICK_NATIVE, quick_first, quick_first_params
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 PATHS = ("native", "triton")
+# For a test looping over the paths: the native path alone quick, both (the interpreter too) slow.
+QUICK_NATIVE_PATHS = quick_first_params([pytest.param(["native"], id="native"),
+                                         pytest.param(list(PATHS), marks=pytest.mark.interpreter, id="native+triton")])
 PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
 SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))
 
@@ -47,6 +51,7 @@ def ref_gat_attention(in_csr, feat, el, er, slope, src, dst):
 # ------------------------------------------------------------------------------------------ edge softmax
 @given(e=SMALL, heads=st.integers(1, 10), shape=st.sampled_from(["E", "EH", "EH1"]), dtype=st.sampled_from(DTYPES),
        direction=st.sampled_from(["in", "out"]), seed=tst.SEEDS, scale=st.sampled_from([1.0, 30.0]))
+@pytest.mark.interpreter
 def test_edge_softmax_matches_reference(e, heads, shape, dtype, direction, seed, scale):
     rows = tst.tensor_graph(e).csr(direction)  # "in": DGL's norm_by='dst', "out": norm_by='src'
     heads = 1 if shape == "E" else heads
@@ -75,6 +80,7 @@ def _rows_by_eid(rows: Structure) -> list:
     return out
 
 
+@pytest.mark.interpreter
 @given(e=SMALL, heads=st.integers(1, 4), dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS)
 def test_edge_softmax_backward_matches_reference(e, heads, dtype, seed):
     rows = tst.tensor_graph(e).csr("in")
@@ -144,6 +150,7 @@ def test_edge_softmax_empty_graph_and_rows(path):
 # ------------------------------------------------------------------------------------------ fused GAT
 @given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(DTYPES), seed=tst.SEEDS,
        slope=st.sampled_from([0.2, 0.0, 1.5]), el_shape=st.booleans())
+@pytest.mark.interpreter
 def test_gat_matches_unfused_reference(e, heads, dim, dtype, seed, slope, el_shape):
     g = tst.tensor_graph(e)
     feat, el, er = gat_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
@@ -165,11 +172,12 @@ def test_gat_matches_unfused_reference(e, heads, dim, dtype, seed, slope, el_sha
                                  el, er, msg=f"{name} attention {dtype}")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+# the native path alone is quick; with the interpreter: over 2 s on 2 cores (the slow case)
+@pytest.mark.parametrize("paths", QUICK_NATIVE_PATHS)
 @settings(max_examples=15)
 @given(e=SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
        seed=tst.SEEDS, with_attention=st.booleans())
-def test_gat_backward_matches_reference(e, heads, dim, dtype, seed, with_attention):
+def test_gat_backward_matches_reference(paths, e, heads, dim, dtype, seed, with_attention):
     g = tst.tensor_graph(e)
     in_csr = g.csr("in")
     inputs = gat_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
@@ -179,7 +187,7 @@ def test_gat_backward_matches_reference(e, heads, dim, dtype, seed, with_attenti
     outs = [ref_gat(in_csr, *leaves), ref_gat_attention(in_csr, leaves[0], leaves[1], leaves[2], 0.2, e.src, e.dst)]
     n = 2 if with_attention else 1
     expected = torch.autograd.grad(outs[:n], leaves, [grad_out, grad_attn][:n])
-    for name in PATHS:
+    for name in paths:
         leaves = [t.clone().requires_grad_() for t in inputs]
         dgl_accel.reset_stats()
         with dgl_accel.use_backend(name):
@@ -191,7 +199,7 @@ def test_gat_backward_matches_reference(e, heads, dim, dtype, seed, with_attenti
             assert_close(a, b, msg=f"{name} grad[{k}] {dtype}")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): its cases together over 2 s on 2 cores
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gat_half_precision_forward_and_gradients(path, dtype):
     g = star(100, extra=4)
@@ -210,7 +218,7 @@ def test_gat_half_precision_forward_and_gradients(path, dtype):
                              msg=f"{path} {dtype}")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): its cases together over 2 s on 2 cores
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 def test_gat_gradcheck_fp64(path, idtype):
     # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).
@@ -224,9 +232,9 @@ def test_gat_gradcheck_fp64(path, idtype):
     assert set(dgl_accel.stats()["gat_attention"]) == {PATH_LABEL[path]}
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): its cases together over 2 s on 2 cores
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-@pytest.mark.parametrize("block", [False, True])
+@pytest.mark.parametrize("block", quick_first([True, False]))  # the star's fp64 gradcheck: over 20 s natively
 def test_gat_attention_vectors_equal_the_el_er_route(path, dtype, block):
     # attn=(attn_l, attn_r): el, er computed inside, their gradient added into grad_feat in place;
     # on a block the destinations are the first sources (er from feat[:num_dst]).
@@ -253,7 +261,7 @@ def test_gat_attention_vectors_equal_the_el_er_route(path, dtype, block):
                                         leaves, fast_mode=path == "triton")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): over 2 s on 2 cores
 def test_gat_equals_unfused_core_composition(path):
     # The fused op against edge_softmax + u_mul_e aggregation (core ops, same path), long rows included.
     g = star(120, extra=5)

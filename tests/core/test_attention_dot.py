@@ -6,6 +6,7 @@ interpreter; multi-head, key and value sizes apart, empty rows and graphs, rows 
 chunk, int32/int64 ids, fp32/fp64/fp16/bf16 (the flash-attention rule), fp64 gradcheck, what backward
 saves, and bad input."""
 import math
+from unittest import mock
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.dot import dot_attention, ref_dot_attention
+from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.attention_variants import (
     DTYPES,
@@ -32,10 +34,17 @@ from dgl_accel.testing.attention_variants import (
     star,
     unit_normal,
 )
+from dgl_accel.testing.marks import quick_first_params
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 path = path_fixture()
 UNIT_SEEDS = (10, 29)  # before the fix: fp16 failed the rule with seed 10, bf16 with 29
+# The torch path quick; the compiled loops (numba compiles each signature: up to 18 s on 2 cores) and the
+# kernels (the interpreter: up to 9 s) slow: for the ``path`` fixture (indirect) and, as the paths to loop
+# over, for a test that runs on each in turn.
+QUICK_PATH = quick_first_params(["native", "compiled", pytest.param("triton", marks=pytest.mark.interpreter)])
+QUICK_PATHS = quick_first_params([pytest.param(("native",), id="native"),
+                                  pytest.param(PATHS, marks=pytest.mark.interpreter, id="every-path")])
 
 
 def dot_inputs(num_src, num_dst, heads, dk, dv, dtype, seed, spread=1.0, requires_grad=False):
@@ -46,14 +55,14 @@ def dot_inputs(num_src, num_dst, heads, dk, dv, dtype, seed, spread=1.0, require
 
 
 # ------------------------------------------------------------------------------------------ forward
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("paths", QUICK_PATHS)
 @given(e=SMALL, heads=st.integers(1, 3), dk=st.integers(1, 20), dv=st.integers(1, 20),
        dtype=st.sampled_from(DTYPES), seed=tst.SEEDS, scale=st.sampled_from([None, 0.7, -2.0]))
-def test_dot_matches_unfused_reference(e, heads, dk, dv, dtype, seed, scale):
+def test_dot_matches_unfused_reference(paths, e, heads, dk, dv, dtype, seed, scale):
     g = tst.tensor_graph(e)
     q, k, val = dot_inputs(e.num_src, e.num_dst, heads, dk, dv, dtype, seed)
     in_csr = g.csr("in")
-    for name in PATHS:
+    for name in paths:
         dgl_accel.reset_stats()
         with on_path(name):
             out, attn = dot_attention(g, q, k, val, scale, return_attention=True)
@@ -83,21 +92,22 @@ def test_dot_long_rows_online_max(path):
 
 
 # ------------------------------------------------------------------------------------------ backward
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("paths", QUICK_PATHS)
 @settings(max_examples=12)
 @given(e=SMALL, heads=st.integers(1, 3), dk=st.integers(1, 20), dv=st.integers(1, 20),
        dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS, with_attention=st.booleans())
-def test_dot_backward_matches_reference(e, heads, dk, dv, dtype, seed, with_attention):
+def test_dot_backward_matches_reference(paths, e, heads, dk, dv, dtype, seed, with_attention):
     g = tst.tensor_graph(e)
     in_csr = g.csr("in")
     inputs = dot_inputs(e.num_src, e.num_dst, heads, dk, dv, dtype, seed)
     grad_out = tst.randn((e.num_dst, heads, dv), dtype, seed + 3)
     grad_attn = tst.randn((e.src.numel(), heads), dtype, seed + 4)
-    backward_on_paths(lambda *t, **kw: dot_attention(g, *t, **kw), lambda *t: ref_dot_attention(in_csr, *t), inputs,
-                      grad_out, grad_attn, with_attention, "dot_attention_backward")
+    with mock.patch.object(av, "PATHS", paths):  # the paths backward_on_paths runs on
+        backward_on_paths(lambda *t, **kw: dot_attention(g, *t, **kw), lambda *t: ref_dot_attention(in_csr, *t), inputs,
+                          grad_out, grad_attn, with_attention, "dot_attention_backward")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_PATH, indirect=True)  # compiled, triton: slow (QUICK_PATH)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_dot_half_precision_forward_and_gradients(path, dtype):
     g = star(100, extra=4)
@@ -124,7 +134,7 @@ def test_dot_half_gradients_with_unit_queries(path, dtype, seed):
                                    f"{path} {dtype} seed {seed}")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_PATH, indirect=True)  # compiled, triton: slow (QUICK_PATH)
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 def test_dot_gradcheck_fp64(path, idtype):
     # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).

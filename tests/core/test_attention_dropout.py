@@ -21,6 +21,7 @@ from dgl_accel.core.jit import attention as loops
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.marks import quick_first, quick_first_params
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 needs_numba = pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
@@ -29,7 +30,12 @@ EIDS = torch.cat([torch.arange(0, 300), torch.arange(2**31 - 50, 2**31 + 50), to
                   torch.randint(0, 2**40, (300,), generator=torch.Generator().manual_seed(0))])
 
 
-@pytest.fixture(params=["native", "jit", "triton"])
+ANY_PATHS = ["native", "jit", pytest.param("triton", marks=pytest.mark.interpreter)]
+# For a test heavy on the jit (numba compiles) or triton (the interpreter) path: the native case quick.
+QUICK_ANY_PATH = quick_first_params(ANY_PATHS)
+
+
+@pytest.fixture(params=ANY_PATHS)
 def any_path(request):
     """The vectorised torch path, the numba loops (every size) and the Triton kernels (interpreter)."""
     if request.param == "jit" and not runtime.enabled():
@@ -83,15 +89,18 @@ def matching(eids: torch.Tensor) -> Structure:
     return Structure(torch.arange(n + 1), torch.arange(n), eids, n, n, torch.device("cpu"))
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.interpreter
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_kernel_and_loop_forward_masks_are_the_reference(dtype):
+# every id of EIDS, one destination each: over 2 s on 2 cores under the interpreter (the slow case); every
+# 40th (ids from each of the four ranges) is the quick one
+@pytest.mark.parametrize("eids", quick_first([EIDS[::40].contiguous(), EIDS]), ids=["every-40th", "all"])
+def test_kernel_and_loop_forward_masks_are_the_reference(dtype, eids):
     drop = AttentionDropout(0.4, 987654321987, 3)
-    rows = matching(EIDS)
-    feat = torch.ones(EIDS.numel(), 3, 1, dtype=dtype)
-    el = tst.randn((EIDS.numel(), 3), dtype, 4)
-    er = tst.randn((EIDS.numel(), 3), dtype, 5)
-    want = drop.mask(EIDS).to(dtype) * drop.scale
+    rows = matching(eids)
+    feat = torch.ones(eids.numel(), 3, 1, dtype=dtype)
+    el = tst.randn((eids.numel(), 3), dtype, 4)
+    er = tst.randn((eids.numel(), 3), dtype, 5)
+    want = drop.mask(eids).to(dtype) * drop.scale
     out, lse = launchers.gat_forward(rows, feat, el, er, 0.2, drop)  # the Triton kernel, interpreted
     assert torch.equal(out[:, :, 0], want)
     if runtime.enabled():  # the numba loops (no attention asked: it is indexed by edge id)
@@ -146,7 +155,7 @@ def test_fused_output_and_gradients_equal_the_unfused_composition(any_path, dtyp
         assert_matches_reference(outs[0].detach(), lambda f, a, b: unfused(f, a, b)[0], feat, el, er)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("any_path", QUICK_ANY_PATH, indirect=True)  # jit, triton: together over 2 s on 2 cores
 def test_gradcheck_fp64_with_dropout(any_path):
     g = graph(num_nodes=12, num_edges=40)
     leaves = inputs(g, 2, 3, torch.float64, 41, requires_grad=True)
@@ -156,7 +165,7 @@ def test_gradcheck_fp64_with_dropout(any_path):
                                                              return_attention=True)[1], leaves, fast_mode=fast)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("any_path", QUICK_ANY_PATH, indirect=True)  # triton (the interpreter): over 2 s on 2 cores
 def test_same_seed_same_output_and_manual_seed_reproduces(any_path):
     g = graph()
     feat, el, er = inputs(g, 2, 4, torch.float32, 51)

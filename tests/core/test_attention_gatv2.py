@@ -5,6 +5,8 @@ the vectorised torch code, the compiled numba loops (work threshold lowered) and
 ``kernels/attention_gatv2.py`` under the Triton interpreter; multi-head, empty rows and graphs, rows
 longer than a kernel chunk, int32/int64 ids, fp32/fp64/fp16/bf16 (the flash-attention rule), fp64
 gradcheck, what backward saves, and bad input."""
+from unittest import mock
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -15,10 +17,17 @@ from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
 from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first_params
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 path = av.path_fixture()
 UNIT_SEEDS = (11, 22)  # before the fix: bf16 failed the rule with both, fp16 with 22
+# The torch path quick; the compiled loops (numba compiles each signature: up to 18 s on 2 cores) and the
+# kernels (the interpreter: up to 9 s) slow: for the ``path`` fixture (indirect) and, as the paths to loop
+# over, for a test that runs on each in turn.
+QUICK_PATH = quick_first_params(["native", "compiled", pytest.param("triton", marks=pytest.mark.interpreter)])
+QUICK_PATHS = quick_first_params([pytest.param(("native",), id="native"),
+                                  pytest.param(av.PATHS, marks=pytest.mark.interpreter, id="every-path")])
 
 
 def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires_grad=False):
@@ -29,16 +38,16 @@ def gatv2_inputs(num_src, num_dst, heads, dim, dtype, seed, spread=1.0, requires
 
 
 # ------------------------------------------------------------------------------------------ forward
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("paths", QUICK_PATHS)
 @given(e=av.SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from(av.DTYPES), seed=tst.SEEDS,
        slope=st.sampled_from([0.2, 0.0, 1.5]), flat_attn=st.booleans())
-def test_gatv2_matches_unfused_reference(e, heads, dim, dtype, seed, slope, flat_attn):
+def test_gatv2_matches_unfused_reference(paths, e, heads, dim, dtype, seed, slope, flat_attn):
     g = tst.tensor_graph(e)
     fs, fd, attn = gatv2_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
     if flat_attn:  # [H, D] as well as GATv2Conv's [1, H, D]
         attn = attn[0]
     in_csr = g.csr("in")
-    for name in av.PATHS:
+    for name in paths:
         dgl_accel.reset_stats()
         with av.on_path(name):
             out, a = gatv2_attention(g, fs, fd, attn, slope, return_attention=True)
@@ -61,22 +70,23 @@ def test_gatv2_long_rows_online_max(path):
 
 
 # ------------------------------------------------------------------------------------------ backward
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("paths", QUICK_PATHS)
 @settings(max_examples=12)
 @given(e=av.SMALL, heads=st.integers(1, 3), dim=st.integers(1, 20), dtype=st.sampled_from((torch.float32, torch.float64)),
        seed=tst.SEEDS, with_attention=st.booleans(), slope=st.sampled_from([0.2, 1.5]))
-def test_gatv2_backward_matches_reference(e, heads, dim, dtype, seed, with_attention, slope):
+def test_gatv2_backward_matches_reference(paths, e, heads, dim, dtype, seed, with_attention, slope):
     g = tst.tensor_graph(e)
     in_csr = g.csr("in")
     inputs = gatv2_inputs(e.num_src, e.num_dst, heads, dim, dtype, seed)
     grad_out = tst.randn((e.num_dst, heads, dim), dtype, seed + 3)
     grad_attn = tst.randn((e.src.numel(), heads), dtype, seed + 4)
-    av.backward_on_paths(lambda *t, **kw: gatv2_attention(g, *t, slope, **kw),
-                      lambda *t: ref_gatv2_attention(in_csr, *t, slope), inputs, grad_out, grad_attn, with_attention,
-                      "gatv2_attention_backward")
+    with mock.patch.object(av, "PATHS", paths):  # the paths backward_on_paths runs on
+        av.backward_on_paths(lambda *t, **kw: gatv2_attention(g, *t, slope, **kw),
+                             lambda *t: ref_gatv2_attention(in_csr, *t, slope), inputs, grad_out, grad_attn,
+                             with_attention, "gatv2_attention_backward")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_PATH, indirect=True)  # compiled, triton: slow (QUICK_PATH)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gatv2_half_precision_forward_and_gradients(path, dtype):
     g = av.star(100, extra=4)
@@ -103,7 +113,7 @@ def test_gatv2_half_gradients_with_unit_attn_vector(path, dtype, seed):
                                       (grad_out, grad_attn), f"{path} {dtype} seed {seed}")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.parametrize("path", QUICK_PATH, indirect=True)  # compiled, triton: slow (QUICK_PATH)
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 def test_gatv2_gradcheck_fp64(path, idtype):
     # Directed, a self loop, a multi-edge, a destination without in-edges (3), a source without out-edges (5).

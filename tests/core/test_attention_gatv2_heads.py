@@ -33,6 +33,7 @@ def _check(g, heads, dim, dtype, slope, seed=3):
                                  kernel_module(MODULE).KERNELS, f"{heads} heads of {dim}, {dtype}, slope {slope}")
 
 
+@pytest.mark.interpreter
 def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
     g = av.star(10)
     for heads, dim, fused in ((1, 8, False), (2, 40, False), (9, 4, False), (4, 30, True), (8, 16, True)):
@@ -43,32 +44,38 @@ def test_the_all_heads_kernels_run_exactly_where_the_tiles_cover_the_row():
         assert fused == (kernel_module(MODULE).tiles(heads, dim) is not None)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("heads,dim,dtype,slope", quick_first(CASES))
 def test_all_heads_kernels_match_the_reference(heads, dim, dtype, slope):
     # rows of 1 to 116 in-edges (several chunks) and one without
     _check(av.star(120, idtype=torch.int32 if heads % 2 else torch.int64, extra=4), heads, dim, dtype, slope)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_all_heads_kernels_on_a_hub_above_1024_in_edges(dtype):
-    _check(av.star(1100, extra=4), 8, 8, dtype, 0.2)
+@pytest.mark.interpreter
+# a hub of 1,096 in-edges (more than 1,024): over 2 s on 2 cores under the interpreter, the slow cases; the quick
+# case runs the same kernels on a hub of 36 (three chunks of 16)
+@pytest.mark.parametrize("degree", quick_first([40, 1100]))
+@pytest.mark.parametrize("dtype", quick_first([torch.float32, torch.bfloat16]))
+def test_all_heads_kernels_on_a_hub_above_1024_in_edges(degree, dtype):
+    _check(av.star(degree, extra=4), 8, 8, dtype, 0.2)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_all_heads_and_per_head_kernels_agree():
+@pytest.mark.interpreter
+@pytest.mark.parametrize("degree", quick_first([6, 60]))  # 60: over 2 s on 2 cores under the interpreter
+def test_all_heads_and_per_head_kernels_agree(degree):
     """The two kernel families on one input (4 heads of 12): equal to fp32 rounding, and the per-head
     family really ran the second time."""
-    g = av.star(60)
+    g = av.star(degree)
     inputs = gatv2_inputs(g.num_src, g.num_dst, 4, 12, torch.float32, 8)
     gouts = (tst.randn((g.num_dst, 4, 12), torch.float32, 1), tst.randn((g.num_edges, 4), torch.float32, 2))
     av.all_heads_agree_with_per_head(lambda *t: gatv2_attention(g, *t, return_attention=True), inputs, gouts, MODULE,
                                      "_gatv2_bwd_src_kernel")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_gradcheck_fp64_all_heads():
-    g = av.star(40)
+@pytest.mark.interpreter
+@pytest.mark.parametrize("degree", quick_first([6, 40]))  # 40: over 2 s on 2 cores under the interpreter
+def test_gradcheck_fp64_all_heads(degree):
+    g = av.star(degree)
     leaves = gatv2_inputs(g.num_src, g.num_dst, 3, 4, torch.float64, 9, requires_grad=True)
     with dgl_accel.use_backend("triton"), av.recorded_launches() as names:
         assert torch.autograd.gradcheck(lambda *t: gatv2_attention(g, *t, 0.2, return_attention=True), leaves,

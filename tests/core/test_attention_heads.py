@@ -64,23 +64,28 @@ def _check(g, heads, dim, dtype, dropout, launched):
                              feat, el, er, grad_out, msg=f"{heads} x {dim} {dtype} dropout={dropout}")
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("heads,dim,dtype,dropout", quick_first(CASES))
 def test_all_heads_kernels_match_the_reference(heads, dim, dtype, dropout, launched):
     g = star(120, idtype=torch.int32 if heads % 2 else torch.int64, extra=4)  # rows of 1 to 116 in-edges, an empty one
     _check(g, heads, dim, dtype, dropout, launched)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_all_heads_kernels_on_a_hub_above_1024_in_edges(dtype, launched):
-    _check(star(1100, extra=4), 8, 8, dtype, True, launched)
+@pytest.mark.interpreter
+# a hub of 1,096 in-edges (more than 1,024): over 2 s on 2 cores under the interpreter, the slow cases; the quick
+# case runs the same kernels on a hub of 36 (three chunks of 16)
+@pytest.mark.parametrize("degree", quick_first([40, 1100]))
+@pytest.mark.parametrize("dtype", quick_first([torch.float32, torch.bfloat16]))
+def test_all_heads_kernels_on_a_hub_above_1024_in_edges(degree, dtype, launched):
+    _check(star(degree, extra=4), 8, 8, dtype, True, launched)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_all_heads_and_per_head_kernels_agree(launched):
+@pytest.mark.interpreter
+@pytest.mark.parametrize("degree", quick_first([6, 60]))  # 60: over 2 s on 2 cores under the interpreter
+def test_all_heads_and_per_head_kernels_agree(degree, launched):
     """The two kernel families on one input (8 heads x 8): equal to fp32 rounding, and the per-head
     family really ran the second time."""
-    g = star(60, extra=4)
+    g = star(degree, extra=4)
     feat, el, er = gat_inputs(g.num_src, g.num_dst, 8, 8, torch.float32, 3)
     grad_out = tst.randn((g.num_dst, 8, 8), torch.float32, 4)
     mod = kernel_module("attention_heads")
@@ -97,9 +102,10 @@ def test_all_heads_and_per_head_kernels_agree(launched):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_gradcheck_fp64_all_heads():
-    g = star(40, extra=3)
+@pytest.mark.interpreter
+@pytest.mark.parametrize("degree", quick_first([6, 40]))  # 40: over 2 s on 2 cores under the interpreter
+def test_gradcheck_fp64_all_heads(degree):
+    g = star(degree, extra=3)
     leaves = gat_inputs(g.num_src, g.num_dst, 3, 4, torch.float64, 9, requires_grad=True)
     with dgl_accel.use_backend("triton"):
         assert torch.autograd.gradcheck(lambda *t: gat_attention(g, *t, 0.3, dropout=0.5, seed=7), leaves,

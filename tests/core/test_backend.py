@@ -48,6 +48,7 @@ def test_use_backend_restores_previous_even_on_error():
     assert dgl_accel.get_backend() == "native"
 
 
+@pytest.mark.interpreter
 def test_stats_count_each_path():
     dgl_accel.reset_stats()
     x = torch.arange(6, dtype=torch.float32)

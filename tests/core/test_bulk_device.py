@@ -14,6 +14,7 @@ from dgl_accel.core.sampling.bulk_neighbor import sample_bulk_cpu
 from dgl_accel.core.sampling.checks import SamplingInputError
 from dgl_accel.core.sampling.output import assert_same_output
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first
 
 
 def _canon(e):
@@ -32,6 +33,7 @@ def _canon(e):
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300), k=st.integers(1, 4),
        fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5, 17]), min_size=1, max_size=3), replace=st.booleans(),
        seed=st.integers(0, 2**64 - 1), data=st.data())
+@pytest.mark.interpreter
 def test_device_blocks_are_the_cpu_paths_for_every_minibatch(e, k, fanouts, replace, seed, data):
     canon = _canon(e)
     n = canon.n
@@ -73,27 +75,33 @@ def _device_vs_cpu(canon, batches, keys, fanouts, replace, excl=None):
     return got
 
 
-@settings(max_examples=20, deadline=None)
-@given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=300), k=st.integers(1, 3),
-       fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]), min_size=1, max_size=3), replace=st.booleans(),
-       seed=st.integers(0, 2**64 - 1), data=st.data())
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_device_blocks_with_parallel_edges_are_the_cpu_paths(e, k, fanouts, replace, seed, data):
+@pytest.mark.interpreter
+# 20 examples: over 2 s on 2 cores under the interpreter (the slow case); the quick case draws 5 of the same
+@pytest.mark.parametrize("examples", quick_first([5, 20]))
+def test_device_blocks_with_parallel_edges_are_the_cpu_paths(examples):
     """Parallel edges merged into weighted entries: ITS's weighted rule on the device, the same picks."""
-    src, dst = e.src.long().numpy(), e.dst.long().numpy()
-    if src.size:  # every third edge twice more: multiplicities 1 and 3
-        src, dst = np.concatenate([src, src[::3], src[::3]]), np.concatenate([dst, dst[::3], dst[::3]])
-    canon = _canon_multi(src, dst, e.num_src)
-    batches = [torch.tensor(sorted(set(data.draw(st.lists(st.integers(0, canon.n - 1), max_size=8)))),
-                            dtype=torch.int64) for _ in range(k)]
-    excl = None
-    if data.draw(st.booleans()) and canon.eids.size:
-        excl = torch.tensor(sorted(set(data.draw(st.lists(st.sampled_from(canon.eids.tolist()), max_size=5)))))
-    _device_vs_cpu(canon, batches, [(seed + 31 * b) % 2**64 for b in range(k)], fanouts, replace, excl)
+
+    @settings(max_examples=examples, deadline=None)
+    @given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=300), k=st.integers(1, 3),
+           fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]), min_size=1, max_size=3), replace=st.booleans(),
+           seed=st.integers(0, 2**64 - 1), data=st.data())
+    def check(e, k, fanouts, replace, seed, data):
+        src, dst = e.src.long().numpy(), e.dst.long().numpy()
+        if src.size:  # every third edge twice more: multiplicities 1 and 3
+            src, dst = np.concatenate([src, src[::3], src[::3]]), np.concatenate([dst, dst[::3], dst[::3]])
+        canon = _canon_multi(src, dst, e.num_src)
+        batches = [torch.tensor(sorted(set(data.draw(st.lists(st.integers(0, canon.n - 1), max_size=8)))),
+                                dtype=torch.int64) for _ in range(k)]
+        excl = None
+        if data.draw(st.booleans()) and canon.eids.size:
+            excl = torch.tensor(sorted(set(data.draw(st.lists(st.sampled_from(canon.eids.tolist()), max_size=5)))))
+        _device_vs_cpu(canon, batches, [(seed + 31 * b) % 2**64 for b in range(k)], fanouts, replace, excl)
+
+    check()
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.interpreter
+@pytest.mark.parametrize("replace", quick_first([True, False]))  # each about 2 s on 2 cores under the interpreter
 def test_device_weighted_rows_on_a_hub_above_1024_entries(replace):
     src = np.concatenate([np.arange(1, 1101), np.repeat(np.arange(1, 40), 4)])  # 1,100 sources, 39 of them x5
     dst = np.zeros(src.shape[0], dtype=np.int64)
@@ -104,6 +112,7 @@ def test_device_weighted_rows_on_a_hub_above_1024_entries(replace):
     assert 0.05 < float(heavy) < 0.4  # the 39 x5 sources hold 195 of 1,256 weight: drawn more than 39/1,100
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("exclude", [False, True])
 def test_bulk_device_reads_the_host_at_most_its_bound_whatever_k(exclude):
     from dgl_accel.testing.host_reads import HostReads
@@ -157,6 +166,7 @@ def _ladies_both(seed: int, replace: bool, s: int, k: int = 3, n: int = 60):
     return got, want
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("replace", [False, True])
 @pytest.mark.parametrize("seed, budget", [(0, 6), (1, 6), (2, 6), (3, 64)])  # 64 > n = 60: every candidate taken
 def test_bulk_ladies_layer_on_the_device_is_the_cpu_paths(seed, budget, replace):
@@ -168,6 +178,7 @@ def test_bulk_ladies_layer_on_the_device_is_the_cpu_paths(seed, budget, replace)
         torch.testing.assert_close(g_part[3], w_part[3], rtol=1e-12, atol=0)  # weights: to rounding
 
 
+@pytest.mark.interpreter
 def test_bulk_ladies_layer_reads_the_host_at_most_its_bound():
     from dgl_accel.core.sampling import bulk_ladies_device
     from dgl_accel.testing.host_reads import HostReads

@@ -28,6 +28,7 @@ def _row_set(rng, R=24, weighted=False, hub=5000):
 
 
 # ------------------------------------------------------------------------------ ITS spec
+@pytest.mark.interpreter
 @pytest.mark.parametrize("weighted", [False, True])
 def test_its_numpy_jit_and_triton_interpreter_identical(weighted):
     rng = np.random.default_rng(1 + weighted)

@@ -79,6 +79,7 @@ def test_native_path_equals_the_composed_ops_bit_for_bit(case):
         assert p.dtype == q.dtype and torch.equal(p, q), f"gradient {k}"
 
 
+@pytest.mark.interpreter
 @given(case=cases())
 def test_matches_the_torch_reference_on_both_backends(case):
     e, x, scale, divisor, bias = case

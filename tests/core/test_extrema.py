@@ -17,6 +17,7 @@ from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.extrema import EXTREMA_OPS, aggregate_extrema, extrema_reference
 from dgl_accel.core.jit import runtime as jit_runtime
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import PATHS, quick_first_params
 from dgl_accel.testing.tolerances import assert_close
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -73,6 +74,7 @@ def run(path, g, op, reduce, ufeat, efeat, **kw):
 @given(e=SMALL, op=st.sampled_from(EXTREMA_OPS), reduce=st.sampled_from(["max", "min"]),
        feat=st.sampled_from([(1,), (5,), (3, 2), (40,)]), w_shape=st.sampled_from(["E", "E1", "EF"]),
        dtype=st.sampled_from(DTYPES), integer=st.booleans(), seed=tst.SEEDS)
+@pytest.mark.interpreter
 def test_both_paths_equal_the_reference_exactly(e, op, reduce, feat, w_shape, dtype, integer, seed):
     # The result is one of the messages, computed in fp32 (fp64) on every path: values and args are
     # bit-identical, ties included (integer features make many), for every dtype.
@@ -88,7 +90,7 @@ def test_both_paths_equal_the_reference_exactly(e, op, reduce, feat, w_shape, dt
         assert dgl_accel.stats() == {f"{op}_{reduce}": {PATH_LABEL[path]: 1}}
 
 
-@pytest.mark.parametrize("path", ["native", "triton"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("idtype", tst.IDTYPES)
 def test_empty_rows_fill_and_arg_minus_one(path, idtype):
     # node 0 and node 3 receive nothing; fill is 0 by default (update_all's), any value on request
@@ -106,7 +108,7 @@ def test_empty_rows_fill_and_arg_minus_one(path, idtype):
     assert out.flatten().tolist() == [0.0, float("-inf"), float("-inf"), 0.0] and arg.flatten().tolist() == [-1, 0, 2, -1]
 
 
-@pytest.mark.parametrize("path", ["native", "triton"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("reduce", ["max", "min"])
 def test_ties_go_to_the_first_csr_position_across_chunks(path, reduce):
     # 100 in-edges into node 0 (several kernel chunks), all carrying the same value but for one
@@ -151,6 +153,7 @@ def arg_oracle(g: TensorGraph, op: str, ufeat, efeat, arg):
        feat=st.sampled_from([(1,), (4,), (2, 3)]), w_shape=st.sampled_from(["E", "E1", "EF"]),
        dtype=st.sampled_from(DTYPES), integer=st.booleans(), path=st.sampled_from(["native", "triton"]),
        seed=tst.SEEDS)
+@pytest.mark.interpreter
 def test_gradients_follow_the_arg(e, op, reduce, feat, w_shape, dtype, integer, path, seed):
     g = tst.tensor_graph(e)
     ufeat, efeat = operands(g, op, feat, w_shape, dtype, seed % 2**31, integer)
@@ -172,8 +175,9 @@ def test_gradients_follow_the_arg(e, op, reduce, feat, w_shape, dtype, integer, 
         assert_close(got, want, dtype, msg=f"grad of the {name} operand")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("path,op", [("native", op) for op in EXTREMA_OPS] + [("triton", "u_mul_e")])
+# copy_u quick; the other ops (u_mul_e's gradgradcheck: 3 s on 2 cores) and the interpreter (4 s) slow
+@pytest.mark.parametrize("path,op", quick_first_params([("native", op) for op in EXTREMA_OPS]
+                                                       + [pytest.param("triton", "u_mul_e", marks=pytest.mark.interpreter)]))
 def test_fp64_gradcheck_and_gradgradcheck(path, op):
     # the backward is one torch code on both paths (and the forwards agree bit for bit): the
     # interpreter runs one op, gradcheck only (each check runs the forward tens of times)
@@ -194,7 +198,7 @@ def test_fp64_gradcheck_and_gradgradcheck(path, op):
     assert path == "triton" or torch.autograd.gradgradcheck(f, args)
 
 
-@pytest.mark.parametrize("path", ["native", "triton"])
+@pytest.mark.parametrize("path", PATHS)
 def test_backward_keeps_the_arg_and_no_edge_sized_tensor(path):
     g = TensorGraph(torch.randint(0, 50, (400,)), torch.randint(0, 50, (400,)), num_nodes=50)
     x, w = torch.randn(50, 8, requires_grad=True), torch.randn(400, 8, requires_grad=True)

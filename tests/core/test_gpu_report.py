@@ -123,7 +123,7 @@ def test_tiny_run_trains_every_model_with_every_provider_to_the_same_losses(repo
     train = rows["training"]
     cases = {(r["graph"], r["model"], r["dtype"]) for r in train}
     assert cases == {("rmat6", m, d) for m, d in (("gcn", "float32"), ("gat", "float32"), ("sage", "float32"),
-                                                   ("gcn", "bfloat16"))}, cases
+                                                   ("gcn", "bfloat16"), ("gcn", "autocast-bfloat16"))}, cases
     for graph, model, dtype in cases:
         case = [r for r in train if (r["graph"], r["model"], r["dtype"]) == (graph, model, dtype)]
         ours = next(r for r in case if r["provider"] == "dgl_accel")
@@ -196,6 +196,7 @@ def test_rmat_rejects_bad_parameters():
         rmat.rmat_edges(4, abc=(0.6, 0.3, 0.2))
 
 
+@pytest.mark.interpreter
 def test_the_bulk_case_samples_as_many_edges_on_the_device_pipeline_as_on_the_cpu_path():
     from dgl_accel.core.sampling.bulk_matrix import canonical_adjacency
     from dgl_accel.gpu_report import sampling
@@ -222,6 +223,7 @@ def test_rate_formulas():
     assert table.geomean([1.0, 4.0]) == pytest.approx(2.0)
 
 
+@pytest.mark.interpreter
 def test_launch_recording_is_off_by_default_and_keys_like_the_registry():
     assert launch.record_launches(None) is None  # nothing recording: kernels come back unwrapped
     kernel = launch.triton_kernel("vector_scale", "_scale_kernel", torch.device("cpu"))
@@ -351,3 +353,17 @@ def test_callers_that_compare_every_provider_get_a_clear_error_when_one_stopped(
     stopped = [ok[0] | {"ok": False, "error": "out of memory at epoch 0: CUDA out of memory"}, ok[1]]
     with pytest.raises(RuntimeError, match=r"gcn: a provider stopped \(pyg: out of memory at epoch 0.*\)\. Fix:"):
         require_ok(stopped)
+
+
+def test_the_training_cases_cover_cuda_autocast_in_both_half_dtypes():
+    """On a GPU the section trains every model under bf16 and fp16 autocast (fp32 weights, as users do);
+    on the CPU run one autocast case keeps the code path under test."""
+    from dgl_accel.gpu_report import training
+    gpu = {(model, training.label(dtype)) for model, dtype, _ in training.cases(torch.device("cuda"))}
+    assert {(m, f"autocast-{d}") for m in ("gcn", "gat", "sage") for d in ("bfloat16", "float16")} <= gpu
+    cpu = {training.label(dtype) for _, dtype, _ in training.cases(torch.device("cpu"))}
+    assert "autocast-bfloat16" in cpu and "autocast-float16" not in cpu
+    assert training.precision("autocast-bfloat16") == (torch.float32, torch.bfloat16)
+    with pytest.raises(ValueError, match="autocast-<dtype>"):
+        training.precision("half")
+

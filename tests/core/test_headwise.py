@@ -17,6 +17,7 @@ from dgl_accel.core.headwise.paths import headwise_reference
 from dgl_accel.core.headwise.shapes import HeadSplit, head_split
 from dgl_accel.core.jit import runtime as jit_runtime
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import QUICK_NATIVE, quick_first
 from dgl_accel.testing.tolerances import assert_matches_reference
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -60,6 +61,7 @@ def reference(g, op, reduce, ufeat, efeat):
 @settings(max_examples=25)
 @given(e=SMALL, shapes=st.sampled_from(SHAPES), reduce=st.sampled_from(["sum", "mean"]),
        dtype=st.sampled_from(DTYPES), path=st.sampled_from(["native", "triton"]), seed=tst.SEEDS)
+@pytest.mark.interpreter
 def test_outputs_and_gradients_match_the_reference(e, shapes, reduce, dtype, path, seed):
     g = tst.tensor_graph(e)
     op = "copy_e" if shapes[1] is None else "u_mul_e"
@@ -118,8 +120,8 @@ def test_compiled_loop_equals_the_torch_path(monkeypatch, dtype):
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("op", ["u_mul_e", "copy_e"])
+@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)  # triton (the interpreter): over 2 s on 2 cores
+@pytest.mark.parametrize("op", quick_first(["copy_e", "u_mul_e"]))  # u_mul_e: about 10 s on 2 cores natively
 def test_fp64_gradcheck_and_gradgradcheck(path, op):
     gen = torch.Generator().manual_seed(3)
     src, dst = torch.randint(0, 5, (12,), generator=gen), torch.randint(0, 4, (12,), generator=gen)

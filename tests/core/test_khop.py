@@ -16,6 +16,7 @@ from dgl_accel.testing import tensors as tst
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300),
        fanouts=st.lists(st.integers(1, 4), min_size=1, max_size=3), replace=st.booleans(), unique=st.booleans(),
        seed=st.integers(0, 2**64 - 1), data=st.data())
+@pytest.mark.interpreter
 def test_device_steps_are_the_cpu_samples(e, fanouts, replace, unique, seed, data):
     csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in")
     seeds = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), max_size=8)), dtype=e.src.dtype)
@@ -26,6 +27,7 @@ def test_device_steps_are_the_cpu_samples(e, fanouts, replace, unique, seed, dat
     assert torch.equal(out["native"].per_sample(), out["triton"].per_sample())
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("unique", [False, True])
 def test_device_steps_read_the_host_at_most_their_bound(unique):
     from dgl_accel.testing.host_reads import HostReads

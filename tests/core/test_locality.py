@@ -81,6 +81,7 @@ def run_case(e, dtype, mode, kind, det, monkeypatch):
         assert_matches_reference(actual, lambda *a, k=k: ref(*a)[k], x, w, gout, msg=f"{label} output {k}")
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("det", [False, True])
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("mode", quick_first(["copy_u", "u_mul_e scalar", "u_mul_e per-feature"]))
@@ -88,17 +89,19 @@ def test_split_matches_reference_fp32(mode, kind, det, monkeypatch):
     run_case(skewed_graph(), torch.float32, mode, kind, det, monkeypatch)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("det", quick_first([False, True]))
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_split_matches_reference_other_dtypes(dtype, det, monkeypatch):
     run_case(skewed_graph(seed=3), dtype, "copy_u", "gcn", det, monkeypatch)
 
 
-@pytest.mark.slow  # the interpreter: about 2 minutes for the whole product
-@pytest.mark.parametrize("det", [False, True])
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("mode", ["copy_u", "u_mul_e scalar", "u_mul_e per-feature"])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.interpreter
+# the interpreter: about 2 minutes for the whole product, slow but for its first case (under 1 s)
+@pytest.mark.parametrize("det", quick_first([False, True]))
+@pytest.mark.parametrize("kind", quick_first(list(KINDS)))
+@pytest.mark.parametrize("mode", quick_first(["copy_u", "u_mul_e scalar", "u_mul_e per-feature"]))
+@pytest.mark.parametrize("dtype", quick_first([torch.float16, torch.bfloat16, torch.float64]))
 def test_split_matches_reference_every_dtype(dtype, mode, kind, det, monkeypatch):
     run_case(skewed_graph(seed=5), dtype, mode, kind, det, monkeypatch)
 
@@ -118,17 +121,22 @@ def test_split_structure_keeps_every_entry_once_in_row_order():
         assert torch.equal(rows, full_rows[keep])  # each entry stays in its row, in the row's order
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_double_backward_through_the_split():
+@pytest.mark.interpreter
+# every column of the Jacobians: 20 s on 2 cores under the interpreter (the slow case); the quick case checks
+# one random direction (gradgradcheck's fast_mode), as the interpreted gradchecks elsewhere do
+@pytest.mark.parametrize("fast", quick_first([True, False]), ids=["fast_mode", "full"])
+def test_double_backward_through_the_split(fast):
     e = skewed_graph(seed=4, n=20, e=60, hub_in=30)
     g = tst.tensor_graph(e)
     x = torch.randn(e.num_src, 3, dtype=torch.float64, requires_grad=True)
     w = torch.rand(e.src.numel(), 1, dtype=torch.float64).add_(0.5).requires_grad_()
     with dgl_accel.use_backend("triton"), use_locality("on", l2_bytes=2 * 4 * 3 * 8):
         assert choose_locality(g, "in", 3, torch.float64).split
-        assert torch.autograd.gradgradcheck(lambda a, b: aggregate(g, "u_mul_e", "sum", a, b, norm="both"), (x, w))
+        assert torch.autograd.gradgradcheck(lambda a, b: aggregate(g, "u_mul_e", "sum", a, b, norm="both"), (x, w),
+                                            fast_mode=fast)
 
 
+@pytest.mark.interpreter
 def test_the_plan_is_built_once_per_graph_and_direction(monkeypatch):
     e = skewed_graph(seed=6)
     g = tst.tensor_graph(e)
@@ -145,6 +153,7 @@ def test_the_plan_is_built_once_per_graph_and_direction(monkeypatch):
     assert len(builds) == 2  # one per view (forward "in", backward "out")
 
 
+@pytest.mark.interpreter
 def test_the_plan_reads_the_host_three_times_per_view_beside_its_groups_and_calls_after_it_none():
     """What makes a GPU stream wait: the hot set's entry count and the two parts' positions (3 reads),
     plus each part's neighbour groups, which read as often as the plain view's; then a forward and

@@ -14,12 +14,14 @@ from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.sampling.neighbor import choose_neighbors, sample_layers, sample_neighbors
 from dgl_accel.core.sampling.output import SampledLayer, SamplerOutput, assert_same_output
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.reference import ref_neighbor_choice
 
 
 @settings(max_examples=20)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300), fanout=st.sampled_from([-1, 1, 3, 10]),
        replace=st.booleans(), seed=st.integers(0, 2**64 - 1), step=st.integers(0, 3), data=st.data())
+@pytest.mark.interpreter
 def test_sample_neighbors_same_on_both_paths_and_follows_the_spec(e, fanout, replace, seed, step, data):
     csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in")
     seeds = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), max_size=12, unique=True)),
@@ -44,6 +46,7 @@ def test_sample_neighbors_same_on_both_paths_and_follows_the_spec(e, fanout, rep
         assert s_eid.unique().numel() == s_eid.numel()
 
 
+@pytest.mark.interpreter
 def test_choose_neighbors_records_the_path_it_ran():
     indptr, transits = torch.tensor([0, 3, 3, 7]), torch.tensor([2, 0, 1])
     for name, label in (("native", "native-cpu"), ("triton", "triton-interpreter")):
@@ -74,9 +77,10 @@ def _star(hub_degree: int, idtype):
     return TensorGraph(src, dst, num_nodes=hub_degree + 2).csr("in")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.interpreter
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
-@pytest.mark.parametrize("fanout, replace", [(5, False), (5, True), (700, False), (1500, True), (-1, False)])
+# fanout 700 without replacement: about 10 s on 2 cores under the interpreter; the first case is the quick one
+@pytest.mark.parametrize("fanout, replace", quick_first([(5, False), (5, True), (700, False), (1500, True), (-1, False)]))
 def test_device_pipeline_gives_the_cpu_samples_on_hubs_repeats_and_isolated_nodes(idtype, fanout, replace):
     csr = _star(1100, idtype)  # a hub above 1,024 in-edges
     seeds = torch.tensor([0, 1101, 0, 1, 1101, 2], dtype=idtype)  # repeated, isolated, a leaf
@@ -90,6 +94,7 @@ def test_device_pipeline_gives_the_cpu_samples_on_hubs_repeats_and_isolated_node
                                                   else fanout) * 2
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("fanout", [4, -1])
 def test_device_pipeline_reads_the_host_at_most_its_bound(fanout):
     from dgl_accel.core.sampling import neighbor_device
@@ -113,6 +118,7 @@ def _layers_on(name, csr, seeds, fanouts, **kw):
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=300),
        fanouts=st.lists(st.sampled_from([-1, 0, 1, 2, 5]), min_size=1, max_size=3), replace=st.booleans(),
        seed=st.integers(0, 2**64 - 1), data=st.data())
+@pytest.mark.interpreter
 def test_sample_layers_same_on_both_paths_and_consistent(e, fanouts, replace, seed, data):
     csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in")
     seeds = torch.tensor(data.draw(st.lists(st.integers(0, e.num_src - 1), max_size=10)), dtype=e.src.dtype)
@@ -139,6 +145,7 @@ def test_sample_layers_same_on_both_paths_and_consistent(e, fanouts, replace, se
     assert torch.equal(device.layers[-1].dst_nodes, seeds.long())
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("exclude", [None, torch.tensor([3, 40, 41])])
 @pytest.mark.parametrize("distinct", [False, True])
 def test_sample_layers_reads_the_host_at_most_its_bound(exclude, distinct):

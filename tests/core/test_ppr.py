@@ -14,6 +14,7 @@ from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
 from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np, ppr_topk_np
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import quick_first
 
 
 def _symmetric_csr(e):
@@ -105,34 +106,41 @@ def test_table_serves_the_same_sets(e, topk, data):
     assert table.computed <= e.num_src
 
 
-@settings(max_examples=25, deadline=None)
-@given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 12),
-       threshold=st.sampled_from([0.0, 1e-3, 0.02]), eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(),
-       group=st.sampled_from([None, 1, 2]), data=st.data())
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_device_pipeline_equals_the_reference(e, topk, threshold, eps, directed, group, data):
+@pytest.mark.interpreter
+# 25 examples: over 2 s on 2 cores under the interpreter (the slow case); the quick case draws 5 of the same
+@pytest.mark.parametrize("examples", quick_first([5, 25]))
+def test_device_pipeline_equals_the_reference(examples):
     """``ppr_device`` (torch ops and the spread kernel, interpreted): the reference's nodes, scores
     and counts bit for bit, whatever the targets per group (repeats included), within its host-read
     bound."""
     from dgl_accel.core.sampling import ppr_device
     from dgl_accel.testing.host_reads import HostReads
-    csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in") if directed else _symmetric_csr(e)
-    ip, ix = csr.indptr.long().numpy(), csr.indices.long().numpy()
-    tnp = np.array(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)), dtype=np.int64)
-    with pytest.MonkeyPatch.context() as mp, HostReads() as reads:
-        if group is not None:
-            mp.setattr(ppr_device, "WORKSPACE_BYTES", 16 * e.num_src * group)
-        *got, rounds = ppr_device.ppr_topk_device(csr.indptr, csr.indices, torch.from_numpy(tnp), 0.15, eps, topk,
-                                                  threshold)
-    for x, want in zip(got, ppr_topk_np(ip, ix, tnp, 0.15, eps, topk, threshold)):
-        assert np.array_equal(x.numpy(), want)
-    groups = -(-len(tnp) // (group or len(tnp)))
-    assert len(reads.events) <= ppr_device.HOST_READS_PER_ROUND * rounds + ppr_device.HOST_READS_PER_GROUP * groups
+
+    @settings(max_examples=examples, deadline=None)
+    @given(e=tst.edge_lists(min_nodes=1, max_nodes=40, max_edges=200), topk=st.integers(1, 12),
+           threshold=st.sampled_from([0.0, 1e-3, 0.02]), eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(),
+           group=st.sampled_from([None, 1, 2]), data=st.data())
+    def check(e, topk, threshold, eps, directed, group, data):
+        csr = TensorGraph(e.src, e.dst, num_nodes=e.num_src).csr("in") if directed else _symmetric_csr(e)
+        ip, ix = csr.indptr.long().numpy(), csr.indices.long().numpy()
+        tnp = np.array(data.draw(st.lists(st.integers(0, e.num_src - 1), min_size=1, max_size=6)), dtype=np.int64)
+        with pytest.MonkeyPatch.context() as mp, HostReads() as reads:
+            if group is not None:
+                mp.setattr(ppr_device, "WORKSPACE_BYTES", 16 * e.num_src * group)
+            *got, rounds = ppr_device.ppr_topk_device(csr.indptr, csr.indices, torch.from_numpy(tnp), 0.15, eps, topk,
+                                                      threshold)
+        for x, want in zip(got, ppr_topk_np(ip, ix, tnp, 0.15, eps, topk, threshold)):
+            assert np.array_equal(x.numpy(), want)
+        groups = -(-len(tnp) // (group or len(tnp)))
+        assert len(reads.events) <= ppr_device.HOST_READS_PER_ROUND * rounds + ppr_device.HOST_READS_PER_GROUP * groups
+
+    check()
 
 
 @settings(max_examples=8, deadline=None)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=16, max_edges=50), topk=st.integers(1, 8),
        eps=st.sampled_from([1e-2, 1e-3]), directed=st.booleans(), data=st.data())
+@pytest.mark.interpreter
 def test_triton_kernel_equals_the_cpu_path(e, topk, eps, directed, data):
     """The device pipeline and kernels/ppr.py under the interpreter: the CPU's estimates bit for bit (parallel edges,
     self-loops, nodes without neighbours included), so the same sets."""

@@ -9,6 +9,7 @@ import dgl_accel
 from dgl_accel.core.aggregation.function import aggregate
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.redundancy import reduce_edges
+from dgl_accel.testing.marks import PATHS
 from dgl_accel.testing.tolerances import assert_close
 
 
@@ -18,7 +19,7 @@ def shared_pairs_graph(seed: int = 0, n: int = 40, active: int = 10, m: int = 40
     return torch.randint(0, active, (m,), generator=gen), torch.randint(0, n, (m,), generator=gen), n
 
 
-@pytest.mark.parametrize("path", ["native", "triton"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("reduce,norm", [("sum", "none"), ("mean", "none"), ("sum", "both"), ("sum", "left"),
                                          ("sum", "right")])
 def test_plan_aggregates_as_the_original_graph(path, reduce, norm):

@@ -28,6 +28,7 @@ def _csr(e):
                    max_size=3),
        fanouts=st.lists(st.sampled_from([-1, 0, 1, 3, 8]), min_size=3, max_size=3), replace=st.booleans(),
        seed=st.integers(0, 2**64 - 1), step=st.integers(0, 2), data=st.data())
+@pytest.mark.interpreter
 def test_each_relation_gets_real_in_edges_drawn_by_the_spec_on_stacked_rows(es, fanouts, replace, seed, step, data):
     csrs = [_csr(e) for e in es]
     stack = stack_relations(csrs)

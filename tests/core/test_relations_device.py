@@ -16,6 +16,7 @@ from dgl_accel.core.sampling.output import TypedSamplerOutput, assert_same_typed
 from dgl_accel.core.sampling.relations import sample_typed_layers, stack_relations, stacked_weights
 from dgl_accel.testing.cpu_loops import native_and_triton
 from dgl_accel.testing.host_reads import HostReads
+from dgl_accel.testing.marks import quick_first
 
 
 def _relation(src, dst, n_src: int, n_dst: int, idtype=torch.int64) -> Structure:
@@ -62,6 +63,7 @@ def _check_edges(out: TypedSamplerOutput, rels, excluded):
 @given(g=heterographs(), layers=st.lists(st.lists(st.sampled_from([-1, 0, 1, 2, 4]), min_size=4, max_size=4),
                                          min_size=1, max_size=3),
        replace=st.booleans(), weighted=st.booleans(), seed=st.integers(0, 2**64 - 1), data=st.data())
+@pytest.mark.interpreter
 def test_device_typed_layers_are_the_cpu_paths(g, layers, replace, weighted, seed, data):
     sizes, rels = g
     stack = stack_relations([_relation(src, dst, sizes[s], sizes[d]) for s, d, src, dst in rels])
@@ -84,9 +86,10 @@ def test_device_typed_layers_are_the_cpu_paths(g, layers, replace, weighted, see
     _check_edges(device, rels, [set(x.tolist()) for x in exclude])
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+@pytest.mark.interpreter
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
-@pytest.mark.parametrize("fanout, replace", [(5, False), (1200, False), (1200, True), (-1, False)])
+# the fanouts of 1,200: over 2 s each on 2 cores under the interpreter; the first case is the quick one
+@pytest.mark.parametrize("fanout, replace", quick_first([(5, False), (1200, False), (1200, True), (-1, False)]))
 def test_device_typed_layers_on_a_hub_above_1024_in_edges(idtype, fanout, replace):
     hub = torch.arange(1100)
     rels = [(0, 1, hub, torch.zeros(1100, dtype=torch.int64)),  # user -> item 0: 1,100 in-edges
@@ -101,6 +104,7 @@ def test_device_typed_layers_on_a_hub_above_1024_in_edges(idtype, fanout, replac
     assert device.layers[-1].relations[0].num_edges == 2 * (fanout if replace or 0 < fanout < 1100 else 1100)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("weighted, excluded", [(False, False), (True, True)])
 def test_device_typed_layers_read_the_host_at_most_their_bound(weighted, excluded):
     rels = [(0, 1, torch.arange(300) % 40, torch.arange(300) % 7), (1, 0, torch.arange(50) % 7, torch.arange(50) % 40),

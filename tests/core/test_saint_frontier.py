@@ -38,6 +38,7 @@ def assert_valid(samples, src, dst, num_nodes, m, n):
         assert int((inside & ~reached).sum()) <= m
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("kw", [dict(), dict(eta=1.05, degree_clip=3), dict(eta=1.3, max_steps=9)])
 def test_triton_kernel_matches_cpu_loops(monkeypatch, kw):
     # The kernel probes the same positions in the same order and takes the same Philox words as

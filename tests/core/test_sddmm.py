@@ -15,6 +15,8 @@ from dgl_accel.core.jit import runtime as jit_runtime
 from dgl_accel.core.sddmm.function import gsddmm
 from dgl_accel.core.sddmm.reference import ref_gsddmm
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.marks import PATHS as PATH_CASES
+from dgl_accel.testing.marks import QUICK_NATIVE
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 PATHS = ("native", "triton")
@@ -70,6 +72,7 @@ def run_grads(g, op, lhs, rhs, lt, rt, fn, grad_seed=7):
     return out, torch.autograd.grad(out, used, grad)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: "".join(p))
 @pytest.mark.parametrize("op", OPS)
 def test_every_op_and_target_pair_matches_reference(op, pair):
@@ -95,6 +98,7 @@ def test_every_op_and_target_pair_matches_reference(op, pair):
 
 @given(e=SMALL, op=st.sampled_from(OPS), pair=st.sampled_from(PAIRS), shape=st.integers(0, len(SHAPES) - 1),
        dtype=st.sampled_from(DTYPES), seed=tst.SEEDS)
+@pytest.mark.interpreter
 @settings(max_examples=15)
 def test_random_graphs_match_reference(e, op, pair, shape, dtype, seed):
     g = tensor_graph(e)
@@ -110,6 +114,7 @@ def test_random_graphs_match_reference(e, op, pair, shape, dtype, seed):
 
 @given(e=SMALL, op=st.sampled_from(OPS), pair=st.sampled_from(PAIRS), shape=st.integers(0, 4),
        dtype=st.sampled_from((torch.float32, torch.float64)), seed=tst.SEEDS)
+@pytest.mark.interpreter
 @settings(max_examples=15)
 def test_random_graph_gradients_match_reference(e, op, pair, shape, dtype, seed):
     g = tensor_graph(e)
@@ -145,6 +150,7 @@ def test_compiled_native_loops_match_reference(dtype, idtype, monkeypatch):
                         assert_close(a, b, msg=f"{label} grad")
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("op", ["mul", "div", "dot"])
 def test_half_types_compute_in_fp32(op, dtype):
@@ -161,8 +167,7 @@ def test_half_types_compute_in_fp32(op, dtype):
             assert torch.equal(out, expected), path
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", QUICK_NATIVE)  # triton (the interpreter): about 8 s on 2 cores
 @pytest.mark.parametrize("idtype", tst.IDTYPES)
 def test_long_rows_and_many_edges(path, idtype):
     # 300 edges (more than the widest edge tile), 280 of them into node 0 and out of node 1
@@ -181,7 +186,7 @@ def test_long_rows_and_many_edges(path, idtype):
             assert_close(a, b, msg=f"{op} grad")
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_CASES)
 def test_empty_graph_and_empty_features(path):
     g = TensorGraph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), num_nodes=4)
     x = torch.randn(4, 3, requires_grad=True)
@@ -194,8 +199,7 @@ def test_empty_graph_and_empty_features(path):
         assert torch.equal(gsddmm(fixed_graph(), "dot", torch.ones(5, 2, 0), torch.ones(5, 2, 0)), torch.zeros(9, 2, 1))
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", QUICK_NATIVE)  # triton (the interpreter): 1 to 6 s each on 2 cores
 @pytest.mark.parametrize("op,pair,shapes", [("mul", ("u", "e"), ((3, 1), (3, 2))), ("div", ("e", "v"), ((2,), ())),
                                             ("dot", ("u", "v"), ((2, 3), (1, 3))), ("sub", ("v", "u"), ((2,), (2,)))])
 def test_fp64_gradcheck(path, op, pair, shapes):

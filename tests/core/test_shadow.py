@@ -114,6 +114,7 @@ def test_compiled_khop_twin_on_hubs(replace):
 @settings(max_examples=12, deadline=None)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=30, max_edges=150), fanouts=st.lists(st.integers(-1, 3), min_size=1,
        max_size=2), replace=st.booleans(), seed=st.integers(0, 2**64 - 1))
+@pytest.mark.interpreter
 def test_khop_sets_same_on_triton_and_cpu(e, fanouts, replace, seed):
     """The Triton path builds the sets on the device (``shadow_device``); repeated targets too."""
     csr = _csr(e)
@@ -203,6 +204,7 @@ def test_bad_targets_and_seed_are_refused():
         khop_node_sets(csr, torch.tensor([0]), [1], seed=-1)
 
 
+@pytest.mark.interpreter
 def test_device_sets_and_batch_read_the_host_at_most_their_bounds():
     from dgl_accel.core.sampling import induced_device, shadow_device
     from dgl_accel.testing.host_reads import HostReads

@@ -16,6 +16,7 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 @given(x=st.integers(0, 3000).flatmap(lambda n: features(n, dim=st.integers(1, 3), dtypes=DTYPES)),
        alpha=st.floats(-4, 4, allow_nan=False, width=32))
+@pytest.mark.interpreter
 def test_scale_matches_reference_on_both_paths(x, alpha):
     for name in ("native", "triton"):
         with dgl_accel.use_backend(name):

@@ -61,6 +61,7 @@ def weights_with_zeros(num_edges: int, seed: int) -> torch.Tensor:
 @settings(max_examples=20)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=16, max_edges=48), seed=st.integers(0, 2**64 - 1),
        weighted=st.booleans(), restart=st.sampled_from([0.0, 0.3]))
+@pytest.mark.interpreter
 def test_random_walk_kernel_equals_cpu_and_follows_edges(e, seed, weighted, restart):
     csr = walk_csr(e)
     w = weights_with_zeros(e.src.numel(), seed % 1000) if weighted else None
@@ -78,6 +79,7 @@ def test_random_walk_kernel_equals_cpu_and_follows_edges(e, seed, weighted, rest
 @settings(max_examples=15)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=12, max_edges=40), seed=st.integers(0, 2**64 - 1),
        weighted=st.booleans(), pq=st.sampled_from([(1.0, 1.0), (0.5, 2.0), (2.0, 0.25), (0.3, 3.0)]))
+@pytest.mark.interpreter
 def test_node2vec_kernel_equals_cpu_and_follows_edges(e, seed, weighted, pq):
     csr = walk_csr(e)
     w = weights_with_zeros(e.src.numel(), seed % 1000) if weighted else None
@@ -87,6 +89,7 @@ def test_node2vec_kernel_equals_cpu_and_follows_edges(e, seed, weighted, pq):
     assert_follows_edges(e, *a)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("weighted", [False, True])
 def test_node2vec_exact_fallback_equals_cpu(weighted, monkeypatch):
     # A complete graph with q = 1/64: a trial accepts with probability <= 2/64, so many steps end
@@ -113,6 +116,7 @@ def test_node2vec_exact_fallback_equals_cpu(weighted, monkeypatch):
 @settings(max_examples=10)
 @given(e=tst.edge_lists(min_nodes=1, max_nodes=16, max_edges=48), seed=st.integers(0, 2**64 - 1),
        m=st.integers(1, 4), extra=st.integers(0, 12), instances=st.integers(1, 3))
+@pytest.mark.interpreter
 def test_mdrw_kernel_equals_cpu(e, seed, m, extra, instances):
     csr = walk_csr(e)
     a, b = both(lambda: multi_dimensional_random_walk(csr, m, m + extra, num_instances=instances, seed=seed))

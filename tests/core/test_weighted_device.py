@@ -18,6 +18,7 @@ from dgl_accel.core.sampling.output import SampledLayer
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import native_and_triton
 from dgl_accel.testing.host_reads import HostReads
+from dgl_accel.testing.marks import quick_first
 
 
 def _weights(num_edges: int, seed: int, zeros: float, dtype=torch.float32):
@@ -60,9 +61,8 @@ def test_weighted_sample_neighbors_same_on_both_paths(e, fanout, replace, seed, 
                 assert mine.numel() == positive * int((seeds == v).sum())
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
-@pytest.mark.parametrize("fanout, replace", [(5, False), (5, True), (700, False), (1500, True), (-1, False)])
+@pytest.mark.parametrize("fanout, replace", quick_first([(5, False), (5, True), (700, False), (1500, True), (-1, False)]))
 def test_weighted_device_choice_gives_the_cpu_samples_on_hubs(idtype, fanout, replace):
     csr = _star(1100, idtype)  # a hub above 1,024 in-edges, a multi-edge, an isolated node
     prob = _weights(csr.num_edges, 7, 0.25, torch.float64)

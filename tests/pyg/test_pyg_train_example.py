@@ -3,11 +3,15 @@ swapped train from the same weights to the same losses (GCN, GAT full graph; Gra
 minibatches from our NeighborSampler through PyG's NodeLoader), one JSON row per model and
 provider, and a refused model name."""
 import json
+import runpy
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
+
+from dgl_accel.testing.marks import quick_first
 
 pytest.importorskip("torch_geometric")
 
@@ -20,10 +24,32 @@ def _run(*args):
                           timeout=300)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
-def test_swapped_models_train_to_pygs_losses(tmp_path):
+def _run_here(monkeypatch, capsys, *args):
+    """``_run`` in this process (runpy, as __main__): its exit status, stdout and stderr."""
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # modules next to it
+    monkeypatch.setattr(sys, "argv", [str(EXAMPLE), *args])
+    capsys.readouterr()
+    code = 0
+    try:
+        runpy.run_path(str(EXAMPLE), run_name="__main__")
+    except SystemExit as exc:  # as the interpreter exits: a message to stderr and 1, or the code
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        code = 1 if isinstance(exc.code, str) else exc.code or 0
+    except Exception:  # uncaught: as the interpreter, its traceback on stderr and 1
+        traceback.print_exc()
+        code = 1
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(sys.argv, code, out.out, out.err)
+
+
+# the example in a fresh process (torch and PyG imported: over 2 s on 2 cores) is the slow case; the quick
+# case runs the same script, the same arguments, as __main__ in this process
+@pytest.mark.parametrize("entry", quick_first(["runpy", "python"]))
+def test_swapped_models_train_to_pygs_losses(tmp_path, monkeypatch, capsys, entry):
     rows_file = tmp_path / "rows.jsonl"
-    done = _run("--tiny", "--device", "cpu", "--results", str(rows_file))
+    args = ("--tiny", "--device", "cpu", "--results", str(rows_file))
+    done = _run_here(monkeypatch, capsys, *args) if entry == "runpy" else _run(*args)
     assert done.returncode == 0, done.stderr
     assert "summary: 3 model(s), losses agree within 0.001" in done.stdout
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]

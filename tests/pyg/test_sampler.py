@@ -431,7 +431,7 @@ def test_cuda_graph_samples_on_the_device_as_the_cpu_does():
     assert cuda[0][0].is_cuda and cuda[0][1].is_cuda and same(cpu, cuda)
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+# a fresh process by necessity: about 4 s on 2 cores (torch imported), a quick test still
 def test_import_of_the_package_does_not_load_torch_geometric():
     code = ("import sys, dgl_accel.pyg as p; assert 'torch_geometric' not in sys.modules; "
             "assert p.NeighborSampler.__module__ == 'dgl_accel.pyg.sampler'")

@@ -133,7 +133,7 @@ def test_bad_model():
         dgl_accel.pyg.swap("model")
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+# a fresh process by necessity: about 4 s on 2 cores (torch and PyG imported), a quick test still
 def test_importing_the_package_does_not_load_torch_geometric():
     code = ("import sys, dgl_accel, dgl_accel.pyg\n"
             "assert 'torch_geometric' not in sys.modules\n"
@@ -166,7 +166,7 @@ assert torch.allclose(torch.jit.script(fresh)(x, ei), fresh(x, ei), atol=1e-6)
 """
 
 
-@pytest.mark.slow  # over 2 s on 2 cores: the quick lane (scripts/test.sh --quick) leaves it out
+# a fresh process by necessity: about 5 s on 2 cores (torch and PyG imported), a quick test still
 def test_fallbacks_run_where_no_pyg_layer_was_built_first():
     # PyG builds a layer's propagate (GAT: edge_updater) template from its class source, cached by
     # class name, which ours share: in a fresh process where only our classes were ever built, each
