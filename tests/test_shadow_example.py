@@ -5,15 +5,14 @@ and the full-batch baseline; a shared dataset it cannot find is refused with the
 without a PPR scope is refused."""
 import math
 import re
-import runpy
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 import pytest
 
 from dgl_accel.testing.marks import quick_first
+from dgl_accel.testing.scripts import run_script_here
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "shadow_gnn.py"
@@ -27,32 +26,11 @@ def _run(*args, env=None):
                           capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
 
 
-def _script_here(monkeypatch, capsys, script: Path, *args, env=None):
-    """``python script *args`` in this process (runpy, as __main__): its exit status, stdout and stderr."""
-    monkeypatch.syspath_prepend(str(script.parent))  # modules next to it (the example's coauthor_sage)
-    monkeypatch.setattr(sys, "argv", [str(script), *args])
-    for key, value in (env or {}).items():
-        monkeypatch.setenv(key, value)
-    capsys.readouterr()
-    code = 0
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:  # as the interpreter exits: a message to stderr and 1, or the code
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-        code = 1 if isinstance(exc.code, str) else exc.code or 0
-    except Exception:  # uncaught: as the interpreter, its traceback on stderr and 1
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.modules.pop("coauthor_sage", None)  # leave no examples/ module behind for later tests
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(sys.argv, code, out.out, out.err)
 
 
 def _run_here(monkeypatch, capsys, *args, env=None):
     """``_run`` in this process (runpy, as __main__): the same arguments, exit status, stdout and stderr."""
-    return _script_here(monkeypatch, capsys, EXAMPLE, "--epochs", "2", "--synthetic-nodes", "400", *args, env=env)
+    return run_script_here(monkeypatch, capsys, EXAMPLE, "--epochs", "2", "--synthetic-nodes", "400", *args, env=env)
 
 
 # every model in a fresh process (over 2 s on 2 cores each: the slow cases); the full-batch baseline in this
@@ -151,7 +129,7 @@ def test_results_rows_match_the_printed_runs_and_plot(tmp_path, monkeypatch, cap
 
     def draw(*args):
         if entry == "runpy":
-            return _script_here(monkeypatch, capsys, plot, *args)
+            return run_script_here(monkeypatch, capsys, plot, *args)
         return subprocess.run([sys.executable, str(plot), *args], capture_output=True, text=True, timeout=120, cwd=REPO)
 
     results = tmp_path / "acc.jsonl"

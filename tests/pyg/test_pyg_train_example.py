@@ -3,15 +3,14 @@ swapped train from the same weights to the same losses (GCN, GAT full graph; Gra
 minibatches from our NeighborSampler through PyG's NodeLoader), one JSON row per model and
 provider, and a refused model name."""
 import json
-import runpy
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 import pytest
 
 from dgl_accel.testing.marks import quick_first
+from dgl_accel.testing.scripts import run_script_here
 
 pytest.importorskip("torch_geometric")
 
@@ -26,21 +25,7 @@ def _run(*args):
 
 def _run_here(monkeypatch, capsys, *args):
     """``_run`` in this process (runpy, as __main__): its exit status, stdout and stderr."""
-    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # modules next to it
-    monkeypatch.setattr(sys, "argv", [str(EXAMPLE), *args])
-    capsys.readouterr()
-    code = 0
-    try:
-        runpy.run_path(str(EXAMPLE), run_name="__main__")
-    except SystemExit as exc:  # as the interpreter exits: a message to stderr and 1, or the code
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-        code = 1 if isinstance(exc.code, str) else exc.code or 0
-    except Exception:  # uncaught: as the interpreter, its traceback on stderr and 1
-        traceback.print_exc()
-        code = 1
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(sys.argv, code, out.out, out.err)
+    return run_script_here(monkeypatch, capsys, EXAMPLE, *args)
 
 
 # the example in a fresh process (torch and PyG imported: over 2 s on 2 cores) is the slow case; the quick
