@@ -121,9 +121,7 @@ def _spills(ptx: str, cap: int, workdir: str) -> int:
                            "-o", os.path.join(workdir, "k.o")], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"ptxas failed: {proc.stderr.strip()[-500:]}")
-    stores = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", proc.stderr))
-    loads = sum(int(x) for x in re.findall(r"(\d+) bytes spill loads", proc.stderr))
-    return stores + loads
+    return _spill_bytes(proc.stderr) or 0  # no function report: nothing that could spill
 
 
 def compile_one(spec: Specialisation, cap: int, fn=None) -> Result:

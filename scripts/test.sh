@@ -52,13 +52,14 @@ step lint-imports "layers (kernels < core < graph < policies < functional < DGL 
   lint_imports
 step ruff "lint rules (pyflakes, import order, bugbear basics, pyupgrade, 120 columns) over every Python file" \
   "$bin/ruff" check --output-format concise "$root"
-workers=(-n "${DGL_ACCEL_TEST_WORKERS:-auto}" --dist loadscope)  # pytest-xdist: one worker per core, a module on one worker (its module-scoped fixtures built once)
+jobs=(-n "${DGL_ACCEL_TEST_WORKERS:-auto}")  # pytest-xdist: one worker per core
+workers=("${jobs[@]}" --dist loadscope)  # a module on one worker (its module-scoped fixtures built once)
 if [ "$quick" = 1 ]; then
   step quick-cover "the quick lane runs at least one case of every test function (conftest.py, one process)" \
     "$py" -m pytest -q --collect-only -p no:xdist -m "not slow" --ignore=tests/core/test_gpu_report.py
   # tests/core/test_gpu_report.py's --interpret --tiny run takes minutes: the full run has it.
   step pytest "every test folder and the doctests of dgl_accel in .venv, the tests marked slow left out (the quick lane)" \
-    "$py" -m pytest -q -n "${DGL_ACCEL_TEST_WORKERS:-auto}" --dist load -m "not slow" \
+    "$py" -m pytest -q "${jobs[@]}" --dist load -m "not slow" \
     --ignore=tests/core/test_gpu_report.py "$@"  # test by test: no module-scoped fixture here is worth a core's idle time
   [ ${#failed[@]} -eq 0 ] || { echo "test.sh --quick: failed: ${failed[*]}"; exit 1; }
   echo "test.sh --quick: passed (the full run, bash scripts/test.sh, adds the slow tests and the core lane)"

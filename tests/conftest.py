@@ -15,9 +15,8 @@ from dgl_accel.testing.marks import PATHS
 # Under pytest-xdist (scripts/test.sh: one worker per core) each worker runs one intra-op thread: two
 # workers with two threads each on two cores made OpenMP's spinning barriers cost a full-graph Cora GCN
 # run 2-10x its time.  A test that needs more threads says so: @pytest.mark.threads(2).
-WORKER_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
-if WORKER_THREADS:
-    torch.set_num_threads(WORKER_THREADS)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(params=PATHS)

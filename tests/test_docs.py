@@ -256,7 +256,7 @@ def test_checker_reports_a_missing_path_module_and_command():
         "```bash",
         "python bench/bench_nothing.py --quick",
         "```",
-        "Fine: `scripts/test.sh`, `dgl_accel.core.extras.require`, `tests/test_<op>.py`, `bench/results/*.csv`,",
+        "Fine: `scripts/test.sh`, `dgl_accel.core.extras.missing_extra`, `tests/test_<op>.py`, `bench/results/*.csv`,",
         "`../shared/datasets/npz`, https://example.org/a/b.py, `sample/gather`, `python -m dgl_accel.gpu_report`.",
     ])
     problems = check_text(text)

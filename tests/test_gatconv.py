@@ -17,7 +17,7 @@ import dgl_accel.nn
 from dgl_accel.testing import strategies as gst
 from dgl_accel.testing.attention_modules import assert_dgls_zero_in_degree_error
 from dgl_accel.testing.cpu_loops import forced_jit
-from dgl_accel.testing.marks import QUICK_NATIVE, quick_first, quick_first_params
+from dgl_accel.testing.marks import QUICK_NATIVE, quick_first
 from dgl_accel.testing.tolerances import assert_close
 
 pytestmark = pytest.mark.usefixtures("fused_attention")  # these test the fused op through the modules
@@ -111,7 +111,7 @@ def _dropout_pair(p=0.5):
 
 # native with 300 runs (4 to 16 s on 2 cores) and the interpreter with 60 (it is slow; 60 runs still bound the
 # mean: 20 s) are the slow cases; the quick case is native with 40 runs
-@pytest.mark.parametrize("path, runs", quick_first_params([("native", 40), ("native", 300),
+@pytest.mark.parametrize("path, runs", quick_first([("native", 40), ("native", 300),
                                                            pytest.param("triton", 60, marks=pytest.mark.interpreter)]),
                          indirect=["path"])
 def test_attention_dropout_in_training_runs_fused_and_matches_dgls_distribution(path, runs):

@@ -3,30 +3,15 @@
 ``pip install dgl-accel`` brings what the DGL-free core needs (torch, numpy, scipy, numba);
 ``dgl-accel[dgl]`` adds DGL for the DGL adapter (``dgl_accel.nn``, ``swap``, ``enable()``, the
 samplers for ``dgl.dataloading``), ``dgl-accel[pyg]`` adds torch-geometric for ``dgl_accel.pyg``.
-Each adapter package calls :func:`require` first, so importing it without its peer library raises
-an ImportError that names the extra instead of a bare ``No module named 'dgl'`` from deep inside.
+Each adapter entry imports its peer library first and turns a failure into :func:`missing_extra`'s
+ImportError, which names the extra, instead of a bare ``No module named 'dgl'`` from deep inside.
 """
 from __future__ import annotations
 
-import importlib
-
-__all__ = ["EXTRAS", "missing_extra", "require"]
+__all__ = ["EXTRAS", "missing_extra"]
 
 # top-level module -> (pip extra, what it is)
 EXTRAS = {"dgl": ("dgl", "DGL"), "torch_geometric": ("pyg", "PyTorch Geometric")}
-
-
-def require(module: str, needed_by: str):
-    """Import ``module`` (a key of :data:`EXTRAS`) for ``needed_by`` (the adapter's name), or raise an
-    ImportError saying which extra installs it.
-
-    >>> require("importlib", "doctest").__name__  # any importable module comes back
-    'importlib'
-    """
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as error:
-        raise missing_extra(error, needed_by) from error
 
 
 def missing_extra(error: ModuleNotFoundError, needed_by: str) -> Exception:

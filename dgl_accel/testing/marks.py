@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["PATHS", "QUICK_NATIVE", "quick_first", "quick_first_params"]
+__all__ = ["PATHS", "QUICK_NATIVE", "quick_first"]
 
 # The two execution paths for ``pytest.mark.parametrize("path", PATHS)`` (and tests/conftest.py's ``path``
 # fixture): the triton case runs kernels under the interpreter on CPU and says so with its mark.
@@ -14,21 +14,14 @@ PATHS = ["native", pytest.param("triton", marks=pytest.mark.interpreter, id="tri
 def quick_first(cases: list) -> list:
     """``cases`` for ``pytest.mark.parametrize`` with every case after the first marked ``slow``: the
     quick lane (``scripts/test.sh --quick``, ``-m "not slow"``) runs one of them, the full run all.
+    Cases already given as ``pytest.param`` (e.g. ``PATHS``, or a fixture's params overridden with
+    ``indirect=True``) keep their values, marks and id.
 
     >>> [c.marks for c in quick_first([(1, 2), (3, 4)])[1:]][0][0].name
     'slow'
-    """
-    return [cases[0]] + [pytest.param(*c, marks=pytest.mark.slow) if isinstance(c, tuple)
-                         else pytest.param(c, marks=pytest.mark.slow) for c in cases[1:]]
-
-
-def quick_first_params(cases: list) -> list:
-    """:func:`quick_first` for cases that may already be ``pytest.param`` (their values, marks and id are
-    kept, ``slow`` added): e.g. ``PATHS``, or a fixture's params overridden with ``indirect=True``.
-
-    >>> [[m.name for m in c.marks] for c in quick_first_params(PATHS)[1:]]
+    >>> [[m.name for m in c.marks] for c in quick_first(PATHS)[1:]]
     [['interpreter', 'slow']]
-    >>> quick_first_params([pytest.param(1, id="a"), (2, 3)])[1].values
+    >>> quick_first([pytest.param(1, id="a"), (2, 3)])[1].values
     (2, 3)
     """
     def slow(case):
@@ -41,4 +34,4 @@ def quick_first_params(cases: list) -> list:
 
 # The native case quick, the triton (interpreter) case slow: for a test on the ``path`` fixture whose
 # interpreted case is the heavy one, ``@pytest.mark.parametrize("path", QUICK_NATIVE, indirect=True)``.
-QUICK_NATIVE = quick_first_params(PATHS)
+QUICK_NATIVE = quick_first(PATHS)

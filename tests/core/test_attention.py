@@ -17,13 +17,13 @@ from dgl_accel.core.attention.gat import gat_attention
 from dgl_accel.core.attention.reference import ref_edge_softmax, ref_gat
 from dgl_accel.core.csr import Structure
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.marks import QUICK_NATIVE, quick_first, quick_first_params
+from dgl_accel.testing.marks import QUICK_NATIVE, quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 PATHS = ("native", "triton")
 # For a test looping over the paths: the native path alone quick, both (the interpreter too) slow.
-QUICK_NATIVE_PATHS = quick_first_params([pytest.param(["native"], id="native"),
+QUICK_NATIVE_PATHS = quick_first([pytest.param(["native"], id="native"),
                                          pytest.param(list(PATHS), marks=pytest.mark.interpreter, id="native+triton")])
 PATH_LABEL = {"native": "native-cpu", "triton": "triton-interpreter"}
 SMALL = st.one_of(tst.edge_lists(max_nodes=24, max_edges=80), tst.block_edge_lists(max_dst=12, max_edges=80))

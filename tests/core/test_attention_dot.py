@@ -34,7 +34,7 @@ from dgl_accel.testing.attention_variants import (
     star,
     unit_normal,
 )
-from dgl_accel.testing.marks import quick_first_params
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 path = path_fixture()
@@ -42,8 +42,8 @@ UNIT_SEEDS = (10, 29)  # before the fix: fp16 failed the rule with seed 10, bf16
 # The torch path quick; the compiled loops (numba compiles each signature: up to 18 s on 2 cores) and the
 # kernels (the interpreter: up to 9 s) slow: for the ``path`` fixture (indirect) and, as the paths to loop
 # over, for a test that runs on each in turn.
-QUICK_PATH = quick_first_params(["native", "compiled", pytest.param("triton", marks=pytest.mark.interpreter)])
-QUICK_PATHS = quick_first_params([pytest.param(("native",), id="native"),
+QUICK_PATH = quick_first(["native", "compiled", pytest.param("triton", marks=pytest.mark.interpreter)])
+QUICK_PATHS = quick_first([pytest.param(("native",), id="native"),
                                   pytest.param(PATHS, marks=pytest.mark.interpreter, id="every-path")])
 
 

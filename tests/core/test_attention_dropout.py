@@ -21,7 +21,7 @@ from dgl_accel.core.jit import attention as loops
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import forced_jit
-from dgl_accel.testing.marks import quick_first, quick_first_params
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 needs_numba = pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
@@ -32,7 +32,7 @@ EIDS = torch.cat([torch.arange(0, 300), torch.arange(2**31 - 50, 2**31 + 50), to
 
 ANY_PATHS = ["native", "jit", pytest.param("triton", marks=pytest.mark.interpreter)]
 # For a test heavy on the jit (numba compiles) or triton (the interpreter) path: the native case quick.
-QUICK_ANY_PATH = quick_first_params(ANY_PATHS)
+QUICK_ANY_PATH = quick_first(ANY_PATHS)
 
 
 @pytest.fixture(params=ANY_PATHS)

@@ -17,7 +17,7 @@ from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.gatv2 import gatv2_attention, ref_gatv2_attention
 from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.marks import quick_first_params
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
 path = av.path_fixture()
@@ -25,8 +25,8 @@ UNIT_SEEDS = (11, 22)  # before the fix: bf16 failed the rule with both, fp16 wi
 # The torch path quick; the compiled loops (numba compiles each signature: up to 18 s on 2 cores) and the
 # kernels (the interpreter: up to 9 s) slow: for the ``path`` fixture (indirect) and, as the paths to loop
 # over, for a test that runs on each in turn.
-QUICK_PATH = quick_first_params(["native", "compiled", pytest.param("triton", marks=pytest.mark.interpreter)])
-QUICK_PATHS = quick_first_params([pytest.param(("native",), id="native"),
+QUICK_PATH = quick_first(["native", "compiled", pytest.param("triton", marks=pytest.mark.interpreter)])
+QUICK_PATHS = quick_first([pytest.param(("native",), id="native"),
                                   pytest.param(av.PATHS, marks=pytest.mark.interpreter, id="every-path")])
 
 

@@ -17,7 +17,7 @@ from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.extrema import EXTREMA_OPS, aggregate_extrema, extrema_reference
 from dgl_accel.core.jit import runtime as jit_runtime
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.marks import PATHS, quick_first_params
+from dgl_accel.testing.marks import PATHS, quick_first
 from dgl_accel.testing.tolerances import assert_close
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -176,7 +176,7 @@ def test_gradients_follow_the_arg(e, op, reduce, feat, w_shape, dtype, integer, 
 
 
 # copy_u quick; the other ops (u_mul_e's gradgradcheck: 3 s on 2 cores) and the interpreter (4 s) slow
-@pytest.mark.parametrize("path,op", quick_first_params([("native", op) for op in EXTREMA_OPS]
+@pytest.mark.parametrize("path,op", quick_first([("native", op) for op in EXTREMA_OPS]
                                                        + [pytest.param("triton", "u_mul_e", marks=pytest.mark.interpreter)]))
 def test_fp64_gradcheck_and_gradgradcheck(path, op):
     # the backward is one torch code on both paths (and the forwards agree bit for bit): the

@@ -20,7 +20,7 @@ from dgl_accel.core.attention.reference import ref_edge_softmax, ref_gat
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import forced_jit
-from dgl_accel.testing.marks import quick_first_params
+from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_matches_reference
 
 HEADS, DIM, IN = 3, 4, 5
@@ -131,7 +131,7 @@ def test_bias_of_shape_1_h_d_and_a_second_backward_through_a_retained_graph():
 
 
 # compiled (numba compiles its loops: up to 18 s on 2 cores) and triton (the interpreter: 2 to 3 s) slow
-@pytest.mark.parametrize("path", quick_first_params(PATHS))
+@pytest.mark.parametrize("path", quick_first(PATHS))
 @pytest.mark.parametrize("block", [False, True])
 def test_gradcheck_fp64(path, block):
     g = graph(block, seed=4)
