@@ -17,6 +17,7 @@ from dgl_accel.testing.marks import PATHS
 # run 2-10x its time.  A test that needs more threads says so: @pytest.mark.threads(2).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"  # and the subprocesses a test starts (examples, the GPU report's run)
 
 
 @pytest.fixture(params=PATHS)
