@@ -20,6 +20,7 @@ except ModuleNotFoundError as error:
 
 import torch
 
+from .core.aggregation import locality
 from .core.grouping import autotune, size
 from .core.grouping.autotune import autotune_group_size, clear_autotune_cache
 from .core.grouping.size import GroupSizeChoice, cost_model_group_size, linear_group_size, set_autotune_timer
@@ -45,7 +46,7 @@ def choose_group_size(g, feat_dim: int, dtype: torch.dtype = torch.float32, devi
 
 def explain(g, feat_dim: int, dtype: torch.dtype = torch.float32) -> GroupSizeChoice:
     """What ``choose_group_size(g, feat_dim, dtype)`` picks and why; print it for the story."""
-    return size.explain(_views(g), feat_dim, dtype)
+    return locality.explain(_views(g), feat_dim, dtype)
 
 
 def linear_inputs(g) -> tuple[int, int, float]:

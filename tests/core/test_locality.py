@@ -16,7 +16,6 @@ from dgl_accel.core.aggregation.function import aggregate
 from dgl_accel.core.aggregation.locality import choose_locality, locality_parts, split_structure, use_locality
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.csr import Structure
-from dgl_accel.core.grouping.size import explain
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.host_reads import HostReads
 from dgl_accel.testing.marks import quick_first
@@ -218,7 +217,7 @@ def test_auto_splits_where_the_model_saves_and_the_timing_agrees(monkeypatch, pl
 def test_explain_prints_both_views_plans():
     g = tst.tensor_graph(skewed_graph(seed=9))
     with dgl_accel.use_backend("triton"), use_locality("on", l2_bytes=l2_for(torch.float32)):
-        text = str(explain(g, WIDTH))
+        text = str(locality.explain(g, WIDTH))
     assert "locality split (in view, mode 'on'): on" in text and "locality split (out view" in text
     assert f"the {HOT_ROWS} most-read rows" in text and "modelled bytes per pass" in text
 

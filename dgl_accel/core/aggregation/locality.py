@@ -23,18 +23,21 @@ is built once per graph and direction and cached with it; ``dgl_accel.explain`` 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 
+from .. import backend
 from ..csr import Structure
+from ..grouping.size import GroupSizeChoice, choose_group_size
 from ..groups import Groups, build_groups
 from .launchers import feature_tile, gspmm_forward
 
 __all__ = ["LocalitySplit", "LocalityChoice", "choose_locality", "locality_parts", "split_structure",
-           "row_tile_bytes", "use_locality", "MODES", "HOT_SHARE_OF_L2", "MIN_SAVING", "DEFAULT_L2_BYTES"]
+           "row_tile_bytes", "use_locality", "explain", "MODES", "HOT_SHARE_OF_L2", "MIN_SAVING", "DEFAULT_L2_BYTES"]
 
 MODES = ("auto", "on", "off")
 HOT_SHARE_OF_L2 = 0.5  # the hot rows' tile may fill half the L2; the other half serves the output and indices
@@ -254,3 +257,13 @@ def locality_parts(views, direction: str, x: torch.Tensor, gs: int) -> list[tupl
         if choice.split:
             return _split(views, direction, choice.hot_rows).parts(gs)
     return [(views.csr(direction), views.groups(direction, gs))]
+
+
+def explain(views, feat_dim: int, dtype: torch.dtype = torch.float32) -> GroupSizeChoice:
+    """What ``choose_group_size(views, feat_dim, dtype)`` picks and why, with the locality split of
+    the forward (``in``) and backward (``out``) views on the path features on the graph's device take;
+    print it for the story.  It lives here, above the group-size models, because it needs both."""
+    choice = choose_group_size(views, feat_dim, dtype)
+    path = backend.choose_path(torch.empty(0, dtype=dtype, device=views.device))
+    plans = tuple(choose_locality(views, d, feat_dim, dtype, path=path, gs=choice.gs) for d in ("in", "out"))
+    return dataclasses.replace(choice, locality=plans)

@@ -21,6 +21,7 @@ from ..groups import Groups, build_groups
 from ..jit import runtime as jit_runtime
 from ..jit.aggregation import rows_spmm
 from .checks import check_edge_list
+from .launchers import time_grouped_forward
 from .scales import acc_dtype, degree_scales
 
 DIRECTIONS = ("in", "out")
@@ -90,6 +91,11 @@ class GraphViews:
         return choose_group_size(self, feat_dim, dtype, policy="auto" if calls[key] >= TUNE_FROM_CALL else "cost").gs
 
     # ------------------------------------------------------------------ native kernels
+    def time_grouped_forward(self, feat_dim: int, dtype: torch.dtype, gs: int) -> float:
+        """Seconds for one grouped forward with group size ``gs`` on this graph's CUDA device: the
+        group-size autotuner's default timer (:func:`~dgl_accel.core.grouping.size.time_on_views`)."""
+        return time_grouped_forward(self, feat_dim, dtype, gs)
+
     def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
         """sum over the ``direction`` view's entries of x[col] (* w[eid]); x, w contiguous, one dtype
         (float32/64), w of shape [E, 1] or [E, F].  Subclasses may run their own library's kernel."""

@@ -47,15 +47,13 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import backend
-from ..aggregation.launchers import time_grouped_forward
-from ..aggregation.locality import choose_locality
 from .autotune import autotune_group_size, graph_signature
 from .degree_stats import HUB_DEGREE, DegreeStats
 
 __all__ = ["linear_group_size", "linear_formula", "linear_inputs", "is_symmetric",
-           "cost_model_group_size", "choose_group_size", "explain", "GroupSizeChoice",
-           "set_autotune_timer", "POLICIES", "GS_MIN", "GS_MAX", "F_TILE_MAX", "MIN_GROUP_ELEMS", "WORKING_SET_BYTES"]
+           "cost_model_group_size", "choose_group_size", "GroupSizeChoice",
+           "set_autotune_timer", "time_on_views", "POLICIES", "GS_MIN", "GS_MAX", "F_TILE_MAX", "MIN_GROUP_ELEMS",
+           "WORKING_SET_BYTES"]
 
 # Xu et al.'s coefficients.
 _C0, _CV, _CE, _CD = 0.65538, 1.67431e-5, -2.24342e-6, 0.63641
@@ -249,7 +247,13 @@ def cost_model_group_size(stats: DegreeStats, feat_dim: int, dtype: torch.dtype 
 
 # ------------------------------------------------------------------------------ choice
 POLICIES = ("auto", "linear", "cost")
-_TIMER = [time_grouped_forward]  # fn(views, feat_dim, dtype, gs) -> seconds, for policy "auto" on CUDA
+def time_on_views(views, feat_dim: int, dtype: torch.dtype, gs: int) -> float:
+    """The default timer: the views time their own grouped forward (``GraphViews.time_grouped_forward``,
+    the aggregation core's kernel), so this layer, below aggregation, never imports it."""
+    return views.time_grouped_forward(feat_dim, dtype, gs)
+
+
+_TIMER = [time_on_views]  # fn(views, feat_dim, dtype, gs) -> seconds, for policy "auto" on CUDA
 
 
 def set_autotune_timer(fn) -> None:
@@ -261,7 +265,7 @@ def set_autotune_timer(fn) -> None:
     _TIMER[0] = fn
 
 
-DEFAULT_TIMER = time_grouped_forward
+DEFAULT_TIMER = time_on_views
 
 
 @dataclass(frozen=True)
@@ -355,13 +359,3 @@ def choose_group_size(views, feat_dim: int, dtype: torch.dtype = torch.float32, 
                            stats=stats, reasons=tuple(reasons), feat_dim=int(feat_dim),
                            dtype=dtype, linear_formula=linear_formula(v, e, avg),
                            linear_note=note, source=src)
-
-
-def explain(views, feat_dim: int, dtype: torch.dtype = torch.float32) -> GroupSizeChoice:
-    """What ``choose_group_size(views, feat_dim, dtype)`` picks and why, with the locality split of
-    the forward (``in``) and backward (``out``) views on the path features on the graph's device take
-    (:mod:`~dgl_accel.core.aggregation.locality`); print it for the story."""
-    choice = choose_group_size(views, feat_dim, dtype)
-    path = backend.choose_path(torch.empty(0, dtype=dtype, device=views.device))
-    plans = tuple(choose_locality(views, d, feat_dim, dtype, path=path, gs=choice.gs) for d in ("in", "out"))
-    return dataclasses.replace(choice, locality=plans)
