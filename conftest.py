@@ -19,16 +19,34 @@ _functions: set = set()
 # Test functions with no case cheap enough for the quick lane yet, each with why: the full run has them.
 # Give one a quick case and take it off this list (the check below fails on a listed function that has one).
 FULL_RUN_ONLY = {
-    "tests/test_cora_accuracy.py::test_cora_accuracy_with_backend_enabled_matches_native_dgl":
+    "tests/test_train_gcn.py::test_cora_accuracy_with_backend_enabled_matches_native_dgl":
         "15 trainings of Kipf & Welling's 200 epochs on Cora: the accuracy bound needs the full recipe",
-    "tests/test_execution_paths.py::test_cora_same_accuracy_with_execution_paths": "trains Cora to accuracy",
-    "tests/test_neighbor_sampler.py::test_graphsage_accuracy_matches_dgl_sampler": "trains GraphSAGE to accuracy",
-    "tests/test_dgl_examples.py::test_gat_example_runs_unchanged_with_our_gatconv": "DGL's example, as shipped",
-    "tests/test_dgl_examples.py::test_graphsage_runs_unchanged_with_our_samplers": "DGL's example, as shipped",
-    "tests/test_dgl_examples.py::test_node2vec_runs_unchanged_with_our_walks": "DGL's example, as shipped",
-    "tests/test_distributed.py::test_multi_process_equals_one_process": "starts torch.distributed process groups",
-    "tests/test_sampler_golden.py::test_sampler_output_is_bit_identical": "recorder subprocesses per mode",
+    "tests/policies/test_execution_paths.py::test_cora_same_accuracy_with_execution_paths": "trains Cora to accuracy",
+    "tests/sampling/test_neighbor.py::test_graphsage_accuracy_matches_dgl_sampler": "trains GraphSAGE to accuracy",
+    "tests/examples/test_dgl_examples.py::test_gat_example_runs_unchanged_with_our_gatconv":
+        "DGL's example, as shipped",
+    "tests/examples/test_dgl_examples.py::test_graphsage_runs_unchanged_with_our_samplers": "DGL's example, as shipped",
+    "tests/examples/test_dgl_examples.py::test_node2vec_runs_unchanged_with_our_walks": "DGL's example, as shipped",
+    "tests/distributed/test_distributed.py::test_multi_process_equals_one_process":
+        "starts torch.distributed process groups",
+    "tests/sampling/test_golden.py::test_sampler_output_is_bit_identical": "recorder subprocesses per mode",
 }
+
+
+# ------------------------------------------------------------------ the longest modules start first
+# pytest-xdist hands modules to workers in collection order; a module of minutes collected late ends its lane
+# alone on one core.  These start first (the slowest tests of CONTRIBUTING.md's "Lane times"), in this order.
+LONG_FIRST = (
+    "tests/kernels/test_check.py",       # the AOT compile of every registered specialisation (main lane)
+    "tests/gpu_report/test_report.py",   # the GPU report's --interpret --tiny run (core lane)
+    "tests/test_train_gcn.py",           # Cora's accuracy, 15 trainings (main lane)
+)
+
+
+def _long_first(item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
+
 
 
 def _function(item) -> str:
@@ -37,8 +55,9 @@ def _function(item) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Before ``-m`` deselects anything: every collected test function."""
+    """Before ``-m`` deselects anything: every collected test function; and the longest modules first."""
     _functions.update(_function(item) for item in items)
+    items.sort(key=_long_first)  # stable: every other test keeps its place
 
 
 def pytest_collection_finish(session):

@@ -3,7 +3,7 @@
     python examples/bulk_sage_coauthor.py [--seeds 6] [--epochs 30] [--bulk 32]
 
 Same protocol as issue 6's comparison (``examples/coauthor_sage.py``, which
-tests/test_neighbor_sampler.py uses too: 256-d fixed projection of the bag-of-words features, 20
+tests/sampling/test_neighbor.py uses too: 256-d fixed projection of the bag-of-words features, 20
 labelled nodes per class + 30 validation per class, the rest test; 2-layer SAGE, fanouts [10, 10],
 batch 64, 30 epochs, Adam, full-neighbourhood inference), run for several seeds with both samplers
 inside ``dgl.dataloading.DataLoader``; the bulk sampler bulks through the DataLoader lookahead.

@@ -1,5 +1,5 @@
 """Issue 6's sampler comparison protocol on Coauthor-CS, shared by ``examples/bulk_sage_coauthor.py``
-and ``tests/test_neighbor_sampler.py``: 256-d fixed projection of the bag-of-words features, 20
+and ``tests/sampling/test_neighbor.py``: 256-d fixed projection of the bag-of-words features, 20
 labelled nodes per class + 30 validation per class, the rest test; 2-layer SAGE (mean), fanouts from
 the sampler, batch 64, Adam, full-neighbourhood inference."""
 from __future__ import annotations

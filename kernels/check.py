@@ -198,7 +198,7 @@ def format_markdown(results: list[Result]) -> str:
              "Registers per thread and spill bytes come from ptxas `-v` (same flags as triton's own call), "
              "stack and shared memory from `cuobjdump --dump-resource-usage`; shared bytes include the dynamic "
              "shared memory the launch requests. The test suite fails on any compile error or spill "
-             "(tests/test_kernel_check.py).\n\n")
+             "(tests/kernels/test_check.py).\n\n")
     head = "| kernel | variant | target | registers | spill bytes | stack bytes | shared bytes | status |"
     lines = [intro + head, "|" + "---|" * 8]
     for r in results:

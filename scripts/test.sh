@@ -4,11 +4,11 @@
 #   1. lint-imports  the architecture contracts in pyproject.toml ([tool.importlinter]: layers, DGL-free core)
 #   2. ruff check    the lint rules in pyproject.toml ([tool.ruff]; no `ruff format`, see the reason there)
 #   3. main-lane     .venv (Python 3.11, torch 2.2.1, DGL 2.1.0, triton 3.5.1, numba 0.60): tests/ without
-#                    tests/core and tests/pyg (the DGL adapter, its drop-ins and samplers against DGL, the AOT
+#                    tests/core, tests/pyg, tests/gpu_report (the DGL adapter, its drop-ins and samplers against DGL, the AOT
 #                    compile for sm_80/sm_90, the architecture and docs rules) and the doctests of dgl_accel
 #                    outside core/, pyg/ and gpu_report/
 #   4. core-lane     .venv-core (Python 3.12, torch 2.11, triton 3.6, torch-geometric 2.8, numba 0.68, no DGL:
-#                    the GPU image's stack, dgl-accel installed as `pip install .[pyg]`): tests/core, tests/pyg
+#                    the GPU image's stack, dgl-accel installed as `pip install .[pyg]`): tests/core, tests/pyg, tests/gpu_report
 #                    and the doctests of dgl_accel/core, dgl_accel/pyg and dgl_accel/gpu_report (the GPU
 #                    report's --interpret --tiny run among them); scripts/bootstrap_core.sh makes it once
 #   5. numba-off     the core's numpy fallbacks with numba switched off (DGL_ACCEL_NUMBA=0, core lane): the
@@ -19,7 +19,7 @@
 # conftest.py refuses a selection that would leave a function out).  The full run (no --quick) is what CI runs.
 # Every step runs even if an earlier one failed, so one run shows every problem; the exit status is
 # non-zero if any step failed.  Kernels run under the Triton interpreter (conftest.py sets
-# TRITON_INTERPRET=1) and are compiled ahead of time in a subprocess (tests/test_kernel_check.py).
+# TRITON_INTERPRET=1) and are compiled ahead of time in a subprocess (tests/kernels/test_check.py).
 set -euo pipefail
 quick=0
 if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
@@ -56,17 +56,19 @@ jobs=(-n "${DGL_ACCEL_TEST_WORKERS:-auto}")  # pytest-xdist: one worker per core
 workers=("${jobs[@]}" --dist loadscope)  # a module on one worker (its module-scoped fixtures built once)
 if [ "$quick" = 1 ]; then
   step quick-cover "the quick lane runs at least one case of every test function (conftest.py, one process)" \
-    "$py" -m pytest -q --collect-only -p no:xdist -m "not slow" --ignore=tests/core/test_gpu_report.py
-  # tests/core/test_gpu_report.py's --interpret --tiny run takes minutes: the full run has it.
+    "$py" -m pytest -q --collect-only -p no:xdist -m "not slow" --ignore=tests/gpu_report/test_report.py
+  # tests/gpu_report/test_report.py's --interpret --tiny run takes minutes: the full run has it.
   step pytest "every test folder and the doctests of dgl_accel in .venv, the tests marked slow left out (the quick lane)" \
     "$py" -m pytest -q "${jobs[@]}" --dist load -m "not slow" \
-    --ignore=tests/core/test_gpu_report.py "$@"  # test by test: no module-scoped fixture here is worth a core's idle time
+    --ignore=tests/gpu_report/test_report.py "$@"  # test by test: no module-scoped fixture here is worth a core's idle time
   [ ${#failed[@]} -eq 0 ] || { echo "test.sh --quick: failed: ${failed[*]}"; exit 1; }
   echo "test.sh --quick: passed (the full run, bash scripts/test.sh, adds the slow tests and the core lane)"
   exit 0
 fi
-step main-lane "tests/ (not core/, pyg/) and the doctests of dgl_accel outside core/, pyg/, gpu_report/ on torch 2.2.1 + DGL 2.1.0" \
-  "$py" -m pytest -q "${workers[@]}" tests dgl_accel --ignore=tests/core --ignore=tests/pyg \
+# conftest.py's LONG_FIRST puts the longest modules first: xdist hands modules out in collection order.
+step main-lane "tests/ (not core/, pyg/, gpu_report/) and the doctests of dgl_accel outside core/, pyg/, gpu_report/ on torch 2.2.1 + DGL 2.1.0" \
+  "$py" -m pytest -q "${workers[@]}" tests dgl_accel \
+  --ignore=tests/core --ignore=tests/pyg --ignore=tests/gpu_report \
   --ignore=dgl_accel/core --ignore=dgl_accel/pyg --ignore=dgl_accel/gpu_report "$@"
 
 core_py=""
@@ -82,8 +84,8 @@ step core-env "create or reuse .venv-core (scripts/bootstrap_core.sh)" core_env
 versions="$([ -n "$core_py" ] && "$core_py" -c 'import sys, torch, triton
 print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}")' 2>/dev/null ||
   echo "no environment")"
-step core-lane "tests/core, tests/pyg and the doctests of dgl_accel/core, dgl_accel/pyg, dgl_accel/gpu_report on $versions, without DGL" \
-  in_core tests/core tests/pyg dgl_accel/core dgl_accel/pyg dgl_accel/gpu_report "$@"
+step core-lane "tests/core, tests/pyg, tests/gpu_report and the doctests of dgl_accel/core, dgl_accel/pyg, dgl_accel/gpu_report on $versions, without DGL" \
+  in_core tests/core tests/pyg tests/gpu_report dgl_accel/core dgl_accel/pyg dgl_accel/gpu_report "$@"
 # The numpy loops the compiled ones fall back to: with numba off they run at every size, under the same tests.
 numba_off() { DGL_ACCEL_NUMBA=0 in_core "$@"; }
 step numba-off "the compiled-loop and sampler tests of the core with numba switched off (DGL_ACCEL_NUMBA=0)" \

@@ -43,7 +43,7 @@ PACKAGE = layout.PACKAGE
 MAX_LINES = 450
 DGL_FREE = ("core", "kernels")            # (d): subpackages that never import dgl at module level
 NUMBA_RUNTIME = "core.jit.runtime"        # (d): the one module that imports numba (guarded)
-CORE_TESTS = ROOT / "tests" / "core"      # (f): the DGL-free test lane
+CORE_TESTS = (ROOT / "tests" / "core", ROOT / "tests" / "gpu_report")  # (f): the DGL-free test lane
 
 
 # ------------------------------------------------------------------------------------ sources
@@ -401,9 +401,10 @@ def test_core_and_kernels_stay_dgl_free(tree_files):
     _report(check_dgl_free(tree_files, PACKAGE), "(d) DGL-free layers")
 
 
-def test_core_tests_stay_dgl_free():
-    assert CORE_TESTS.is_dir() and any(CORE_TESTS.glob("test_*.py"))
-    _report(check_core_tests(CORE_TESTS, PACKAGE, ROOT / PACKAGE), "(f) tests/core imports DGL")
+@pytest.mark.parametrize("folder", CORE_TESTS, ids=lambda f: f.name)
+def test_core_tests_stay_dgl_free(folder):
+    assert folder.is_dir() and any(folder.rglob("test_*.py"))
+    _report(check_core_tests(folder, PACKAGE, ROOT / PACKAGE), f"(f) tests/{folder.name} imports DGL")
 
 
 def test_function_local_imports_say_why(tree_files):

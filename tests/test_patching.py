@@ -101,7 +101,7 @@ def test_update_all_and_dgl_ops_are_routed(path):
     ("u_sub_e_sum", lambda g, x, w: dgl.ops.u_sub_e_sum(g, x, w[:, None]), "op sub"),  # max/min of sub: ours
     ("u_add_e_sum", lambda g, x, w: dgl.ops.u_add_e_sum(g, x, w[:, None]), "op add"),
     # [E, 2, 1] weights on [N, 4] features: the node features broadcast to [N, 2, 4] (multi-head weights
-    # on [N, H, D] features, and copy_e, run ours: tests/test_headwise.py)
+    # on [N, H, D] features, and copy_e, run ours: tests/routes/test_headwise.py)
     ("u_mul_e_sum", lambda g, x, w: dgl.ops.u_mul_e_sum(g, x, w.reshape(60, 2)[:, :, None].repeat(2, 1, 1)),
      "broadcast shape"),
 ])

@@ -92,7 +92,7 @@ class NeighborSampler(CallSeeds, BlockSampler):
     in its own edge order, and that order is an implementation detail that differs between DGL's
     own paths (with fanout -1, where there is nothing random, the fused CPU kernel, DGL's default,
     and the unfused one return different source orders for the same seeds:
-    ``tests/test_sampler_contract.py``), so DGL code cannot rely on it; what DGL's blocks do
+    ``tests/sampling/test_contract.py``), so DGL code cannot rely on it; what DGL's blocks do
     guarantee (the seeds first, in order, then every other sampled source once) holds here.
     Increasing id is kept because it is the order that all four relabelling twins (numpy, numba,
     bulk, Triton) produce in one pass and that the golden outputs pin, and it reads input
@@ -102,7 +102,7 @@ class NeighborSampler(CallSeeds, BlockSampler):
     excluded are dropped after the choice, so they never appear in a block, and a node whose chosen
     edges include excluded ones ends up with fewer than ``fanout`` edges even when other in-edges
     were available.  This is DGL 2.1.0's behaviour too (checked in
-    ``tests/test_sampler_contract.py``: its CPU kernels, fused or not, drop excluded edges from the
+    ``tests/sampling/test_contract.py``: its CPU kernels, fused or not, drop excluded edges from the
     sampled frontier, and its GPU path applies ``EidExcluder`` to the frontier after sampling), so
     it is kept: excluding first would change the distribution a DGL user's code was tuned on.
 

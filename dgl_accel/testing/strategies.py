@@ -31,7 +31,7 @@ def to_dgl(e: EdgeList):
 
 def graphs(min_nodes=0, max_nodes=64, max_edges=256, idtypes=IDTYPES, self_loops=True, multi_edges=True):
     """Homogeneous `dgl.DGLGraph`: :func:`~.tensors.edge_lists` (its docstring lists the edge cases
-    every run hits; tests/test_strategies.py checks they occur)."""
+    every run hits; tests/testing/test_strategies.py checks they occur)."""
     return edge_lists(min_nodes, max_nodes, max_edges, idtypes, self_loops, multi_edges).map(to_dgl)
 
 

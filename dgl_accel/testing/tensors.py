@@ -50,7 +50,7 @@ def edge_lists(draw, min_nodes=0, max_nodes=64, max_edges=256, idtypes=IDTYPES,
     """A homogeneous graph as an :class:`EdgeList` with up to `max_nodes` nodes and `max_edges` edges.
 
     Edge cases hit across examples (each one has a dedicated drawn parameter, so it is not
-    left to chance; tests/test_strategies.py checks they all occur):
+    left to chance; tests/testing/test_strategies.py checks they all occur):
       * the empty graph (0 nodes) when min_nodes == 0, and n > 0 nodes with 0 edges;
       * isolated nodes (no in- and no out-edges);
       * zero-in-degree nodes that do have out-edges (the case mean/max must zero-fill);

@@ -2,7 +2,7 @@
 :func:`aggregate` over :class:`TensorGraph` against the pure-torch reference, forward and backward,
 on the native CPU path and on the grouped kernels (``kernels/gspmm_grouped.py``) under the Triton
 interpreter; fp32/fp64/fp16/bf16, copy_u and u_mul_e, sum and mean, every GCN norm, atomic and
-deterministic combine, hubs above 1024 neighbours.  (tests/test_aggregation.py runs the DGL entry.)"""
+deterministic combine, hubs above 1024 neighbours.  (tests/functional/test_gspmm.py runs the DGL entry.)"""
 import numpy as np
 import pytest
 import torch

@@ -1,5 +1,5 @@
 """The recycled-buffer pool of the bulk sampler (``core/sampling/buffers.py``): a buffer is reused only
-once nothing views it, small requests bypass it, and it trims what it keeps.  (tests/test_buffers.py
+once nothing views it, small requests bypass it, and it trims what it keeps.  (tests/sampling/test_buffers.py
 runs the bulk sampler's blocks through it, with DGL.)"""
 import numpy as np
 import torch

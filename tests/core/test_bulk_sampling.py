@@ -1,7 +1,7 @@
 """Bulk sampling's ITS specification on plain arrays (``core/sampling/bulk_sampling.py``): the numpy
 twin, the compiled loops (where numba is installed) and the kernels of ``kernels/bulk_sampling.py``
 under the Triton interpreter give identical picks, which keep the spec's rules and follow the
-weights.  (tests/test_bulk_sampling.py runs the DGL samplers built on it.)"""
+weights.  (tests/sampling/test_bulk.py runs the DGL samplers built on it.)"""
 import numpy as np
 import pytest
 from scipy import stats

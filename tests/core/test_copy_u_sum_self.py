@@ -2,7 +2,7 @@
 plain tensors, without DGL: ``(s x[v] + sum_{u->v} x[u]) / d[v] + b`` against the composed ops
 (bit for bit on the native path: the same kernel, DGL's order of operations) and against the pure
 torch reference, forward and backward, a learned ``s``, blocks, the Triton fallback, double
-backward, and the errors on bad input.  (tests/test_sageconv.py and tests/test_ginconv.py run the
+backward, and the errors on bad input.  (tests/nn/test_sageconv.py and tests/nn/test_ginconv.py run the
 drop-ins that use it against DGL.)"""
 import pytest
 import torch

@@ -2,7 +2,7 @@
 (the same source) where it is not, as in this lane.  Either way they compute what numpy and torch
 compute: block relabelling, the aggregation's ``rows_spmm`` (parallel == serial) and the gradient
 guard's row scan; with numba, neighbour choice is bit-identical to the numpy path.  (The DGL
-samplers with and without the compiled loops: tests/test_cpu_jit.py.)"""
+samplers with and without the compiled loops: tests/sampling/test_compiled_loops.py.)"""
 import os
 import subprocess
 import sys

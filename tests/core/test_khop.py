@@ -1,6 +1,6 @@
 """k-hop sampling on CSR views without DGL (``core/sampling/khop.py``): on the Triton path every
 step stays on the CSR's device, gives the CPU path's samples, and reads the host a bounded number
-of times.  (tests/test_khop.py runs the DGL adapter.)"""
+of times.  (tests/sampling/test_khop.py runs the DGL adapter.)"""
 import pytest
 import torch
 from hypothesis import given, settings

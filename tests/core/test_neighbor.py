@@ -1,7 +1,7 @@
 """Neighbour sampling on CSR views without DGL (``core/sampling/neighbor.py``): the entry gives the
 same edges on the Triton kernels (``kernels/sampling.py``, under the interpreter) as on the CPU twin,
 those are the positions the pure-torch spec (``ref_neighbor_choice``) picks, and every sampled edge
-is a real in-edge of its seed.  (tests/test_neighbor_sampler.py runs the DGL sampler.)"""
+is a real in-edge of its seed.  (tests/sampling/test_neighbor.py runs the DGL sampler.)"""
 import dataclasses
 
 import pytest

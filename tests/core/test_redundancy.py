@@ -1,7 +1,7 @@
 """GraphACT on plain tensors (``dgl_accel.core.redundancy``, what the GPU report runs without DGL):
 the plan of ``reduce_edges`` aggregates as the original graph does, forward and backward, for sum,
 mean and every GCN norm, on the native path and the Triton kernels (interpreter); the inputs are
-left as they were.  (tests/test_redundancy.py covers the DGL entry, the matching and the hook.)"""
+left as they were.  (tests/policies/test_redundancy.py covers the DGL entry, the matching and the hook.)"""
 import pytest
 import torch
 

@@ -1,7 +1,7 @@
 """GraphSAINT frontier sampling on CSR views without DGL (``core/sampling/saint_frontier*.py``): the
 dashboard pop follows the degree law; the scalar and the vectorised CPU loops and the kernel of
 ``kernels/saint_frontier.py`` under the Triton interpreter give identical, valid samples.
-(tests/test_saint_frontier.py tests the distribution through the DGL sampler.)"""
+(tests/sampling/test_frontier.py tests the distribution through the DGL sampler.)"""
 import numpy as np
 import pytest
 import torch

@@ -1,7 +1,7 @@
 """The walk family on CSR views without DGL (``dgl_accel.core.sampling.walks*``): random walks,
 node2vec and the multi-dimensional random walk give the same traces on the Triton kernels
 (``kernels/walks.py``, under the interpreter) as on the CPU twin, and every trace follows real edges.
-(tests/test_walks.py and tests/test_walk_kernels.py run the DGL adapter.)"""
+(tests/sampling/test_walks.py and tests/kernels/test_walks.py run the DGL adapter.)"""
 import pytest
 import torch
 from hypothesis import given, settings

@@ -17,7 +17,7 @@ On the native CPU path a call without a seed instead draws the mask from torch's
 DGL's ``attn_drop`` (``nn.Dropout`` on the [E, H, 1] attention) draws it: ``bernoulli_(1 - p)`` on
 an [E, H, 1] tensor of the attention's dtype at the same point of the stream, kept as uint8 [E, H]
 (E x H bytes) for the backward.  So a drop-in ``GATConv`` trained from a seed draws DGL's masks and
-gives DGL's numbers (``tests/test_dropin_parity.py``); the hash keeps the Triton kernels free of a
+gives DGL's numbers (``tests/nn/test_dropin_parity.py``); the hash keeps the Triton kernels free of a
 mask in memory.
 """
 from __future__ import annotations

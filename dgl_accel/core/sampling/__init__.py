@@ -13,24 +13,24 @@ DGL adapter, the tests and the benchmarks carry the family name too:
 * ``neighbor`` (kernels: ``kernels/sampling.py`` [1]_): ``neighbor_triton.py``; ``choice.py`` (the
   specification, CPU twin), ``neighbor.py`` (entry: :func:`.neighbor.sample_neighbors`),
   ``engine.py`` (transit groups), ``khop.py``; ``core/jit/neighbor.py``; adapter
-  ``sampling/neighbor.py`` (``NeighborSampler``), ``sampling/khop.py``; ``tests/test_neighbor_sampler.py``,
+  ``sampling/neighbor.py`` (``NeighborSampler``), ``sampling/khop.py``; ``tests/sampling/test_neighbor.py``,
   ``test_sampling_engine.py``, ``test_khop.py``; ``bench/sampling_neighbor.py``.
 * ``bulk_sampling``: ``bulk_sampling_triton.py``; ``bulk_sampling.py`` (ITS specification, CPU twin,
   dispatch), ``bulk_matrix.py``, ``bulk_neighbor.py``, ``bulk_ladies.py``, ``buffers.py``;
   ``core/jit/bulk_sampling.py``; adapter ``sampling/bulk.py``, ``bulk_ladies.py``, ``bulk_matrix.py``;
-  ``tests/test_bulk_sampling.py``, ``test_buffers.py``; ``bench/bench_bulk.py``.
+  ``tests/sampling/test_bulk.py``, ``test_buffers.py``; ``bench/bench_bulk.py``.
 * ``saint_frontier``: ``saint_frontier_triton.py``; ``saint_frontier.py`` (entry),
   ``saint_frontier_cpu.py`` (CPU twin); adapter ``sampling/frontier.py`` (and ``saint.py``'s frontier
-  mode); ``tests/test_saint_frontier.py``; ``bench/saint_frontier.py``.
+  mode); ``tests/sampling/test_frontier.py``; ``bench/saint_frontier.py``.
 * ``walks``: ``walks_triton.py``; ``walks.py`` (entry, tables, random walk), ``walks_node2vec.py``,
-  ``walks_mdrw.py``; ``core/jit/walks.py``; adapter ``sampling/walks.py``; ``tests/test_walks.py``,
+  ``walks_mdrw.py``; ``core/jit/walks.py``; adapter ``sampling/walks.py``; ``tests/sampling/test_walks.py``,
   ``test_walk_kernels.py``; ``bench/sampling_walks.py``.
 
 .. [1] ``kernels/sampling.py`` holds the neighbour-choice kernels; it keeps its file name because
    ``kernels/registry.py``, the AOT resource table and ``docs/kernel_resources.md`` key on it.
 
 Families without kernels: ``layer`` (LADIES / FastGCN maths), ``saint_draw`` and ``saint_norm``
-(GraphSAINT node sets and normalisation; adapter ``sampling/saint.py``, ``tests/test_saint_sampler.py``,
+(GraphSAINT node sets and normalisation; adapter ``sampling/saint.py``, ``tests/sampling/test_saint.py``,
 ``bench/saint_samplers.py``), ``induced`` (node-induced subgraphs; compiled twin ``core/jit/induced.py``).
 Shared by all: ``checks`` (the one set of argument checks and error vocabulary, with the seed
 rule), ``rng`` (counter-based Philox), ``arrays`` (small array helpers), ``output`` (the typed

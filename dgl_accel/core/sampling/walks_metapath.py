@@ -10,7 +10,7 @@ empty) so that :class:`~.walks.WalkCSR`'s per-row sort and weight tables apply u
 Random numbers follow :func:`.walks.random_walk`'s layout exactly (step ``s`` of walk ``i`` uses
 word ``s * K`` of Philox block ``(i << 32) | (s * K) // 4``, K = 2 with a restart probability), so a
 metapath that repeats one relation gives the same traces as :func:`.walks.random_walk` on that
-relation with the same seed (``tests/test_walks.py`` checks it).
+relation with the same seed (``tests/sampling/test_walks.py`` checks it).
 
 >>> from dgl_accel.core.csr import Structure
 >>> ab = relation_csr(torch.tensor([0, 1, 2]), torch.tensor([0, 2]), torch.tensor([0, 1]), 2, 3)

@@ -1,7 +1,7 @@
 """Golden outputs of every public sampler of ``dgl_accel.sampling``, for a regression guard: for a
 given seed every sampler's output must stay BIT-IDENTICAL across refactors of the package layout.
 
-The calls are written once, here (``FAMILIES``); ``tests/test_sampler_golden.py`` imports this
+The calls are written once, here (``FAMILIES``); ``tests/sampling/test_golden.py`` imports this
 module, reruns them against the package under test and compares with ``sampler_outputs.pt``.
 Only public names are used: ``dgl_accel.sampling.X``, ``dgl_accel.use_backend``.
 
@@ -22,11 +22,11 @@ reference, e.g. a worktree of that commit::
     ln -s ../kernels /tmp/golden_base/dgl_accel/kernels   # else the editable install maps
                                                           # dgl_accel.kernels to this checkout
     cd /tmp/golden_base && PYTHONPATH=/tmp/golden_base /work/main/.venv/bin/python \\
-        /work/main/tests/golden/record_sampler_outputs.py --write /work/main/tests/golden/sampler_outputs.pt
+        /work/main/tests/sampling/golden/record_sampler_outputs.py --write /work/main/tests/sampling/golden/sampler_outputs.pt
 
 A new sampler family (a new ``fam_``/``tri_`` function) is added without re-recording the others::
 
-    .venv/bin/python tests/golden/record_sampler_outputs.py --add-new tests/golden/sampler_outputs.pt
+    .venv/bin/python tests/sampling/golden/record_sampler_outputs.py --add-new tests/sampling/golden/sampler_outputs.pt
 
 records every mode against this checkout and adds only the tensors of families the file lacks (the
 stored ones stay as they were; a family whose outputs changed still fails the test).

@@ -6,7 +6,7 @@ import dgl
 import dgl.nn
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
@@ -30,6 +30,7 @@ MODULES = {
     "GINConv-mean": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "mean"),
     "GINConv-max": lambda i, o: dgl.nn.GINConv(torch.nn.Linear(i, o), "max"),
 }
+MAX_KINDS = {"SAGEConv-pool", "GINConv-max"}
 EDGE_WEIGHTS = {"GraphConv-both", "GraphConv-right", "GraphConv-none", "GraphConv-relu", "GraphConv-ReLU",
                 "GraphConv-tanh", "SAGEConv-mean", "SAGEConv-gcn",
                 "GINConv-sum", "GINConv-mean", "GINConv-max"}
@@ -64,6 +65,7 @@ def _assert_same(a, b, msg):
        out_f=st.integers(1, 5), weighted=st.booleans())
 def test_swapped_and_enabled_match_native(kind, gf, out_f, weighted):
     g, x = gf
+    assume(kind not in MAX_KINDS or g.num_edges() > 0)  # without edges DGL's max leaks: the test below
     w = torch.rand(g.num_edges()) + 0.5 if weighted and kind in EDGE_WEIGHTS else None
     torch.manual_seed(0)
     native = MODULES[kind](x.shape[1], out_f)
@@ -168,3 +170,36 @@ def test_plain_import_exposes_nn_and_sampling():
             "print(dgl_accel.nn.GraphConv.__name__, dgl_accel.sampling.NeighborSampler.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.split() == ["GraphConv", "NeighborSampler"], out.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(MAX_KINDS))
+@pytest.mark.parametrize("backend", ["native", pytest.param("triton", marks=pytest.mark.interpreter)])
+def test_max_aggregation_without_edges_sends_no_gradient(kind, backend):
+    # A graph (here a block) without edges: no message reaches any row, so the max is 0 and nothing flows
+    # back through it.  DGL's backward sends each row's gradient to source 0 (its default argmax), so its
+    # pool / GIN MLP parameters get gradients; ours are the module without the aggregation.
+    g = dgl.create_block((torch.tensor([], dtype=torch.int64),) * 2, num_src_nodes=3, num_dst_nodes=2)
+    torch.manual_seed(0)
+    native, x = MODULES[kind](4, 3), torch.randn(3, 4)
+    swapped = copy.deepcopy(native)
+    dgl_accel.nn.swap(swapped)
+    with dgl_accel.use_backend(backend):
+        out, dx, _, grads = _run(swapped, g, x, None)
+    xd = x[:2].clone().requires_grad_()
+    plain = copy.deepcopy(native)
+    if kind == "SAGEConv-pool":  # fc_self(h_dst) + fc_neigh(0)
+        want = plain.fc_self(xd) + plain.fc_neigh(torch.zeros(2, 4))
+    else:  # mlp((1 + eps) h_dst + 0)
+        want = plain.apply_func((1 + plain.eps) * xd)
+    want.backward(torch.ones_like(want) + torch.arange(want.shape[-1], dtype=want.dtype))
+    assert_close(out, want.detach(), msg=f"{kind} out")
+    assert_close(dx[:2], xd.grad, msg=f"{kind} dx")
+    assert torch.count_nonzero(dx[2:]) == 0  # the source that is no destination: no message, no gradient
+    pool = [k for k in grads if k.startswith("fc_pool")]
+    assert all(torch.count_nonzero(grads[k]) == 0 for k in pool)
+    assert dict(plain.named_parameters()).keys() >= grads.keys()
+    for k, p in plain.named_parameters():
+        if p.grad is not None and k in grads:
+            assert_close(grads[k], p.grad, msg=f"{kind} d{k}")
+    with torch.no_grad():
+        assert_close(native(g, x), out, msg=f"{kind} DGL's output")  # the forward is DGL's

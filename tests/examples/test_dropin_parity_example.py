@@ -11,7 +11,7 @@ import pytest
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.scripts import run_script_here
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "dropin_parity.py"
 
 

@@ -298,7 +298,7 @@ def test_attention_dropout_mask_statistics_match_dgls(path, compiled_loops, fuse
     theirs, ours = module_pair(dgl.nn.GATConv, dgl_accel.nn.GATConv, IN, 8, 8, attn_drop=P)
     x = torch.randn(g.num_nodes(), IN)
     edges, heads = g.num_edges(), 8
-    clean = _attention(theirs, g, x, training=False)  # ours is equal (tests/test_gatconv.py)
+    clean = _attention(theirs, g, x, training=False)  # ours is equal (tests/nn/test_gatconv.py)
     assert bool((clean > 0).all())  # so a 0 after dropout is a dropped entry
     for name, conv in (("DGL", theirs), (f"dgl-accel on {path}", ours)):
         masks = []

@@ -11,7 +11,7 @@ from dgl_accel import data
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.train_gcn import main, train
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_train_learns_and_reports_the_path(capsys):

@@ -194,7 +194,7 @@ def test_saint_dataloader(mode, budget):
 
 def test_heterograph_neighbor_sampling_follows_dgl():
     """Heterographs are sampled per relation with DGL's typed block layout (the full checks are in
-    ``tests/test_neighbor_sampler_hetero.py``); what DGL refuses, we refuse with a ``dgl.DGLError``."""
+    ``tests/sampling/test_neighbor_hetero.py``); what DGL refuses, we refuse with a ``dgl.DGLError``."""
     g = dgl.heterograph({("user", "follow", "user"): ([0, 1], [1, 0]), ("user", "play", "game"): ([0], [0])})
     seeds = {"user": torch.tensor([0]), "game": torch.tensor([0])}
     for fanouts in ([2], [{"follow": 2, "play": 1}], [{("user", "follow", "user"): -1, "play": -1}]):

@@ -14,7 +14,7 @@ import pytest
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.scripts import run_script_here
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "shadow_gnn.py"
 # The example in a fresh process (torch and DGL imported: over 2 s on 2 cores) is the slow case of a test that
 # takes ``entry``; its quick case runs the same script as __main__ in this process (``_run_here``).

@@ -1,6 +1,6 @@
 """Regression guard: every public sampler of ``dgl_accel.sampling`` gives, for a given seed, output
-BIT-IDENTICAL to ``tests/golden/sampler_outputs.pt``, recorded from the code before the package
-layout refactor (commit dde0920) by ``tests/golden/record_sampler_outputs.py``.  The calls are
+BIT-IDENTICAL to ``tests/sampling/golden/sampler_outputs.pt``, recorded from the code before the package
+layout refactor (commit dde0920) by ``tests/sampling/golden/record_sampler_outputs.py``.  The calls are
 written once, in that module's ``FAMILIES``; this file reruns them against the package under test.
 
 One case per (mode, sampler family), so a failure names both:
@@ -105,7 +105,7 @@ def _compare(golden: dict, mode: str, family: str, got: dict) -> None:
     names = {k[len(prefix):] for k in golden if k.startswith(prefix)}
     if mode == "numba_off":  # stored once under native/ where bit-identical when recorded
         names |= {k[len(f"native/{family}/"):] for k in golden if k.startswith(f"native/{family}/")}
-    assert names, f"no golden tensors for {prefix}: re-record tests/golden/sampler_outputs.pt"
+    assert names, f"no golden tensors for {prefix}: re-record tests/sampling/golden/sampler_outputs.pt"
     got_names = {k[len(prefix):] for k in got}
     problems = [f"missing output {n}" for n in sorted(names - got_names)]
     problems += [f"unexpected output {n}" for n in sorted(got_names - names)]
