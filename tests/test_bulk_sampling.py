@@ -18,7 +18,7 @@ from scipy import stats
 
 import dgl_accel
 from dgl_accel.core.jit import runtime
-from dgl_accel.core.sampling.bulk_matrix import local_spgemm
+from dgl_accel.core.sampling.bulk.matrix import local_spgemm
 from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
 from dgl_accel.sampling.bulk_matrix import estimate_p_bytes
 from dgl_accel.sampling.layer import edge_norm, ladies_probabilities
@@ -227,9 +227,9 @@ def test_triton_path_gives_the_same_blocks(path):
 # run the same code quickly (one case in the quick lane: parallel edges, no exclusion)
 @pytest.mark.parametrize("n, m", quick_first([(40, 400), (200, 2000)]))
 def test_without_spgemm_the_triton_path_is_the_device_pipeline_with_the_same_blocks(n, m, exclude, parallel):
-    """No SpGEMM: the Triton path is the device pipeline (``core/sampling/bulk_device.py``), whose
+    """No SpGEMM: the Triton path is the device pipeline (``core/sampling/bulk/neighbor_device.py``), whose
     blocks are the CPU path's, with parallel edges too (ITS's weighted rule over multiplicities)."""
-    from dgl_accel.core.sampling import bulk_device
+    from dgl_accel.core.sampling.bulk import neighbor_device as bulk_device
     g = dgl.rand_graph(n, m) if parallel else dgl.to_simple(dgl.rand_graph(n, m))
     if parallel:  # every fifth edge three times
         s, d = g.edges()
@@ -367,7 +367,7 @@ def test_ladies_bulk_blocks_and_weights():
 @pytest.mark.parametrize("replace", [False, True])
 def test_ladies_bulk_triton_path_same(path, replace):
     """On the Triton path (a CUDA graph; here the interpreter) every step runs on the device
-    (``core/sampling/bulk_ladies_device.py``): the CPU path's blocks, and its weights to rounding
+    (``core/sampling/bulk/ladies_device.py``): the CPU path's blocks, and its weights to rounding
     (the CPU's row totals are pairwise sums), on a multigraph, with an exclusion too."""
     g = dgl.rand_graph(100, 800)
     s_, d_ = g.edges()
@@ -447,9 +447,9 @@ def test_serial_twins_match_parallel_kernels(monkeypatch):
 def test_the_triton_relabel_uploads_the_adjacency_once_per_graph(monkeypatch):
     """A bulk pass relabels every layer of every minibatch: the canonical adjacency's indices and
     edge ids go to the device once (was: two E-sized copies per call)."""
-    from dgl_accel.core.sampling import bulk_matrix
-    from dgl_accel.core.sampling.bulk_sampling_triton import relabel_triton
-    from dgl_accel.core.sampling.neighbor import relabel_block
+    from dgl_accel.core.sampling.bulk import matrix as bulk_matrix
+    from dgl_accel.core.sampling.bulk.launchers import relabel_triton
+    from dgl_accel.core.sampling.neighbor.sample import relabel_block
     from dgl_accel.graph import in_csr
 
     g = dgl.rand_graph(80, 600)

@@ -12,7 +12,7 @@ seeds are destinations of hop 0); ``edge`` the original edge ids (positions in `
 Within a hop the new nodes are listed in increasing id (PyG's sampler: first appearance).
 
 The graph is read once (:mod:`.sampler_graph`: one in-CSR per edge type, on the device of its
-``edge_index``); a call samples hop by hop (:mod:`dgl_accel.core.sampling.hops`) with the core's counter-based
+``edge_index``); a call samples hop by hop (:mod:`dgl_accel.core.sampling.neighbor.hops`) with the core's counter-based
 choice, so on a CUDA graph everything stays on the device (the core's device pipeline) and the CPU
 gives the same samples.  Each hop draws ``min(fanout, in-degree)`` distinct in-edges of each node
 first reached at the previous hop (``replace=True``: ``fanout`` draws with replacement; -1: every
@@ -33,7 +33,7 @@ temporal sampling (``time_attr``, seed times) and ``sample_direction="backward"`
 non-negative weights, on every edge type of a ``HeteroData``: a hop draws in-edges with
 probability proportional to their weight (without replacement: successive weighted draws;
 zero-weight edges never), the core's weighted choice
-(:func:`dgl_accel.core.sampling.choice.weighted_neighbor_choice`), on the device for a CUDA graph.
+(:func:`dgl_accel.core.sampling.neighbor.choice.weighted_neighbor_choice`), on the device for a CUDA graph.
 
 >>> import torch
 >>> from torch_geometric.data import Data
@@ -60,7 +60,7 @@ from torch_geometric.sampler.base import NumNeighbors, SubgraphType
 from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
 
 from ..core.sampling.checks import check_fanout, check_nodes, expected, resolve_seed
-from ..core.sampling.hops import sample_hops
+from ..core.sampling.neighbor.hops import sample_hops
 from ..core.sampling.rng import call_seed
 from .sampler_graph import read_graph, with_weights
 

@@ -16,8 +16,8 @@ try:
     import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
 except ModuleNotFoundError as error:
     raise missing_extra(error, __name__) from None
-from ..core.sampling import choice, engine
-from ..core.sampling import neighbor as core_neighbor
+from ..core.sampling.neighbor import choice, engine
+from ..core.sampling.neighbor import sample as core_neighbor
 from .bulk import BulkNeighborSampler
 from .errors import DGLSamplingInputError, dgl_errors
 from .frontier import frontier_sample, frontier_sample_sequential

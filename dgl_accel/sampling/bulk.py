@@ -2,8 +2,8 @@
 
 Per layer and for ``k`` minibatches at once: ``Q`` stacks one row per (minibatch, frontier
 vertex) selecting that vertex; ``P = Q @ A`` (``A``: rows = destinations, i.e. DGL's in-neighbour
-CSR; see :mod:`dgl_accel.core.sampling.bulk_matrix`); NORM and SAMPLE draw ``fanout`` columns per row by
-inverse transform sampling (:mod:`dgl_accel.core.sampling.bulk_sampling`); EXTRACT builds one DGL block per
+CSR; see :mod:`dgl_accel.core.sampling.bulk.matrix`); NORM and SAMPLE draw ``fanout`` columns per row by
+inverse transform sampling (:mod:`dgl_accel.core.sampling.bulk.its`); EXTRACT builds one DGL block per
 minibatch, dropping empty columns (its source nodes).
 
 How bulking meets DGL's one-minibatch-at-a-time ``sample_blocks`` contract
@@ -28,11 +28,11 @@ How bulking meets DGL's one-minibatch-at-a-time ``sample_blocks`` contract
     bulking for that call (future batches' exclusions are unknown).
 
 Bulk size: ``bulk=k`` minibatches per pass; with ``memory_budget`` (bytes) ``k`` is further capped
-so the estimated ``P`` of the bulk fits (:func:`~dgl_accel.core.sampling.bulk_matrix.estimate_p_bytes`).
+so the estimated ``P`` of the bulk fits (:func:`~dgl_accel.core.sampling.bulk.matrix.estimate_p_bytes`).
 
 SpGEMM: ``spgemm=None`` uses that ``Q`` only selects rows: ``P``'s rows *are* ``A``'s rows, read in
 place (no product, no copy), and unweighted rows are sampled by the exact uniform shortcut of ITS.
-``spgemm=callable`` (e.g. :func:`~dgl_accel.core.sampling.bulk_matrix.local_spgemm` or a distributed
+``spgemm=callable`` (e.g. :func:`~dgl_accel.core.sampling.bulk.matrix.local_spgemm` or a distributed
 product) materialises ``P = spgemm(Q, A)``; the samples are identical either way.
 
 Blocks follow :class:`dgl_accel.sampling.NeighborSampler`: dst = the frontier in the given order,
@@ -55,9 +55,9 @@ from dgl.dataloading import BlockSampler
 
 from ..core.backend import choose_path, record
 from ..core.sampling.arrays import np64
-from ..core.sampling.bulk_device import sample_bulk_device
-from ..core.sampling.bulk_matrix import adjacency_tensor as adjacency_of
-from ..core.sampling.bulk_neighbor import add_timing, sample_layer
+from ..core.sampling.bulk.matrix import adjacency_tensor as adjacency_of
+from ..core.sampling.bulk.neighbor import add_timing, sample_layer
+from ..core.sampling.bulk.neighbor_device import sample_bulk_device
 from ..core.sampling.checks import (
     check_bool,
     check_bulk,
@@ -291,7 +291,7 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         return self._outputs(batches, per_batch)
 
     def _sample_bulk_device(self, canon, batches, keys, excl, dev, idtype):
-        """The device pipeline (:func:`~dgl_accel.core.sampling.bulk_device.sample_bulk_device`): the
+        """The device pipeline (:func:`~dgl_accel.core.sampling.bulk.neighbor_device.sample_bulk_device`): the
         same blocks as the path above, built from arrays that never leave ``dev``."""
         t0 = time.perf_counter()
         arrays = [canon.on_device(name, dev) for name in ("indptr", "indices", "eids")]

@@ -5,7 +5,7 @@ Both samplers build one block per GNN layer, from the output layer backwards, ex
 destination they draw ``s = num_nodes_per_layer[i]`` source nodes *for the whole layer* and keep
 every edge from a drawn node into the layer's destination set ``V``.  The normalised adjacency,
 the distributions, the random-number layout and the edge weights are specified in
-:mod:`dgl_accel.core.sampling.layer`.
+:mod:`dgl_accel.core.sampling.layer.importance`.
 
 Seeds: ``call_seed = mix(seed, call_index, worker id)`` (splitmix64), where ``call_index`` counts
 this sampler's ``sample_blocks`` calls (``reset()`` rewinds it) and the worker id is that of a
@@ -30,7 +30,7 @@ import torch
 from dgl.dataloading import BlockSampler
 
 from ..core.sampling.checks import check_bool, check_sizes, expected, resolve_seed
-from ..core.sampling.layer import (
+from ..core.sampling.layer.importance import (
     fastgcn_from_edges,
     ladies_from_edges,
     layer_weights,

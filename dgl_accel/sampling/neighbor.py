@@ -5,12 +5,12 @@ latter in :mod:`.neighbor_hetero`): same constructor
 arguments (plus ``seed``), same ``sample_blocks`` contract, and the prefetching / output-device /
 ``as_edge_prediction_sampler`` machinery inherited from ``dgl.dataloading.BlockSampler``.
 
-Randomness is counter-based (see :mod:`dgl_accel.core.sampling.choice`): call ``n`` of a sampler
+Randomness is counter-based (see :mod:`dgl_accel.core.sampling.neighbor.choice`): call ``n`` of a sampler
 built with ``seed=s`` uses the per-call seed ``mix(s, n)`` and ``step`` = layer index (0 = the layer
 nearest the output nodes), so two samplers with the same seed produce the same blocks for the same
 sequence of calls, on any device and in any batch composition of the transits.  Inside a
 ``torch.utils.data`` worker the worker id is mixed in too, so workers do not repeat each other.
-The sampling is the core's (:func:`dgl_accel.core.sampling.neighbor.sample_layers`, a typed
+The sampling is the core's (:func:`dgl_accel.core.sampling.neighbor.sample.sample_layers`, a typed
 :class:`~dgl_accel.core.sampling.output.SamplerOutput`, built on the device for a CUDA graph); this
 adapter reads the graph's fields and turns the layers into blocks.
 """
@@ -29,8 +29,8 @@ from ..core.sampling.checks import (
     resolve_seed,
     single_type_seeds,
 )
-from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import sample_layers
+from ..core.sampling.neighbor.choice import weight_tables
+from ..core.sampling.neighbor.sample import sample_layers
 from ..graph.structure import in_csr
 from .base import CallSeeds
 from .blocks import blocks_from_output, check_homogeneous, packed_pairs

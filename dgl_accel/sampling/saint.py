@@ -9,18 +9,18 @@ Use it exactly like DGL's::
         h = GraphConv(..., norm="none")(sg, x[sg.ndata[dgl.NID]], edge_weight=sg.edata["w"])
         loss = (sg.ndata["loss_w"] * F.cross_entropy(out, y, reduction="none"))[train].sum()
 
-Distributions: :mod:`dgl_accel.core.sampling.saint_draw`; normalisation:
-:mod:`dgl_accel.core.sampling.saint_norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint_frontier`;
+Distributions: :mod:`dgl_accel.core.sampling.saint.draw`; normalisation:
+:mod:`dgl_accel.core.sampling.saint.norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint.frontier`;
 subgraph construction: :mod:`dgl_accel.sampling.induced` (with the half-CSR path for symmetric
 graphs without parallel edges, detected once per graph).  On a CUDA graph every call runs on the
-device: the node set (:mod:`dgl_accel.core.sampling.saint_device`, from the tables copied there
+device: the node set (:mod:`dgl_accel.core.sampling.saint.draw_device`, from the tables copied there
 once per graph), the subgraph it induces
-(:func:`dgl_accel.core.sampling.induced_device.induced_device`) and its normalisation weights;
+(:func:`dgl_accel.core.sampling.induced.subgraph_device.induced_device`) and its normalisation weights;
 so does the counted normalisation's pre-sampling.  Nothing graph-sized crosses per call.
 
 Randomness is counter-based: call ``c`` of a sampler built with ``seed=s`` (in data-loader worker
 ``w``, 0 outside workers) draws Philox numbers keyed by ``call_seed(s, c, w)``
-(:mod:`dgl_accel.core.sampling.saint_draw`), so equal seeds give equal subgraph sequences, on the
+(:mod:`dgl_accel.core.sampling.saint.draw`), so equal seeds give equal subgraph sequences, on the
 CPU and on a device alike.  Normalisation pre-sampling uses its own keys (worker id 2^32).
 """
 from __future__ import annotations
@@ -42,16 +42,9 @@ from ..core.sampling.checks import (
     expected,
     resolve_seed,
 )
-from ..core.sampling.induced_device import induced_device
+from ..core.sampling.induced.subgraph_device import induced_device
 from ..core.sampling.rng import call_seed
-from ..core.sampling.saint_device import (
-    DeviceTables,
-    count_inclusion_device,
-    draw_edge_device,
-    draw_node_device,
-    draw_walk_device,
-)
-from ..core.sampling.saint_draw import (
+from ..core.sampling.saint.draw import (
     NODE_PROBS,
     Tables,
     build_tables,
@@ -61,7 +54,14 @@ from ..core.sampling.saint_draw import (
     edge_weights,
     node_weights,
 )
-from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normalization, count_inclusion
+from ..core.sampling.saint.draw_device import (
+    DeviceTables,
+    count_inclusion_device,
+    draw_edge_device,
+    draw_node_device,
+    draw_walk_device,
+)
+from ..core.sampling.saint.norm import AGGR_NORMS, Normalization, build_normalization, count_inclusion
 from ..graph.structure import cached, in_csr, out_csr
 from .base import CallSeeds
 from .blocks import check_homogeneous, device_subgraph
@@ -133,7 +133,7 @@ class SAINTSampler(CallSeeds, Sampler):
     normalize : bool
         Attach GraphSAINT coefficients: ``sg.edata['w']`` (aggregation weight including the
         ``aggr_norm`` normalisation) and ``sg.ndata['loss_w']`` (loss weight); see
-        :mod:`dgl_accel.sampling.saint_norm` for the exact definitions.
+        :mod:`dgl_accel.core.sampling.saint.norm` for the exact definitions.
     train_mask : None, str or tensor
         Training nodes for the loss normalisation: None = all nodes, a str = name of a boolean
         ``g.ndata`` field, or a bool mask / index tensor.
@@ -335,18 +335,18 @@ def _per_graph(g, name: str, build, cache: bool):
 
 
 def tables(g, cache: bool = True) -> Tables:
-    """The graph's :class:`~dgl_accel.core.sampling.saint_draw.Tables` (cached per graph unless
+    """The graph's :class:`~dgl_accel.core.sampling.saint.draw.Tables` (cached per graph unless
     ``cache=False``)."""
     return _per_graph(g, "saint.tables", lambda h: build_tables(cpu_in_csr(h), out_csr(h)), cache)
 
 
 def node_cdf(g, t: Tables, cache: bool = True, kind: str = "norm") -> np.ndarray:
-    """Cumulative node-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.node_weights`)."""
+    """Cumulative node-draw weights (:func:`~dgl_accel.core.sampling.saint.draw.node_weights`)."""
     return _per_graph(g, f"saint.node_cdf.{kind}", lambda _: np.cumsum(node_weights(t, kind)), cache)
 
 
 def edge_cdf(g, t: Tables, cache: bool = True) -> np.ndarray:
-    """Cumulative edge-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.edge_weights`)."""
+    """Cumulative edge-draw weights (:func:`~dgl_accel.core.sampling.saint.draw.edge_weights`)."""
     return _per_graph(g, "saint.edge_cdf", lambda _: np.cumsum(edge_weights(t)), cache)
 
 
