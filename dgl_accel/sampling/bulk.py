@@ -66,10 +66,9 @@ from ..core.sampling.checks import (
     check_spgemm,
     excluded_edge_ids,
     expected,
-    resolve_seed,
     seed_batch,
 )
-from .base import CallSeeds
+from ..core.sampling.seeds import CallSeeds
 from .blocks import blocks_from_output, check_homogeneous, finish_block
 from .bulk_matrix import canonical_adjacency, estimate_p_bytes
 from .errors import dgl_errors
@@ -201,17 +200,16 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         self.fanouts = check_fanouts(fanouts)
         self.bulk = check_bulk(bulk)
         self.replace = check_bool(replace, "replace")
-        self.seed = resolve_seed(seed)
+        self.init_seeds(seed)
         self.spgemm = check_spgemm(spgemm)
         self.memory_budget = check_memory_budget(memory_budget)
-        self.calls = 0
         self.scheduler = BulkScheduler(lookahead)
         self.last_timing = {"probability": 0.0, "sampling": 0.0, "extraction": 0.0}
 
     # ---------------------------------------------------------------------------------- API
     def reset(self, call_index: int = 0) -> None:
         """Rewind the minibatch counter and drop planned / cached batches."""
-        self.calls = int(call_index)
+        super().reset(call_index)
         self.scheduler.clear()
 
     def plan(self, seed_batches: Sequence) -> None:
@@ -244,14 +242,13 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         for i in range(0, len(batches), k):
             out.extend(self._sample_bulk(g, batches[i:i + k], start + i, None))
         if first_index is None:
-            self.calls += len(batches)
+            self.claim_calls(len(batches))
         return out
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         check_homogeneous(g, HETERO_FIX)
         seeds = seed_batch(seed_nodes, g.num_nodes(), "seed nodes")
-        idx = self.calls
-        self.calls += 1
+        idx = self.claim_calls()
         k = self.bulk_size(g, int(seeds.numel()))
         return self.scheduler.serve(seeds, idx, k, exclude_eids is not None,
                                     lambda batches, first: self._sample_bulk(g, batches, first, exclude_eids))

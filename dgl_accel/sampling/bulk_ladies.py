@@ -58,8 +58,7 @@ class BulkLADIES:
         check_layer_graph(g)
         seeds = layer_seed_nodes(g, seed_nodes)
         exclude = layer_exclude(g, exclude_eids)
-        idx = self.sampler.call_index
-        self.sampler.call_index += 1
+        idx = self.sampler.claim_calls()
         return self.scheduler.serve(seeds, idx, self.k, exclude is not None,
                                     lambda batches, first: self.run(g, batches, first, exclude))
 
@@ -70,12 +69,12 @@ class BulkLADIES:
                    for i, b in enumerate(seed_batches)]
         if not batches:
             raise expected("a non-empty list of seed batches", "[]", "pass at least one batch.")
-        first = self.sampler.call_index if first_index is None else int(first_index)
+        first = self.sampler.calls if first_index is None else int(first_index)
         out = []
         for i in range(0, len(batches), self.k):
             out.extend(self.run(g, batches[i:i + self.k], first + i, None))
         if first_index is None:
-            self.sampler.call_index += len(batches)
+            self.sampler.claim_calls(len(batches))
         return out
 
     # ------------------------------------------------------------------------------ one pass

@@ -40,7 +40,6 @@ from ..core.sampling.checks import (
     check_nodes,
     check_positive,
     expected,
-    resolve_seed,
 )
 from ..core.sampling.induced.subgraph_device import induced_device
 from ..core.sampling.rng import call_seed
@@ -62,8 +61,8 @@ from ..core.sampling.saint.draw_device import (
     draw_walk_device,
 )
 from ..core.sampling.saint.norm import AGGR_NORMS, Normalization, build_normalization, count_inclusion
+from ..core.sampling.seeds import CallSeeds
 from ..graph.structure import cached, in_csr, out_csr
-from .base import CallSeeds
 from .blocks import check_homogeneous, device_subgraph
 from .errors import dgl_errors
 from .frontier import frontier_sample
@@ -166,8 +165,7 @@ class SAINTSampler(CallSeeds, Sampler):
         self.prefetch_ndata = list(prefetch_ndata or [])
         self.prefetch_edata = list(prefetch_edata or [])
         self.output_device = output_device
-        self.seed = resolve_seed(seed)
-        self.calls = 0
+        self.init_seeds(seed)
         self.normalize = bool(normalize)
         if train_mask is not None and not isinstance(train_mask, (str, torch.Tensor)):
             raise expected("train_mask to be None, an ndata field name or a tensor", type(train_mask).__name__,
@@ -193,11 +191,6 @@ class SAINTSampler(CallSeeds, Sampler):
         return state
 
     # ----------------------------------------------------------------------------- node sets
-    def _call_seed(self) -> int:
-        key = self.call_keys(self.calls)[0]
-        self.calls += 1
-        return key
-
     def _draw(self, g, t, seed: int) -> np.ndarray:
         """Sorted distinct node ids (int64) of one draw with per-call seed ``seed``."""
         mode, b = self.mode, self.budget
@@ -234,8 +227,8 @@ class SAINTSampler(CallSeeds, Sampler):
         _check_graph(g, self.mode, self.budget)
         t = tables(g, self.cache)
         if self._on_device(g):
-            return self._draw_device(g, t, self._call_seed())
-        return torch.from_numpy(self._draw(g, t, self._call_seed()))
+            return self._draw_device(g, t, self.next_key())
+        return torch.from_numpy(self._draw(g, t, self.next_key()))
 
     # ------------------------------------------------------------------------- normalisation
     def _train(self, g) -> np.ndarray:
@@ -295,9 +288,9 @@ class SAINTSampler(CallSeeds, Sampler):
         norm = self.normalization(g) if self.normalize else None
         t = tables(g, self.cache)
         if self._on_device(g):  # a CUDA graph: the node set and its subgraph built there
-            sg = self._device_subgraph(g, in_csr(g), self._draw_device(g, t, self._call_seed()), norm)
+            sg = self._device_subgraph(g, in_csr(g), self._draw_device(g, t, self.next_key()), norm)
         else:
-            nodes = self._draw(g, t, self._call_seed())
+            nodes = self._draw(g, t, self.next_key())
             half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
             if half is not None:
                 sg, eids = induced_subgraph_symmetric(g, nodes, half)

@@ -39,13 +39,13 @@ from ..core.sampling.checks import (
     check_fanouts,
     excluded_edge_ids,
     expected,
-    resolve_seed,
     seed_batch,
 )
 from ..core.sampling.induced.subgraph import induced_symmetric_coo
 from ..core.sampling.induced.subgraph_device import induced_device, induced_sets_device
 from ..core.sampling.neighbor.choice import weight_tables
 from ..core.sampling.neighbor.sample import sample_layers
+from ..core.sampling.seeds import CallSeeds
 from ..core.sampling.shadow.ppr import PPRTable, check_ppr, ppr_node_sets
 from ..core.sampling.shadow.scope import (
     NodeSets,
@@ -55,7 +55,6 @@ from ..core.sampling.shadow.scope import (
     merged_khop_nodes,
 )
 from ..graph.structure import cached, in_csr
-from .base import CallSeeds
 from .blocks import check_homogeneous, device_subgraph, new_subgraph, np_idtype
 from .errors import dgl_errors
 from .induced import cpu_in_csr, half_csr
@@ -201,19 +200,13 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
         self.prefetch_node_feats = prefetch_node_feats
         self.prefetch_edge_feats = prefetch_edge_feats
         self.output_device = output_device
-        self.seed = resolve_seed(seed)
-        self.calls = 0
-
-    def _next_seed(self) -> int:
-        key = self.call_keys(self.calls)[0]
-        self.calls += 1
-        return key
+        self.init_seeds(seed)
 
     def sample(self, g, seed_nodes, exclude_eids=None):
         check_homogeneous(g, "use dgl.dataloading.ShaDowKHopSampler for heterographs.")
         seeds = seed_batch(seed_nodes, g.num_nodes())
         csr = in_csr(g)
-        key = self._next_seed()
+        key = self.next_key()
         if self.per_target:
             sets = khop_node_sets(csr, seeds, list(reversed(self.fanouts)), replace=self.replace, seed=key)
             return self._finish(g, seed_nodes, sets, exclude_eids, True)

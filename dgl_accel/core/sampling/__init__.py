@@ -31,6 +31,8 @@ Shared by all families, here:
 
 * ``checks.py``  the one set of argument checks and error vocabulary, with the seed rule.
 * ``rng.py``     counter-based Philox (numpy and torch twins) and :func:`~.rng.call_seed`.
+* ``seeds.py``   :class:`~.seeds.CallSeeds`: a sampler's seed and per-call counter, the one place
+  both adapters' samplers key their calls.
 * ``arrays.py``  small array helpers.
 * ``output.py``  the typed sampler output every pipeline returns.
 
