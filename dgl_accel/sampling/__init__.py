@@ -6,7 +6,8 @@ DGL-free choice primitives they run on.
 One module per sampler family (:mod:`.neighbor`, :mod:`.bulk`, :mod:`.bulk_ladies`, :mod:`.layer`,
 :mod:`.saint`, :mod:`.shadow`, :mod:`.walks`, :mod:`.frontier`, :mod:`.khop`), with the shared pieces in
 :mod:`.base` (per-call seeds: the core's :class:`~dgl_accel.core.sampling.seeds.CallSeeds`),
-:mod:`.blocks` (block / subgraph building, graph checks) and
+:mod:`.lookahead` (the bulk samplers' hook into DGL's DataLoader), :mod:`.blocks` (block / subgraph
+building, graph checks) and
 :mod:`.errors` (every export raises :class:`DGLSamplingInputError`, a ``ValueError`` and a
 ``dgl.DGLError`` at once, for bad input).
 """

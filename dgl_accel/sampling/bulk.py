@@ -10,11 +10,11 @@ How bulking meets DGL's one-minibatch-at-a-time ``sample_blocks`` contract
     The sampler must know the upcoming minibatches.  Three ways, all giving the *same* blocks:
 
     * ``dgl.dataloading.DataLoader(g, ids, BulkNeighborSampler([15, 10, 5]), batch_size=1024,
-      shuffle=True)``: on a cache miss the sampler looks up the DataLoader's index iterator on the
-      call stack (DGL's ``_TensorizedDatasetIter``; main process, prefetch thread or worker
-      process alike), reads the next ``k - 1`` seed batches of the shuffled order and samples all
-      ``k`` in one pass; the following calls are served from that bulk.  ``lookahead=False``
-      turns this off.
+      shuffle=True)``: on a cache miss the sampler asks :mod:`.lookahead` for the DataLoader's
+      index iterator that handed out this batch (a hook the sampler installs on DGL's iterator;
+      main process, prefetch thread or worker process alike), reads the next ``k - 1`` seed
+      batches of the shuffled order and samples all ``k`` in one pass; the following calls are
+      served from that bulk.  ``lookahead=False`` turns this off (and installs no hook).
     * ``sampler.plan(list_of_seed_batches)``: queue the upcoming batches explicitly (any loader).
     * ``sampler.bulk_sample(g, list_of_seed_batches)``: sample them now, get a list of
       ``(input_nodes, output_nodes, blocks)``.
@@ -43,7 +43,6 @@ block edge with the group's smallest edge id.
 """
 from __future__ import annotations
 
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -69,48 +68,13 @@ from ..core.sampling.checks import (
     seed_batch,
 )
 from ..core.sampling.seeds import CallSeeds
+from . import lookahead as dgl_lookahead
 from .blocks import blocks_from_output, check_homogeneous, finish_block
 from .bulk_matrix import canonical_adjacency, estimate_p_bytes
 from .errors import dgl_errors
 from .neighbor import HETERO_FIX
 
 __all__ = ["BulkNeighborSampler", "BulkScheduler"]
-
-
-def _upcoming_from_dgl_loader(seeds: torch.Tensor, count: int) -> list[torch.Tensor]:
-    """The next ``count`` seed batches of the DGL DataLoader that is calling us, or [] if none is
-    found or the current batch does not match its iterator (never guess)."""
-    if count <= 0:
-        return []
-    try:
-        from dgl.dataloading.dataloader import _TensorizedDatasetIter  # private DGL class: absent in some versions
-    except ImportError:  # pragma: no cover - other DGL versions
-        return []
-    f = sys._getframe(1)
-    for _ in range(40):
-        if f is None:
-            return []
-        it = getattr(f.f_locals.get("self"), "dataset_iter", None)
-        if isinstance(it, _TensorizedDatasetIter):
-            if it.mapping_keys is not None:
-                return []
-            ds, pos, bs = it.dataset, int(it.index), int(it.batch_size)
-            num = int(ds.shape[0])
-            cur = ds[pos - bs:min(pos, num)]
-            if cur.shape != seeds.shape or not torch.equal(cur.to(seeds.device, seeds.dtype), seeds):
-                return []
-            out = []
-            while len(out) < count and pos < num:
-                end = pos + bs
-                if end > num:
-                    if it.drop_last:
-                        break
-                    end = num
-                out.append(ds[pos:end].clone())
-                pos += bs
-            return out
-        f = f.f_back
-    return []
 
 
 class BulkScheduler:
@@ -121,6 +85,13 @@ class BulkScheduler:
         self.lookahead = bool(lookahead)
         self._plan: deque = deque()
         self._cache: deque = deque()  # (minibatch index, seeds, result) for the coming calls
+        if self.lookahead:
+            dgl_lookahead.install()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.lookahead:  # unpickled in a spawned DataLoader worker: hook that process's DGL too
+            dgl_lookahead.install()
 
     def clear(self) -> None:
         self._plan.clear()
@@ -141,7 +112,7 @@ class BulkScheduler:
             return run([seeds], idx)[0]
         upcoming = self._from_plan(seeds, k - 1)
         if upcoming is None:
-            upcoming = _upcoming_from_dgl_loader(seeds, k - 1) if self.lookahead else []
+            upcoming = dgl_lookahead.upcoming(seeds, k - 1) if self.lookahead else []
         batches = [seeds] + upcoming
         results = run(batches, idx)
         for j in range(1, len(batches)):
