@@ -37,7 +37,7 @@ def _ratios(rows, metric):
 
 def gpu_mode(graph_names, quick):
     """Sampled edges per second of the Triton neighbour-choice kernel (fanout 15, all nodes)."""
-    from dgl_accel.core.sampling.neighbor_triton import neighbor_choice_triton
+    from dgl_accel.core.sampling.neighbor.launchers import neighbor_choice_triton
     from dgl_accel.graph.structure import in_csr
 
     rows = []

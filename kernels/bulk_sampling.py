@@ -1,7 +1,7 @@
 """Matrix-based bulk sampling kernels (Tripathy, Yelick, Buluc, MLSys'24): row-wise inverse
 transform sampling (ITS) and the extraction of the sampled entries into blocks.
 
-``_its_rows_kernel`` reproduces the specification in ``dgl_accel/core/sampling/bulk_sampling.py`` bit for
+``_its_rows_kernel`` reproduces the specification in ``dgl_accel/core/sampling/bulk/its.py`` bit for
 bit.  One program serves ``BLOCK_R`` rows, side by side in a [BLOCK_R, S_PAD] tile of picks:
 
 * draw t of a row is word ``t % 4`` of ``philox4x32(key_row, (label_row << 24) + t // 4)``

@@ -1,6 +1,6 @@
 """Approximate personalised PageRank push for many targets at once (shaDow-GNN's PPR scope; the
-algorithm, its error bound and the selection: dgl_accel/core/sampling/ppr.py; the rounds:
-dgl_accel/core/sampling/ppr_device.py).
+algorithm, its error bound and the selection: dgl_accel/core/sampling/shadow/ppr.py; the rounds:
+dgl_accel/core/sampling/shadow/ppr_device.py).
 
 The device pipeline runs the CPU reference's synchronous rounds for a group of targets in torch
 ops, with work proportional to the pushed entries: each round's contributions ``(key, share)`` (key

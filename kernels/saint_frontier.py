@@ -26,7 +26,7 @@ Step ``step`` (counter base ``(inst << 40) | (step << 12)``):
 5. append deg_c(v) pins of v at the tail.
 
 ``cap`` starts at ``cap0`` (doubled while eta_q * live0 > cap * 1024).  The logical capacity is
-what the CPU path (dgl_accel/core/sampling/saint_frontier_cpu.py) uses, so both produce the same samples; the
+what the CPU path (dgl_accel/core/sampling/saint/frontier_cpu.py) uses, so both produce the same samples; the
 physical ``phys_cap`` only bounds memory: an instance whose ``cap`` would exceed it stops with
 status 1 and the launcher reruns it with more scratch.
 

@@ -5,15 +5,15 @@ Each transit vertex v draws ``fanout`` of its CSR neighbours.  Slot j takes word
 Philox4x32 block at counter (step * num_nodes + c) * ceil(fanout / 4) + j // 4, c = v (or a
 caller-given counter id, e.g. sample * n + v, so samples sharing a transit draw independently) (one Philox
 evaluation serves four slots), so a choice depends only on (seed, step, v, j): identical on CPU
-(dgl_accel/core/sampling/choice.py), under the interpreter and on a GPU.
+(dgl_accel/core/sampling/neighbor/choice.py), under the interpreter and on a GPU.
 Without replacement and deg(v) > fanout the slots follow Floyd's algorithm (slot j draws
 t in [0, deg - fanout + j]; a repeat takes deg - fanout + j instead), a uniform k-subset.
 
 Kernel classes by a transit's work (slots to fill), as in NextDoor:
 * sub-warp (< 32 slots): BLOCK_T transits per program, their slots side by side in one tile;
 * block (32 .. 1024 slots): one transit per program (BLOCK_T = 1), slots across the program;
-the launcher (dgl_accel/core/sampling/neighbor_triton.py, with the classes of
-dgl_accel/core/sampling/engine.py) sorts transits into the classes.  A transit's
+the launcher (dgl_accel/core/sampling/neighbor/launchers.py, with the classes of
+dgl_accel/core/sampling/neighbor/engine.py) sorts transits into the classes.  A transit's
 adjacency is read straight from global memory: with one draw per slot each neighbour-list entry
 is touched at most once, so staging it on chip would not save traffic.
 """
@@ -127,8 +127,8 @@ def k_pad(slots: int) -> int:
 
 
 # (BLOCK_T, K_PAD, num_warps) of each class the report launches; with counter ids also K_PAD 4: k-hop
-# sampling (core/sampling/khop.py) keys its draws by (sample, transit), and the report's k-hop checks end on a hop of
-# fanout 3
+# sampling (core/sampling/neighbor/khop.py) keys its draws by (sample, transit), and the report's k-hop
+# checks end on a hop of fanout 3
 _CLASSES = ((SUBWARP_BLOCK_T, 16, 4), (SUBWARP_BLOCK_T, 32, 4), (1, 128, 4), (1, 1024, 4))
 _CIDS_CLASSES = _CLASSES + ((SUBWARP_BLOCK_T, 4, 4),)
 

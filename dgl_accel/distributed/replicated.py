@@ -16,8 +16,9 @@ loss over the whole global step — the same update for W = 1, 2, 4 (S fixed, e.
 summation order.  The union of the
 minibatches over ranks is exactly the 1-process sequence.
 
-Samplers: keying by j needs a counter-based sampler: one with a ``calls`` counter (dgl_accel's
-``NeighborSampler``; set to j before each call) or a ``bulk_sample`` method.  Other samplers work
+Samplers: keying by j needs a counter-based sampler: one with a ``calls`` counter (every dgl_accel
+sampler: the core's :class:`~dgl_accel.core.sampling.seeds.CallSeeds`; set to j before each call) or
+a ``bulk_sample`` method.  Other samplers work
 but then sample from their own state, and the ranks' union is not the 1-process sequence.
 
 Bulk samplers (``BulkNeighborSampler``): minibatches are grouped in bulks of k consecutive global

@@ -1,7 +1,7 @@
-"""The PPR device pipeline (``core/sampling/ppr_device.py`` and its kernel ``kernels/ppr.py``,
+"""The PPR device pipeline (``core/sampling/shadow/ppr_device.py`` and its kernel ``kernels/ppr.py``,
 shaDow-GNN's PPR scope) on the report's device against the numpy reference
 (``ppr_node_sets(..., compiled=False)`` on the CPU): the same node sets and the same push estimates
-bit for bit (the kernel adds residuals in the CPU's order, ``core/sampling/ppr.py``).
+bit for bit (the kernel adds residuals in the CPU's order, ``core/sampling/shadow/ppr.py``).
 One check each for int32 and int64 neighbour ids, targets with a hub among them,
 ``topk`` the node count so every positive estimate is compared."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 import torch
 
 from ..core.backend import use_backend
-from ..core.sampling.ppr import ppr_node_sets
+from ..core.sampling.shadow.ppr import ppr_node_sets
 from .correctness_sampling import assert_same, structure
 from .graphs import Graph
 

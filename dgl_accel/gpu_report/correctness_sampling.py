@@ -15,35 +15,35 @@ import torch
 
 from ..core.backend import choose_path, use_backend
 from ..core.csr import Structure
-from ..core.sampling.bulk_device import sample_bulk_device
-from ..core.sampling.bulk_ladies import ladies_matrix, normalise_rows
-from ..core.sampling.bulk_ladies import sample_layer as ladies_layer
-from ..core.sampling.bulk_ladies_device import ladies_layer_device
-from ..core.sampling.bulk_matrix import canonical_adjacency
-from ..core.sampling.bulk_neighbor import sample_bulk_cpu
-from ..core.sampling.bulk_sampling import RowSet, its_sample, its_sample_np, quantise, row_label
-from ..core.sampling.bulk_sampling_triton import relabel_triton
-from ..core.sampling.choice import weight_tables
-from ..core.sampling.induced import InCSR
-from ..core.sampling.induced_device import induced_sets_device
-from ..core.sampling.khop import khop_sample
-from ..core.sampling.layer import gather_in_edges, node_factors
-from ..core.sampling.neighbor import choose_neighbors, relabel_block, sample_layers
+from ..core.sampling.bulk.its import RowSet, its_sample, its_sample_np, quantise, row_label
+from ..core.sampling.bulk.ladies import ladies_matrix, normalise_rows
+from ..core.sampling.bulk.ladies import sample_layer as ladies_layer
+from ..core.sampling.bulk.ladies_device import ladies_layer_device
+from ..core.sampling.bulk.launchers import relabel_triton
+from ..core.sampling.bulk.matrix import canonical_adjacency
+from ..core.sampling.bulk.neighbor import sample_bulk_cpu
+from ..core.sampling.bulk.neighbor_device import sample_bulk_device
+from ..core.sampling.induced.subgraph import InCSR
+from ..core.sampling.induced.subgraph_device import induced_sets_device
+from ..core.sampling.layer.importance import gather_in_edges, node_factors
+from ..core.sampling.neighbor.choice import weight_tables
+from ..core.sampling.neighbor.khop import khop_sample
+from ..core.sampling.neighbor.sample import choose_neighbors, relabel_block, sample_layers
 from ..core.sampling.output import assert_same_output
-from ..core.sampling.saint_device import (
+from ..core.sampling.saint.draw import build_tables, draw_edge, draw_node, draw_walk, edge_weights, node_weights
+from ..core.sampling.saint.draw_device import (
     DeviceTables,
     count_inclusion_device,
     draw_edge_device,
     draw_node_device,
     draw_walk_device,
 )
-from ..core.sampling.saint_draw import build_tables, draw_edge, draw_node, draw_walk, edge_weights, node_weights
-from ..core.sampling.saint_frontier import frontier_sample
-from ..core.sampling.saint_norm import count_inclusion
-from ..core.sampling.shadow import induced_batch, khop_node_sets
-from ..core.sampling.walks import WalkCSR, random_walk
-from ..core.sampling.walks_mdrw import multi_dimensional_random_walk
-from ..core.sampling.walks_node2vec import node2vec_random_walk
+from ..core.sampling.saint.frontier import frontier_sample
+from ..core.sampling.saint.norm import count_inclusion
+from ..core.sampling.shadow.scope import induced_batch, khop_node_sets
+from ..core.sampling.walks.mdrw import multi_dimensional_random_walk
+from ..core.sampling.walks.node2vec import node2vec_random_walk
+from ..core.sampling.walks.random_walk import WalkCSR, random_walk
 from .graphs import Graph, hub_graph
 
 
@@ -151,7 +151,7 @@ def check_walks(checks, g: Graph, device) -> None:
 
 
 def check_saint(checks, g: Graph, device) -> None:
-    """GraphSAINT's draws (``saint_device``) against the CPU path's (``saint_draw``) for several keys,
+    """GraphSAINT's draws (``saint/draw_device.py``) against the CPU path's (``saint/draw.py``) for several keys,
     and the counted normalisation's pre-sampling counts."""
     t = build_tables(InCSR.from_structure(structure(g, "cpu")), structure(g, "cpu", "out"))
     dt = DeviceTables.on(t, device)
@@ -223,7 +223,7 @@ def check_bulk_pipeline(checks, g: Graph, device) -> None:
 
 
 def check_bulk_ladies(checks, g: Graph, device) -> None:
-    """One layer of bulk LADIES on the device (``bulk_ladies_device``) against the CPU path: the same
+    """One layer of bulk LADIES on the device (``bulk/ladies_device.py``) against the CPU path: the same
     blocks, the weights to rounding (the CPU's row totals are pairwise sums)."""
     gen = np.random.default_rng(3)
     vs = [torch.from_numpy(np.unique(gen.integers(0, g.num_nodes, 40))) for _ in range(3)]

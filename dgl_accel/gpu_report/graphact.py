@@ -18,9 +18,9 @@ from ..core.aggregation.function import aggregate
 from ..core.aggregation.views import TensorGraph
 from ..core.redundancy.cost import fit_constants, per_aggregation_seconds, predicts_gain
 from ..core.redundancy.transform import reduce_edges
-from ..core.sampling.induced import InCSR
-from ..core.sampling.induced_device import induced_device
-from ..core.sampling.saint_draw import build_tables, draw_walk
+from ..core.sampling.induced.subgraph import InCSR
+from ..core.sampling.induced.subgraph_device import induced_device
+from ..core.sampling.saint.draw import build_tables, draw_walk
 from .graphs import Graph
 from .timing import median_seconds
 

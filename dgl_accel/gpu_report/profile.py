@@ -23,7 +23,7 @@ import torch
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
 
-from ..core.sampling.neighbor import sample_layers, sample_neighbors
+from ..core.sampling.neighbor.sample import sample_layers, sample_neighbors
 from ..testing.host_reads import HostReads
 from . import graphs, training
 from .cli import choose_mode

@@ -26,7 +26,7 @@ entries in ``dgl_accel.core.sampling``):
 * PPR extraction (shaDow-GNN's scope: ``ppr_node_sets``, the push per target then its top-K nodes),
   K = 32, 64, 200 (32 under ``tiny``), alpha 0.15, eps 1e-5 (1e-3 under ``tiny``): targets/s, and the mean subgraph size
   (``mean_size``: nodes per target); 256 targets a call on the device (the pipeline of
-  ``ppr_device``: rounds over groups of targets, work proportional to the pushed entries), 8 on the CPU.
+  ``shadow/ppr_device.py``: rounds over groups of targets, work proportional to the pushed entries), 8 on the CPU.
 """
 from __future__ import annotations
 
@@ -38,20 +38,20 @@ import torch
 
 from ..core.backend import use_backend
 from ..core.sampling.arrays import np64
-from ..core.sampling.bulk_device import sample_bulk_device
-from ..core.sampling.bulk_matrix import canonical_adjacency
-from ..core.sampling.bulk_neighbor import sample_bulk_cpu
-from ..core.sampling.choice import weight_tables
-from ..core.sampling.induced import InCSR, induced_entries
-from ..core.sampling.induced_device import induced_device, induced_sets_device
-from ..core.sampling.khop import khop_sample
-from ..core.sampling.neighbor import pack_pairs, sample_layers, sample_neighbors
-from ..core.sampling.ppr import ppr_node_sets
-from ..core.sampling.saint_device import DeviceTables, draw_walk_device
-from ..core.sampling.saint_draw import Tables, build_tables, draw_walk
-from ..core.sampling.shadow import induced_batch, khop_node_sets, merged_khop_nodes
-from ..core.sampling.walks import WalkCSR, random_walk
-from ..core.sampling.walks_node2vec import node2vec_random_walk
+from ..core.sampling.bulk.matrix import canonical_adjacency
+from ..core.sampling.bulk.neighbor import sample_bulk_cpu
+from ..core.sampling.bulk.neighbor_device import sample_bulk_device
+from ..core.sampling.induced.subgraph import InCSR, induced_entries
+from ..core.sampling.induced.subgraph_device import induced_device, induced_sets_device
+from ..core.sampling.neighbor.choice import weight_tables
+from ..core.sampling.neighbor.khop import khop_sample
+from ..core.sampling.neighbor.sample import pack_pairs, sample_layers, sample_neighbors
+from ..core.sampling.saint.draw import Tables, build_tables, draw_walk
+from ..core.sampling.saint.draw_device import DeviceTables, draw_walk_device
+from ..core.sampling.shadow.ppr import ppr_node_sets
+from ..core.sampling.shadow.scope import induced_batch, khop_node_sets, merged_khop_nodes
+from ..core.sampling.walks.node2vec import node2vec_random_walk
+from ..core.sampling.walks.random_walk import WalkCSR, random_walk
 from .correctness_sampling import structure
 from .graphs import Graph
 from .timing import median_seconds, synchronize

@@ -12,15 +12,17 @@ seeds are destinations of hop 0); ``edge`` the original edge ids (positions in `
 Within a hop the new nodes are listed in increasing id (PyG's sampler: first appearance).
 
 The graph is read once (:mod:`.sampler_graph`: one in-CSR per edge type, on the device of its
-``edge_index``); a call samples hop by hop (:mod:`dgl_accel.core.sampling.hops`) with the core's counter-based
+``edge_index``); a call samples hop by hop (:mod:`dgl_accel.core.sampling.neighbor.hops`) with the core's counter-based
 choice, so on a CUDA graph everything stays on the device (the core's device pipeline) and the CPU
 gives the same samples.  Each hop draws ``min(fanout, in-degree)`` distinct in-edges of each node
 first reached at the previous hop (``replace=True``: ``fanout`` draws with replacement; -1: every
 in-edge).
 
 Randomness: call ``c`` (in this process, or this DataLoader worker ``w``) is keyed by
-``call_seed(seed, c, w + 1)`` (``w + 1`` = 0 outside workers); ``seed`` defaults to a draw from
-torch's generator at construction, so ``torch.manual_seed`` makes runs reproducible.
+``call_seed(seed, c, w + 1)`` (``w + 1`` = 0 outside workers; the core's
+:class:`~dgl_accel.core.sampling.seeds.CallSeeds`, as the DGL adapter's samplers); ``seed`` defaults
+to a draw from torch's generator at construction, so ``torch.manual_seed`` makes runs reproducible.
+``calls`` counts the calls that sampled; ``reset(c)`` rewinds it.
 
 Supported: homogeneous graphs and heterographs (``num_neighbors`` a list for every edge type, or a
 dict {edge type: list} as in PyG), ``subgraph_type`` "directional" and "bidirectional" (PyG's own
@@ -33,7 +35,7 @@ temporal sampling (``time_attr``, seed times) and ``sample_direction="backward"`
 non-negative weights, on every edge type of a ``HeteroData``: a hop draws in-edges with
 probability proportional to their weight (without replacement: successive weighted draws;
 zero-weight edges never), the core's weighted choice
-(:func:`dgl_accel.core.sampling.choice.weighted_neighbor_choice`), on the device for a CUDA graph.
+(:func:`dgl_accel.core.sampling.neighbor.choice.weighted_neighbor_choice`), on the device for a CUDA graph.
 
 >>> import torch
 >>> from torch_geometric.data import Data
@@ -59,9 +61,9 @@ from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, SamplerOut
 from torch_geometric.sampler.base import NumNeighbors, SubgraphType
 from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
 
-from ..core.sampling.checks import check_fanout, check_nodes, expected, resolve_seed
-from ..core.sampling.hops import sample_hops
-from ..core.sampling.rng import call_seed
+from ..core.sampling.checks import check_fanout, check_nodes, expected
+from ..core.sampling.neighbor.hops import sample_hops
+from ..core.sampling.seeds import CallSeeds
 from .sampler_graph import read_graph, with_weights
 
 __all__ = ["NeighborSampler"]
@@ -81,7 +83,7 @@ def _hop_list(values, name: str) -> list[int]:
     return [check_fanout(f, f"{name}[{i}]") for i, f in enumerate(values)]
 
 
-class NeighborSampler(BaseSampler):
+class NeighborSampler(CallSeeds, BaseSampler):
     """PyG's in-memory neighbour sampler on dgl-accel's core (see the module docstring).
 
     Parameters are ``torch_geometric.sampler.NeighborSampler``'s, in its order and with its defaults;
@@ -122,8 +124,7 @@ class NeighborSampler(BaseSampler):
         self.graph = read_graph(data) if weight_attr is None else with_weights(read_graph(data), data, weight_attr)
         self.weight_attr = weight_attr
         self.num_neighbors = num_neighbors
-        self.seed = resolve_seed(seed)
-        self.calls = 0
+        self.init_seeds(seed)
         for rel in self.graph.rels:
             if rel.csr.device.type == "cpu":
                 if share_memory:  # first: it moves the storage that the host arrays below may view
@@ -224,11 +225,9 @@ class NeighborSampler(BaseSampler):
         if seed_time is not None:
             raise _refuse("temporal sampling (seed times)", f"drop input_time / edge_label_time, {PYG_FIX}")
         seeds = self._seeds(seed)
-        info = torch.utils.data.get_worker_info()
-        key = call_seed(self.seed, self.calls, 0 if info is None else info.id + 1)
         g = self.graph
-        hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes)
-        self.calls += 1  # only a call that sampled counts
+        with self.counted_call() as key:  # only a call that sampled counts
+            hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes)
         if not self.is_hetero:
             return SamplerOutput(node=hops.nodes[0], row=hops.row[0], col=hops.col[0], edge=hops.edge[0],
                                  num_sampled_nodes=hops.num_sampled_nodes[0],

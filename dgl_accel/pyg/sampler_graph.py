@@ -1,5 +1,5 @@
 """The graph of :class:`dgl_accel.pyg.NeighborSampler`: PyG's ``Data``, ``HeteroData`` or
-``(FeatureStore, GraphStore)`` read once into in-CSRs (:class:`dgl_accel.core.sampling.hops.Relation`), on the
+``(FeatureStore, GraphStore)`` read once into in-CSRs (:class:`dgl_accel.core.sampling.neighbor.hops.Relation`), on the
 device the edges live on.
 
 Each edge type's ``edge_index`` (COO, ``[2, E]``, row 0 the sources) is sorted by destination
@@ -32,8 +32,8 @@ from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData, rem
 from ..core.csr import Structure, sort_by_row
 from ..core.sampling.arrays import np64
 from ..core.sampling.checks import check_prob, expected
-from ..core.sampling.choice import WeightTables
-from ..core.sampling.hops import Relation
+from ..core.sampling.neighbor.choice import WeightTables
+from ..core.sampling.neighbor.hops import Relation
 
 __all__ = ["SamplerGraph", "read_graph", "relation_csr", "with_weights"]
 

@@ -5,7 +5,9 @@ DGL-free choice primitives they run on.
 
 One module per sampler family (:mod:`.neighbor`, :mod:`.bulk`, :mod:`.bulk_ladies`, :mod:`.layer`,
 :mod:`.saint`, :mod:`.shadow`, :mod:`.walks`, :mod:`.frontier`, :mod:`.khop`), with the shared pieces in
-:mod:`.base` (per-call seeds), :mod:`.blocks` (block / subgraph building, graph checks) and
+:mod:`.base` (per-call seeds: the core's :class:`~dgl_accel.core.sampling.seeds.CallSeeds`),
+:mod:`.lookahead` (the bulk samplers' hook into DGL's DataLoader), :mod:`.blocks` (block / subgraph
+building, graph checks) and
 :mod:`.errors` (every export raises :class:`DGLSamplingInputError`, a ``ValueError`` and a
 ``dgl.DGLError`` at once, for bad input).
 """
@@ -16,8 +18,8 @@ try:
     import dgl  # noqa: F401  (first, so that without DGL the error names the extra that brings it)
 except ModuleNotFoundError as error:
     raise missing_extra(error, __name__) from None
-from ..core.sampling import choice, engine
-from ..core.sampling import neighbor as core_neighbor
+from ..core.sampling.neighbor import choice, engine
+from ..core.sampling.neighbor import sample as core_neighbor
 from .bulk import BulkNeighborSampler
 from .errors import DGLSamplingInputError, dgl_errors
 from .frontier import frontier_sample, frontier_sample_sequential

@@ -21,8 +21,8 @@ except ImportError:  # pragma: no cover
     _FAST = False
 
 from ..core.sampling.checks import expected
-from ..core.sampling.layer import member
-from ..core.sampling.neighbor import pack_pairs
+from ..core.sampling.layer.importance import member
+from ..core.sampling.neighbor.sample import pack_pairs
 from ..graph.structure import cached
 
 __all__ = ["check_homogeneous", "np_idtype", "packed_pairs", "entry_ids", "new_block", "new_typed_block",
@@ -48,7 +48,7 @@ def np_idtype(idtype):
 
 
 def packed_pairs(g, csr, relation: tuple | None = None) -> np.ndarray:
-    """:func:`~dgl_accel.core.sampling.neighbor.pack_pairs` of the in-CSR ``csr`` of ``g``, or of
+    """:func:`~dgl_accel.core.sampling.neighbor.sample.pack_pairs` of the in-CSR ``csr`` of ``g``, or of
     its canonical edge type ``relation`` on a heterograph (cached per graph and relation)."""
     key = "accel_neighbor_pairs_v2" + ("" if relation is None else ":" + "/".join(relation))
     return cached(g, key, lambda _: pack_pairs(csr.indices.cpu().numpy(), csr.eids.cpu().numpy()))

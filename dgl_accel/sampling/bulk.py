@@ -2,19 +2,19 @@
 
 Per layer and for ``k`` minibatches at once: ``Q`` stacks one row per (minibatch, frontier
 vertex) selecting that vertex; ``P = Q @ A`` (``A``: rows = destinations, i.e. DGL's in-neighbour
-CSR; see :mod:`dgl_accel.core.sampling.bulk_matrix`); NORM and SAMPLE draw ``fanout`` columns per row by
-inverse transform sampling (:mod:`dgl_accel.core.sampling.bulk_sampling`); EXTRACT builds one DGL block per
+CSR; see :mod:`dgl_accel.core.sampling.bulk.matrix`); NORM and SAMPLE draw ``fanout`` columns per row by
+inverse transform sampling (:mod:`dgl_accel.core.sampling.bulk.its`); EXTRACT builds one DGL block per
 minibatch, dropping empty columns (its source nodes).
 
 How bulking meets DGL's one-minibatch-at-a-time ``sample_blocks`` contract
     The sampler must know the upcoming minibatches.  Three ways, all giving the *same* blocks:
 
     * ``dgl.dataloading.DataLoader(g, ids, BulkNeighborSampler([15, 10, 5]), batch_size=1024,
-      shuffle=True)``: on a cache miss the sampler looks up the DataLoader's index iterator on the
-      call stack (DGL's ``_TensorizedDatasetIter``; main process, prefetch thread or worker
-      process alike), reads the next ``k - 1`` seed batches of the shuffled order and samples all
-      ``k`` in one pass; the following calls are served from that bulk.  ``lookahead=False``
-      turns this off.
+      shuffle=True)``: on a cache miss the sampler asks :mod:`.lookahead` for the DataLoader's
+      index iterator that handed out this batch (a hook the sampler installs on DGL's iterator;
+      main process, prefetch thread or worker process alike), reads the next ``k - 1`` seed
+      batches of the shuffled order and samples all ``k`` in one pass; the following calls are
+      served from that bulk.  ``lookahead=False`` turns this off (and installs no hook).
     * ``sampler.plan(list_of_seed_batches)``: queue the upcoming batches explicitly (any loader).
     * ``sampler.bulk_sample(g, list_of_seed_batches)``: sample them now, get a list of
       ``(input_nodes, output_nodes, blocks)``.
@@ -28,11 +28,11 @@ How bulking meets DGL's one-minibatch-at-a-time ``sample_blocks`` contract
     bulking for that call (future batches' exclusions are unknown).
 
 Bulk size: ``bulk=k`` minibatches per pass; with ``memory_budget`` (bytes) ``k`` is further capped
-so the estimated ``P`` of the bulk fits (:func:`~dgl_accel.core.sampling.bulk_matrix.estimate_p_bytes`).
+so the estimated ``P`` of the bulk fits (:func:`~dgl_accel.core.sampling.bulk.matrix.estimate_p_bytes`).
 
 SpGEMM: ``spgemm=None`` uses that ``Q`` only selects rows: ``P``'s rows *are* ``A``'s rows, read in
 place (no product, no copy), and unweighted rows are sampled by the exact uniform shortcut of ITS.
-``spgemm=callable`` (e.g. :func:`~dgl_accel.core.sampling.bulk_matrix.local_spgemm` or a distributed
+``spgemm=callable`` (e.g. :func:`~dgl_accel.core.sampling.bulk.matrix.local_spgemm` or a distributed
 product) materialises ``P = spgemm(Q, A)``; the samples are identical either way.
 
 Blocks follow :class:`dgl_accel.sampling.NeighborSampler`: dst = the frontier in the given order,
@@ -43,7 +43,6 @@ block edge with the group's smallest edge id.
 """
 from __future__ import annotations
 
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -55,9 +54,9 @@ from dgl.dataloading import BlockSampler
 
 from ..core.backend import choose_path, record
 from ..core.sampling.arrays import np64
-from ..core.sampling.bulk_device import sample_bulk_device
-from ..core.sampling.bulk_matrix import adjacency_tensor as adjacency_of
-from ..core.sampling.bulk_neighbor import add_timing, sample_layer
+from ..core.sampling.bulk.matrix import adjacency_tensor as adjacency_of
+from ..core.sampling.bulk.neighbor import add_timing, sample_layer
+from ..core.sampling.bulk.neighbor_device import sample_bulk_device
 from ..core.sampling.checks import (
     check_bool,
     check_bulk,
@@ -66,52 +65,16 @@ from ..core.sampling.checks import (
     check_spgemm,
     excluded_edge_ids,
     expected,
-    resolve_seed,
     seed_batch,
 )
-from .base import CallSeeds
+from ..core.sampling.seeds import CallSeeds
+from . import lookahead as dgl_lookahead
 from .blocks import blocks_from_output, check_homogeneous, finish_block
 from .bulk_matrix import canonical_adjacency, estimate_p_bytes
 from .errors import dgl_errors
 from .neighbor import HETERO_FIX
 
 __all__ = ["BulkNeighborSampler", "BulkScheduler"]
-
-
-def _upcoming_from_dgl_loader(seeds: torch.Tensor, count: int) -> list[torch.Tensor]:
-    """The next ``count`` seed batches of the DGL DataLoader that is calling us, or [] if none is
-    found or the current batch does not match its iterator (never guess)."""
-    if count <= 0:
-        return []
-    try:
-        from dgl.dataloading.dataloader import _TensorizedDatasetIter  # private DGL class: absent in some versions
-    except ImportError:  # pragma: no cover - other DGL versions
-        return []
-    f = sys._getframe(1)
-    for _ in range(40):
-        if f is None:
-            return []
-        it = getattr(f.f_locals.get("self"), "dataset_iter", None)
-        if isinstance(it, _TensorizedDatasetIter):
-            if it.mapping_keys is not None:
-                return []
-            ds, pos, bs = it.dataset, int(it.index), int(it.batch_size)
-            num = int(ds.shape[0])
-            cur = ds[pos - bs:min(pos, num)]
-            if cur.shape != seeds.shape or not torch.equal(cur.to(seeds.device, seeds.dtype), seeds):
-                return []
-            out = []
-            while len(out) < count and pos < num:
-                end = pos + bs
-                if end > num:
-                    if it.drop_last:
-                        break
-                    end = num
-                out.append(ds[pos:end].clone())
-                pos += bs
-            return out
-        f = f.f_back
-    return []
 
 
 class BulkScheduler:
@@ -122,6 +85,13 @@ class BulkScheduler:
         self.lookahead = bool(lookahead)
         self._plan: deque = deque()
         self._cache: deque = deque()  # (minibatch index, seeds, result) for the coming calls
+        if self.lookahead:
+            dgl_lookahead.install()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.lookahead:  # unpickled in a spawned DataLoader worker: hook that process's DGL too
+            dgl_lookahead.install()
 
     def clear(self) -> None:
         self._plan.clear()
@@ -142,7 +112,7 @@ class BulkScheduler:
             return run([seeds], idx)[0]
         upcoming = self._from_plan(seeds, k - 1)
         if upcoming is None:
-            upcoming = _upcoming_from_dgl_loader(seeds, k - 1) if self.lookahead else []
+            upcoming = dgl_lookahead.upcoming(seeds, k - 1) if self.lookahead else []
         batches = [seeds] + upcoming
         results = run(batches, idx)
         for j in range(1, len(batches)):
@@ -201,17 +171,16 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         self.fanouts = check_fanouts(fanouts)
         self.bulk = check_bulk(bulk)
         self.replace = check_bool(replace, "replace")
-        self.seed = resolve_seed(seed)
+        self.init_seeds(seed)
         self.spgemm = check_spgemm(spgemm)
         self.memory_budget = check_memory_budget(memory_budget)
-        self.calls = 0
         self.scheduler = BulkScheduler(lookahead)
         self.last_timing = {"probability": 0.0, "sampling": 0.0, "extraction": 0.0}
 
     # ---------------------------------------------------------------------------------- API
     def reset(self, call_index: int = 0) -> None:
         """Rewind the minibatch counter and drop planned / cached batches."""
-        self.calls = int(call_index)
+        super().reset(call_index)
         self.scheduler.clear()
 
     def plan(self, seed_batches: Sequence) -> None:
@@ -244,14 +213,13 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         for i in range(0, len(batches), k):
             out.extend(self._sample_bulk(g, batches[i:i + k], start + i, None))
         if first_index is None:
-            self.calls += len(batches)
+            self.claim_calls(len(batches))
         return out
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         check_homogeneous(g, HETERO_FIX)
         seeds = seed_batch(seed_nodes, g.num_nodes(), "seed nodes")
-        idx = self.calls
-        self.calls += 1
+        idx = self.claim_calls()
         k = self.bulk_size(g, int(seeds.numel()))
         return self.scheduler.serve(seeds, idx, k, exclude_eids is not None,
                                     lambda batches, first: self._sample_bulk(g, batches, first, exclude_eids))
@@ -291,7 +259,7 @@ class BulkNeighborSampler(CallSeeds, BlockSampler):
         return self._outputs(batches, per_batch)
 
     def _sample_bulk_device(self, canon, batches, keys, excl, dev, idtype):
-        """The device pipeline (:func:`~dgl_accel.core.sampling.bulk_device.sample_bulk_device`): the
+        """The device pipeline (:func:`~dgl_accel.core.sampling.bulk.neighbor_device.sample_bulk_device`): the
         same blocks as the path above, built from arrays that never leave ``dev``."""
         t0 = time.perf_counter()
         arrays = [canon.on_device(name, dev) for name in ("indptr", "indices", "eids")]

@@ -1,14 +1,14 @@
 """Matrix-based bulk LADIES (Tripathy, Yelick, Buluc, MLSys'24, layer-wise variant): the
 ``bulk=k`` mode of :class:`dgl_accel.sampling.LADIESSampler` (the DGL adapter of
-:mod:`dgl_accel.core.sampling.bulk_ladies`, which holds the maths).
+:mod:`dgl_accel.core.sampling.bulk.ladies`, which holds the maths).
 
 Per layer, for ``k`` minibatches at once (``V_b`` = minibatch b's destinations, ``R = sum |V_b|``):
 
 1. row extraction ``P_R = Q_R Â`` (``Q_R``: R x n, one row per (b, v in V_b)), ``Â`` the normalised
-   adjacency of :mod:`dgl_accel.core.sampling.layer` (parallel edges summed);
+   adjacency of :mod:`dgl_accel.core.sampling.layer.importance` (parallel edges summed);
 2. probabilities ``P = Q_B (P_R ∘ P_R)`` (``Q_B``: k x R, row b sums minibatch b's rows): row b
    holds ``sum_{v in V_b} Â[v, u]^2``, normalised exactly as :func:`dgl_accel.sampling.layer.ladies_probabilities`;
-3. SAMPLE ``s`` columns per row of ``P`` by ITS (:mod:`dgl_accel.core.sampling.bulk_sampling`, without
+3. SAMPLE ``s`` columns per row of ``P`` by ITS (:mod:`dgl_accel.core.sampling.bulk.its`, without
    replacement: until ``s`` distinct; a row with at most ``s`` candidates takes all);
 4. column extraction by the block-diagonal ``P_R diag(Q_C1, ..., Q_Ck)``: minibatch b keeps the
    edges ``u -> v`` (v in V_b) whose source u it drew.
@@ -21,7 +21,7 @@ but another random stream, identical for any bulk size ``k``.  With ``spgemm`` g
 through it (exclusions then act at extraction only; the default path drops excluded edges before
 computing probabilities, as the node-at-a-time sampler does).  Without ``spgemm``, on the Triton
 path (a CUDA graph) every step runs on the device
-(:mod:`dgl_accel.core.sampling.bulk_ladies_device`: the same draws).
+(:mod:`dgl_accel.core.sampling.bulk.ladies_device`: the same draws).
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ import torch
 
 from ..core.backend import choose_path
 from ..core.sampling.arrays import offsets
-from ..core.sampling.bulk_ladies import ladies_matrix, ladies_matrix_spgemm, normalise_rows, sample_layer
-from ..core.sampling.bulk_ladies_device import ladies_layer_device
+from ..core.sampling.bulk.ladies import ladies_matrix, ladies_matrix_spgemm, normalise_rows, sample_layer
+from ..core.sampling.bulk.ladies_device import ladies_layer_device
 from ..core.sampling.checks import check_bulk, check_spgemm, expected, seed_batch
 from .blocks import layer_block
 from .bulk import BulkScheduler
@@ -58,8 +58,7 @@ class BulkLADIES:
         check_layer_graph(g)
         seeds = layer_seed_nodes(g, seed_nodes)
         exclude = layer_exclude(g, exclude_eids)
-        idx = self.sampler.call_index
-        self.sampler.call_index += 1
+        idx = self.sampler.claim_calls()
         return self.scheduler.serve(seeds, idx, self.k, exclude is not None,
                                     lambda batches, first: self.run(g, batches, first, exclude))
 
@@ -70,12 +69,12 @@ class BulkLADIES:
                    for i, b in enumerate(seed_batches)]
         if not batches:
             raise expected("a non-empty list of seed batches", "[]", "pass at least one batch.")
-        first = self.sampler.call_index if first_index is None else int(first_index)
+        first = self.sampler.calls if first_index is None else int(first_index)
         out = []
         for i in range(0, len(batches), self.k):
             out.extend(self.run(g, batches[i:i + self.k], first + i, None))
         if first_index is None:
-            self.sampler.call_index += len(batches)
+            self.sampler.claim_calls(len(batches))
         return out
 
     # ------------------------------------------------------------------------------ one pass

@@ -1,13 +1,13 @@
 """The matrices of matrix-based bulk sampling for a DGL graph: its canonical adjacency ``A``
 (cached per graph), ``A`` as a sparse tensor and the memory estimate of ``P``.  The DGL adapter of
-:mod:`dgl_accel.core.sampling.bulk_matrix`, which documents ``A`` and the SpGEMM contract."""
+:mod:`dgl_accel.core.sampling.bulk.matrix`, which documents ``A`` and the SpGEMM contract."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from ..core.sampling import bulk_matrix as core
-from ..core.sampling.bulk_matrix import canonical_csr, local_spgemm  # the bulk samplers' SpGEMM API, here too
+from ..core.sampling.bulk import matrix as core
+from ..core.sampling.bulk.matrix import canonical_csr, local_spgemm  # the bulk samplers' SpGEMM API, here too
 from ..graph.structure import cached, in_csr
 from .blocks import packed_pairs
 
@@ -15,7 +15,7 @@ __all__ = ["canonical_adjacency", "adjacency_tensor", "estimate_p_bytes", "local
 
 
 def canonical_adjacency(g) -> core.Canonical:
-    """Cached :class:`~dgl_accel.core.sampling.bulk_matrix.Canonical` of ``g`` (rebuilt when the graph
+    """Cached :class:`~dgl_accel.core.sampling.bulk.matrix.Canonical` of ``g`` (rebuilt when the graph
     is mutated in place)."""
     def build(h):
         csr = in_csr(h)
@@ -39,5 +39,5 @@ def adjacency_tensor(g, values: np.ndarray | None = None) -> torch.Tensor:
 
 def estimate_p_bytes(g, batch_size: int, fanouts) -> int:
     """Estimated peak bytes of ``P`` for one minibatch of ``batch_size`` seeds of ``g``
-    (:func:`dgl_accel.core.sampling.bulk_matrix.estimate_p_bytes`)."""
+    (:func:`dgl_accel.core.sampling.bulk.matrix.estimate_p_bytes`)."""
     return core.estimate_p_bytes(canonical_adjacency(g), batch_size, fanouts)

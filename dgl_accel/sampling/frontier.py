@@ -1,10 +1,10 @@
 """GraphSAINT's frontier sampler on DGL graphs: the DGL adapter of
-:mod:`dgl_accel.core.sampling.saint_frontier` (which documents the algorithm, the dashboard and
+:mod:`dgl_accel.core.sampling.saint.frontier` (which documents the algorithm, the dashboard and
 the random numbers).  Node sets come back sorted, in the graph's idtype and on its device."""
 from __future__ import annotations
 
-from ..core.sampling.saint_frontier import frontier_sample as frontier_sample_csr
-from ..core.sampling.saint_frontier import frontier_sample_sequential as frontier_sample_sequential_csr
+from ..core.sampling.saint.frontier import frontier_sample as frontier_sample_csr
+from ..core.sampling.saint.frontier import frontier_sample_sequential as frontier_sample_sequential_csr
 from ..graph.structure import out_csr
 from .errors import dgl_errors
 
@@ -16,7 +16,7 @@ def frontier_sample(g, num_roots: int, budget: int, *, num_instances: int = 1, e
                     degree_clip=None, seed=None, max_steps=None) -> list:
     """GraphSAINT frontier sampling: ``num_instances`` independent node sets of ``budget`` (n)
     vertices from a multi-dimensional random walk with ``num_roots`` (m) frontier vertices (see
-    :func:`dgl_accel.core.sampling.saint_frontier.frontier_sample`).  Returns one sorted, unique
+    :func:`dgl_accel.core.sampling.saint.frontier.frontier_sample`).  Returns one sorted, unique
     node-id tensor per instance (``g.idtype``, on ``g.device``); the subgraph is
     ``dgl.node_subgraph(g, nodes)``.
 

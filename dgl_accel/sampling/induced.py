@@ -1,5 +1,5 @@
 """Node-induced subgraphs of a DGL graph (GraphSAINT's subgraphs): the DGL adapter of
-:mod:`dgl_accel.core.sampling.induced` (which documents the construction), with the graph's
+:mod:`dgl_accel.core.sampling.induced.subgraph` (which documents the construction), with the graph's
 numpy in-CSR and half-CSR cached per graph.
 
 Layout of the result (same contract as ``dgl.node_subgraph``): node ``i`` of the subgraph is
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.sampling import induced as core
-from ..core.sampling.induced import HalfCSR, InCSR
+from ..core.sampling.induced import subgraph as core
+from ..core.sampling.induced.subgraph import HalfCSR, InCSR
 from ..graph.structure import cached, in_csr
 from .blocks import new_subgraph, np_idtype
 
@@ -24,7 +24,7 @@ def cpu_in_csr(g) -> InCSR:
 
 
 def half_csr(g) -> HalfCSR | None:
-    """The graph's :class:`~dgl_accel.core.sampling.induced.HalfCSR` (cached), or None unless it is
+    """The graph's :class:`~dgl_accel.core.sampling.induced.subgraph.HalfCSR` (cached), or None unless it is
     symmetric without parallel edges."""
     return cached(g, "saint.half_csr", lambda h: core.half_csr(cpu_in_csr(h)))
 
@@ -46,7 +46,7 @@ def induced_subgraph(g, nodes: np.ndarray, csr: InCSR | None = None):
 
 
 def induced_subgraph_symmetric(g, nodes: np.ndarray, half: HalfCSR):
-    """As :func:`induced_subgraph` for a graph with a :class:`~dgl_accel.core.sampling.induced.HalfCSR`
+    """As :func:`induced_subgraph` for a graph with a :class:`~dgl_accel.core.sampling.induced.subgraph.HalfCSR`
     (COO built from half the entries; edge layout: kept half edges, reverses, self-loops)."""
     src, dst, eids = core.induced_symmetric_coo(half, nodes, np_idtype(g.idtype))
     return new_subgraph("coo", (src, dst), int(nodes.shape[0]), g.idtype, nodes, eids), eids

@@ -1,9 +1,9 @@
 """``khop_sample(g, ...)``: k-hop neighbourhood samples of a DGL graph (the DGL adapter of
-:func:`dgl_accel.core.sampling.khop.khop_sample`, which documents the sampling)."""
+:func:`dgl_accel.core.sampling.neighbor.khop.khop_sample`, which documents the sampling)."""
 from __future__ import annotations
 
-from ..core.sampling.khop import KHopSamples
-from ..core.sampling.khop import khop_sample as khop_sample_csr
+from ..core.sampling.neighbor.khop import KHopSamples
+from ..core.sampling.neighbor.khop import khop_sample as khop_sample_csr
 from ..graph.structure import in_csr
 from .blocks import check_homogeneous
 from .errors import dgl_errors

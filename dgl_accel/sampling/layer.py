@@ -5,10 +5,11 @@ Both samplers build one block per GNN layer, from the output layer backwards, ex
 destination they draw ``s = num_nodes_per_layer[i]`` source nodes *for the whole layer* and keep
 every edge from a drawn node into the layer's destination set ``V``.  The normalised adjacency,
 the distributions, the random-number layout and the edge weights are specified in
-:mod:`dgl_accel.core.sampling.layer`.
+:mod:`dgl_accel.core.sampling.layer.importance`.
 
-Seeds: ``call_seed = mix(seed, call_index, worker id)`` (splitmix64), where ``call_index`` counts
-this sampler's ``sample_blocks`` calls (``reset()`` rewinds it) and the worker id is that of a
+Seeds: ``call_seed = mix(seed, calls, worker id)`` (splitmix64), where ``calls`` (also named
+``call_index``) counts this sampler's ``sample_blocks`` calls (``reset()`` rewinds it; the counter is
+the core's :class:`~dgl_accel.core.sampling.seeds.CallSeeds`) and the worker id is that of a
 ``torch.utils.data`` worker (0 in the main process).  Two samplers built with the same ``seed``
 return the same blocks call for call.  ``seed=None`` draws the base seed from torch's global
 generator at construction, so ``torch.manual_seed`` makes it reproducible too.
@@ -29,16 +30,16 @@ import dgl
 import torch
 from dgl.dataloading import BlockSampler
 
-from ..core.sampling.checks import check_bool, check_sizes, expected, resolve_seed
-from ..core.sampling.layer import (
+from ..core.sampling.checks import check_bool, check_sizes, expected
+from ..core.sampling.layer.importance import (
     fastgcn_from_edges,
     ladies_from_edges,
     layer_weights,
     member,
     sample_layer_nodes,
 )
+from ..core.sampling.seeds import CallSeeds
 from ..graph.structure import cached
-from .base import CallSeeds
 from .blocks import layer_block
 from .bulk_ladies import BulkLADIES
 from .errors import dgl_errors
@@ -99,12 +100,17 @@ class _LayerSampler(CallSeeds, BlockSampler):
         if not isinstance(weight, str) or not weight:
             raise expected("weight to be a non-empty edge-feature name", repr(weight), "pass e.g. weight='w'.")
         self.replace = check_bool(replace, "replace")
-        self.weight, self.seed, self.norm = weight, resolve_seed(seed), check_norm(norm)
-        self.call_index = 0
+        self.init_seeds(seed)  # first: a default seed is drawn before norm is checked, as it always was
+        self.weight, self.norm = weight, check_norm(norm)
 
-    def reset(self, call_index: int = 0) -> None:
-        """Rewind the call counter: the next calls repeat the blocks of calls ``call_index, ...``."""
-        self.call_index = call_index
+    @property
+    def call_index(self) -> int:
+        """The call counter under these samplers' own name: :attr:`calls` (``reset()`` rewinds it)."""
+        return self.calls
+
+    @call_index.setter
+    def call_index(self, value: int) -> None:
+        self.calls = value
 
     def _distribution(self, g, v, row_pos, src):
         """(candidates ascending, p over them, c(e) per gathered edge)."""
@@ -123,8 +129,7 @@ class _LayerSampler(CallSeeds, BlockSampler):
         check_layer_graph(g)
         seeds = layer_seed_nodes(g, seed_nodes)
         exclude = layer_exclude(g, exclude_eids)
-        key = self.call_keys(self.call_index)[0]
-        self.call_index += 1
+        key = self.next_key()
         v, blocks = seeds, []
         for layer in reversed(range(len(self.num_nodes_per_layer))):
             block, v = self._layer(g, v, layer, self.num_nodes_per_layer[layer], key, exclude)

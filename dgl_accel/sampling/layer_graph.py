@@ -1,12 +1,12 @@
 """The DGL side of the layer-wise samplers (:mod:`dgl_accel.sampling.layer` and its bulk engine
 :mod:`dgl_accel.sampling.bulk_ladies`): argument checks against a graph, and the graph's cached
-normalisation factors and in-edge gathers (the maths are in :mod:`dgl_accel.core.sampling.layer`)."""
+normalisation factors and in-edge gathers (the maths are in :mod:`dgl_accel.core.sampling.layer.importance`)."""
 from __future__ import annotations
 
 import torch
 
-from ..core.sampling import layer as core
 from ..core.sampling.checks import check_below, check_choice, check_nodes, expected, single_type_seeds
+from ..core.sampling.layer import importance as core
 from ..graph.structure import cached, in_csr
 from .blocks import check_homogeneous
 
@@ -51,10 +51,10 @@ def layer_exclude(g, exclude_eids) -> torch.Tensor | None:
 
 
 def node_factors(g, norm: str):
-    """:func:`dgl_accel.core.sampling.layer.node_factors` of ``g`` (cached per graph version)."""
+    """:func:`dgl_accel.core.sampling.layer.importance.node_factors` of ``g`` (cached per graph version)."""
     return cached(g, f"layer_sampler_factors:{norm}", lambda h: core.node_factors(in_csr(h), norm))
 
 
 def gather_in_edges(g, rows: torch.Tensor, exclude: torch.Tensor | None):
-    """:func:`dgl_accel.core.sampling.layer.gather_in_edges` on ``g``'s in-CSR."""
+    """:func:`dgl_accel.core.sampling.layer.importance.gather_in_edges` on ``g``'s in-CSR."""
     return core.gather_in_edges(in_csr(g), rows, exclude)

@@ -5,12 +5,12 @@ latter in :mod:`.neighbor_hetero`): same constructor
 arguments (plus ``seed``), same ``sample_blocks`` contract, and the prefetching / output-device /
 ``as_edge_prediction_sampler`` machinery inherited from ``dgl.dataloading.BlockSampler``.
 
-Randomness is counter-based (see :mod:`dgl_accel.core.sampling.choice`): call ``n`` of a sampler
+Randomness is counter-based (see :mod:`dgl_accel.core.sampling.neighbor.choice`): call ``n`` of a sampler
 built with ``seed=s`` uses the per-call seed ``mix(s, n)`` and ``step`` = layer index (0 = the layer
 nearest the output nodes), so two samplers with the same seed produce the same blocks for the same
 sequence of calls, on any device and in any batch composition of the transits.  Inside a
 ``torch.utils.data`` worker the worker id is mixed in too, so workers do not repeat each other.
-The sampling is the core's (:func:`dgl_accel.core.sampling.neighbor.sample_layers`, a typed
+The sampling is the core's (:func:`dgl_accel.core.sampling.neighbor.sample.sample_layers`, a typed
 :class:`~dgl_accel.core.sampling.output.SamplerOutput`, built on the device for a CUDA graph); this
 adapter reads the graph's fields and turns the layers into blocks.
 """
@@ -26,13 +26,12 @@ from ..core.sampling.checks import (
     check_int,
     excluded_edge_ids,
     expected,
-    resolve_seed,
     single_type_seeds,
 )
-from ..core.sampling.choice import weight_tables
-from ..core.sampling.neighbor import sample_layers
+from ..core.sampling.neighbor.choice import weight_tables
+from ..core.sampling.neighbor.sample import sample_layers
+from ..core.sampling.seeds import CallSeeds
 from ..graph.structure import in_csr
-from .base import CallSeeds
 from .blocks import blocks_from_output, check_homogeneous, packed_pairs
 from .errors import dgl_errors
 from .neighbor_hetero import check_layer_fanouts, hetero_blocks, layer_fanouts
@@ -137,15 +136,9 @@ class NeighborSampler(CallSeeds, BlockSampler):
         self.prob = prob or mask  # as DGL: the mask is read as 0/1 weights
         self.replace = bool(replace)
         self.fused = bool(fused)
-        self.seed = resolve_seed(seed)
-        self.calls = 0
+        self.init_seeds(seed)
 
     # -------------------------------------------------------------------------------- sampling
-    def _next_seed(self) -> int:
-        key = self.call_keys(self.calls)[0]
-        self.calls += 1
-        return key
-
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         if isinstance(g, dgl.DGLGraph) and not g.is_block and (len(g.ntypes) > 1 or len(g.canonical_etypes) > 1):
             return self._sample_hetero(g, seed_nodes, exclude_eids)
@@ -162,9 +155,9 @@ class NeighborSampler(CallSeeds, BlockSampler):
             tab = weight_tables(csr.indptr, csr.eids, g.edata[self.prob], name=f"g.edata[{self.prob!r}]")
         excl = excluded_edge_ids(exclude_eids)
         host = (np64(csr.indptr), packed_pairs(g, csr)) if csr.device.type == "cpu" else None
-        out = sample_layers(csr, seed_nodes, fanouts, seed=self.call_keys(self.calls)[0], replace=self.replace,
-                            tables=tab, exclude=None if excl is None else torch.from_numpy(excl), host=host)
-        self.calls += 1  # only a call that sampled counts (a refused one leaves the sequence as it was)
+        with self.counted_call() as key:  # only a call that sampled counts (a refused one leaves the sequence)
+            out = sample_layers(csr, seed_nodes, fanouts, seed=key, replace=self.replace,
+                                tables=tab, exclude=None if excl is None else torch.from_numpy(excl), host=host)
         blocks = blocks_from_output(out, g.idtype)
         out_dev = seed_nodes.device if self.output_device is None else torch.device(self.output_device)
         if out_dev.type != "cpu":
@@ -174,7 +167,7 @@ class NeighborSampler(CallSeeds, BlockSampler):
 
     def _sample_hetero(self, g, seed_nodes, exclude_eids):
         """``sample_blocks`` on a graph with several node or edge types (see :mod:`.neighbor_hetero`)."""
-        blocks = hetero_blocks(g, seed_nodes, self.fanouts, key=self._next_seed(), prob=self.prob,
+        blocks = hetero_blocks(g, seed_nodes, self.fanouts, key=self.next_key(), prob=self.prob,
                                replace=self.replace, exclude_eids=exclude_eids)
         if self.output_device is not None and torch.device(self.output_device).type != "cpu":
             blocks = [b.to(torch.device(self.output_device)) for b in blocks]

@@ -1,6 +1,6 @@
 """Heterograph neighbour sampling for :class:`dgl_accel.sampling.NeighborSampler` (issue 17).
 
-The relations' in-CSRs are stacked as segments of one CSR (:mod:`dgl_accel.core.sampling.relations`,
+The relations' in-CSRs are stacked as segments of one CSR (:mod:`dgl_accel.core.sampling.neighbor.relations`,
 cached on the graph), so a layer makes one neighbour choice for all relations that share a fanout:
 one kernel launch on the Triton path, one compiled loop on the CPU, instead of one per relation.
 The core samples (``sample_typed_layers``: on a CUDA graph every layer stays on the device, the
@@ -27,8 +27,8 @@ import torch
 
 from ..core.sampling.arrays import np64
 from ..core.sampling.checks import check_fanout, check_nodes, check_prob, excluded_edge_ids, expected
-from ..core.sampling.choice import weight_tables
-from ..core.sampling.relations import sample_typed_layers, stack_relations, stacked_weights
+from ..core.sampling.neighbor.choice import weight_tables
+from ..core.sampling.neighbor.relations import sample_typed_layers, stack_relations, stacked_weights
 from ..graph.structure import cached, relation_in_csr
 from .blocks import new_typed_block, np_idtype
 

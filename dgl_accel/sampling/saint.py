@@ -9,18 +9,18 @@ Use it exactly like DGL's::
         h = GraphConv(..., norm="none")(sg, x[sg.ndata[dgl.NID]], edge_weight=sg.edata["w"])
         loss = (sg.ndata["loss_w"] * F.cross_entropy(out, y, reduction="none"))[train].sum()
 
-Distributions: :mod:`dgl_accel.core.sampling.saint_draw`; normalisation:
-:mod:`dgl_accel.core.sampling.saint_norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint_frontier`;
+Distributions: :mod:`dgl_accel.core.sampling.saint.draw`; normalisation:
+:mod:`dgl_accel.core.sampling.saint.norm`; frontier mode: :mod:`dgl_accel.core.sampling.saint.frontier`;
 subgraph construction: :mod:`dgl_accel.sampling.induced` (with the half-CSR path for symmetric
 graphs without parallel edges, detected once per graph).  On a CUDA graph every call runs on the
-device: the node set (:mod:`dgl_accel.core.sampling.saint_device`, from the tables copied there
+device: the node set (:mod:`dgl_accel.core.sampling.saint.draw_device`, from the tables copied there
 once per graph), the subgraph it induces
-(:func:`dgl_accel.core.sampling.induced_device.induced_device`) and its normalisation weights;
+(:func:`dgl_accel.core.sampling.induced.subgraph_device.induced_device`) and its normalisation weights;
 so does the counted normalisation's pre-sampling.  Nothing graph-sized crosses per call.
 
 Randomness is counter-based: call ``c`` of a sampler built with ``seed=s`` (in data-loader worker
 ``w``, 0 outside workers) draws Philox numbers keyed by ``call_seed(s, c, w)``
-(:mod:`dgl_accel.core.sampling.saint_draw`), so equal seeds give equal subgraph sequences, on the
+(:mod:`dgl_accel.core.sampling.saint.draw`), so equal seeds give equal subgraph sequences, on the
 CPU and on a device alike.  Normalisation pre-sampling uses its own keys (worker id 2^32).
 """
 from __future__ import annotations
@@ -40,18 +40,10 @@ from ..core.sampling.checks import (
     check_nodes,
     check_positive,
     expected,
-    resolve_seed,
 )
-from ..core.sampling.induced_device import induced_device
+from ..core.sampling.induced.subgraph_device import induced_device
 from ..core.sampling.rng import call_seed
-from ..core.sampling.saint_device import (
-    DeviceTables,
-    count_inclusion_device,
-    draw_edge_device,
-    draw_node_device,
-    draw_walk_device,
-)
-from ..core.sampling.saint_draw import (
+from ..core.sampling.saint.draw import (
     NODE_PROBS,
     Tables,
     build_tables,
@@ -61,9 +53,16 @@ from ..core.sampling.saint_draw import (
     edge_weights,
     node_weights,
 )
-from ..core.sampling.saint_norm import AGGR_NORMS, Normalization, build_normalization, count_inclusion
+from ..core.sampling.saint.draw_device import (
+    DeviceTables,
+    count_inclusion_device,
+    draw_edge_device,
+    draw_node_device,
+    draw_walk_device,
+)
+from ..core.sampling.saint.norm import AGGR_NORMS, Normalization, build_normalization, count_inclusion
+from ..core.sampling.seeds import CallSeeds
 from ..graph.structure import cached, in_csr, out_csr
-from .base import CallSeeds
 from .blocks import check_homogeneous, device_subgraph
 from .errors import dgl_errors
 from .frontier import frontier_sample
@@ -133,7 +132,7 @@ class SAINTSampler(CallSeeds, Sampler):
     normalize : bool
         Attach GraphSAINT coefficients: ``sg.edata['w']`` (aggregation weight including the
         ``aggr_norm`` normalisation) and ``sg.ndata['loss_w']`` (loss weight); see
-        :mod:`dgl_accel.sampling.saint_norm` for the exact definitions.
+        :mod:`dgl_accel.core.sampling.saint.norm` for the exact definitions.
     train_mask : None, str or tensor
         Training nodes for the loss normalisation: None = all nodes, a str = name of a boolean
         ``g.ndata`` field, or a bool mask / index tensor.
@@ -166,8 +165,7 @@ class SAINTSampler(CallSeeds, Sampler):
         self.prefetch_ndata = list(prefetch_ndata or [])
         self.prefetch_edata = list(prefetch_edata or [])
         self.output_device = output_device
-        self.seed = resolve_seed(seed)
-        self.calls = 0
+        self.init_seeds(seed)
         self.normalize = bool(normalize)
         if train_mask is not None and not isinstance(train_mask, (str, torch.Tensor)):
             raise expected("train_mask to be None, an ndata field name or a tensor", type(train_mask).__name__,
@@ -193,11 +191,6 @@ class SAINTSampler(CallSeeds, Sampler):
         return state
 
     # ----------------------------------------------------------------------------- node sets
-    def _call_seed(self) -> int:
-        key = self.call_keys(self.calls)[0]
-        self.calls += 1
-        return key
-
     def _draw(self, g, t, seed: int) -> np.ndarray:
         """Sorted distinct node ids (int64) of one draw with per-call seed ``seed``."""
         mode, b = self.mode, self.budget
@@ -234,8 +227,8 @@ class SAINTSampler(CallSeeds, Sampler):
         _check_graph(g, self.mode, self.budget)
         t = tables(g, self.cache)
         if self._on_device(g):
-            return self._draw_device(g, t, self._call_seed())
-        return torch.from_numpy(self._draw(g, t, self._call_seed()))
+            return self._draw_device(g, t, self.next_key())
+        return torch.from_numpy(self._draw(g, t, self.next_key()))
 
     # ------------------------------------------------------------------------- normalisation
     def _train(self, g) -> np.ndarray:
@@ -295,9 +288,9 @@ class SAINTSampler(CallSeeds, Sampler):
         norm = self.normalization(g) if self.normalize else None
         t = tables(g, self.cache)
         if self._on_device(g):  # a CUDA graph: the node set and its subgraph built there
-            sg = self._device_subgraph(g, in_csr(g), self._draw_device(g, t, self._call_seed()), norm)
+            sg = self._device_subgraph(g, in_csr(g), self._draw_device(g, t, self.next_key()), norm)
         else:
-            nodes = self._draw(g, t, self._call_seed())
+            nodes = self._draw(g, t, self.next_key())
             half = half_csr(g) if self.cache else None  # symmetric simple graphs: half the filtering
             if half is not None:
                 sg, eids = induced_subgraph_symmetric(g, nodes, half)
@@ -335,18 +328,18 @@ def _per_graph(g, name: str, build, cache: bool):
 
 
 def tables(g, cache: bool = True) -> Tables:
-    """The graph's :class:`~dgl_accel.core.sampling.saint_draw.Tables` (cached per graph unless
+    """The graph's :class:`~dgl_accel.core.sampling.saint.draw.Tables` (cached per graph unless
     ``cache=False``)."""
     return _per_graph(g, "saint.tables", lambda h: build_tables(cpu_in_csr(h), out_csr(h)), cache)
 
 
 def node_cdf(g, t: Tables, cache: bool = True, kind: str = "norm") -> np.ndarray:
-    """Cumulative node-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.node_weights`)."""
+    """Cumulative node-draw weights (:func:`~dgl_accel.core.sampling.saint.draw.node_weights`)."""
     return _per_graph(g, f"saint.node_cdf.{kind}", lambda _: np.cumsum(node_weights(t, kind)), cache)
 
 
 def edge_cdf(g, t: Tables, cache: bool = True) -> np.ndarray:
-    """Cumulative edge-draw weights (:func:`~dgl_accel.core.sampling.saint_draw.edge_weights`)."""
+    """Cumulative edge-draw weights (:func:`~dgl_accel.core.sampling.saint.draw.edge_weights`)."""
     return _per_graph(g, "saint.edge_cdf", lambda _: np.cumsum(edge_weights(t)), cache)
 
 

@@ -22,7 +22,7 @@ subgraph's target; ``sg.ndata[PPR_SCORE]`` (PPR sampler): each node's PPR estima
         logits = readout(h, *shadow_index(sg))                 # one row per output node
 
 The maths (PPR push and its error bound, k-hop draws, batched induced subgraphs) is DGL-free in
-:mod:`dgl_accel.core.sampling.ppr` and :mod:`dgl_accel.core.sampling.shadow`.
+:mod:`dgl_accel.core.sampling.shadow.ppr` and :mod:`dgl_accel.core.sampling.shadow.scope`.
 """
 from __future__ import annotations
 
@@ -39,15 +39,15 @@ from ..core.sampling.checks import (
     check_fanouts,
     excluded_edge_ids,
     expected,
-    resolve_seed,
     seed_batch,
 )
-from ..core.sampling.choice import weight_tables
-from ..core.sampling.induced import induced_symmetric_coo
-from ..core.sampling.induced_device import induced_device, induced_sets_device
-from ..core.sampling.neighbor import sample_layers
-from ..core.sampling.ppr import PPRTable, check_ppr, ppr_node_sets
-from ..core.sampling.shadow import (
+from ..core.sampling.induced.subgraph import induced_symmetric_coo
+from ..core.sampling.induced.subgraph_device import induced_device, induced_sets_device
+from ..core.sampling.neighbor.choice import weight_tables
+from ..core.sampling.neighbor.sample import sample_layers
+from ..core.sampling.seeds import CallSeeds
+from ..core.sampling.shadow.ppr import PPRTable, check_ppr, ppr_node_sets
+from ..core.sampling.shadow.scope import (
     NodeSets,
     induced_batch,
     induced_batch_symmetric,
@@ -55,7 +55,6 @@ from ..core.sampling.shadow import (
     merged_khop_nodes,
 )
 from ..graph.structure import cached, in_csr
-from .base import CallSeeds
 from .blocks import check_homogeneous, device_subgraph, new_subgraph, np_idtype
 from .errors import dgl_errors
 from .induced import cpu_in_csr, half_csr
@@ -173,7 +172,7 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
 
     Per-target mode: target ``t``'s scope is its own k-hop expansion (hop ``k`` expands the nodes
     first reached at hop ``k - 1``), draws keyed by (seed, target, hop, node)
-    (:func:`dgl_accel.core.sampling.shadow.khop_node_sets`); fanouts are read target side first
+    (:func:`dgl_accel.core.sampling.shadow.scope.khop_node_sets`); fanouts are read target side first
     (``fanouts[-1]`` at the first hop, as the merged mode's layers).
 
     >>> g = dgl.graph(([1, 2, 0, 3], [0, 1, 2, 2]))
@@ -201,19 +200,13 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
         self.prefetch_node_feats = prefetch_node_feats
         self.prefetch_edge_feats = prefetch_edge_feats
         self.output_device = output_device
-        self.seed = resolve_seed(seed)
-        self.calls = 0
-
-    def _next_seed(self) -> int:
-        key = self.call_keys(self.calls)[0]
-        self.calls += 1
-        return key
+        self.init_seeds(seed)
 
     def sample(self, g, seed_nodes, exclude_eids=None):
         check_homogeneous(g, "use dgl.dataloading.ShaDowKHopSampler for heterographs.")
         seeds = seed_batch(seed_nodes, g.num_nodes())
         csr = in_csr(g)
-        key = self._next_seed()
+        key = self.next_key()
         if self.per_target:
             sets = khop_node_sets(csr, seeds, list(reversed(self.fanouts)), replace=self.replace, seed=key)
             return self._finish(g, seed_nodes, sets, exclude_eids, True)
@@ -242,14 +235,14 @@ class ShaDowKHopSampler(CallSeeds, _ShaDowBase):
 class ShaDowPPRSampler(_ShaDowBase):
     """Personalised-PageRank scopes of shaDow-GNN: per target, the target and its ``topk - 1``
     best other nodes by approximate PPR (push method, one push per target; the algorithm, its
-    error bound and the tie rule: :mod:`dgl_accel.core.sampling.ppr`), and the subgraph they induce.
+    error bound and the tie rule: :mod:`dgl_accel.core.sampling.shadow.ppr`), and the subgraph they induce.
 
     topk : int >= 1 (shaDow-GNN: 200; 150 on ogbn-products); alpha : teleport probability in (0, 1)
     (0.15); eps : push threshold > 0 (1e-5): a node pushes while its residual is >= eps x degree;
     threshold : optional minimum score of the non-target nodes.  The push follows in-edges (the
     same as out-edges on the symmetric graphs shaDow-GNN uses).  Deterministic (no seed).
     cache : bool (keyword-only, default True): keep each target's set once computed, per graph
-    (:class:`~dgl_accel.core.sampling.ppr.PPRTable`, 16 bytes x nodes x topk; the push is
+    (:class:`~dgl_accel.core.sampling.shadow.ppr.PPRTable`, 16 bytes x nodes x topk; the push is
     deterministic, so later epochs only build subgraphs, as shaDow-GNN's precomputation).
     Output: the per-target layout of :mod:`dgl_accel.sampling.shadow`.
 

@@ -1,8 +1,8 @@
 """Random walks on DGL graphs: drop-ins for ``dgl.sampling.random_walk`` (homogeneous graphs, and
 heterographs along a metapath) and ``dgl.sampling.node2vec_random_walk`` (homogeneous, as DGL), and
-GraphSAINT's multi-dimensional random walk.  The DGL adapter of :mod:`dgl_accel.core.sampling.walks`
-(which documents the random-number layout), :mod:`~dgl_accel.core.sampling.walks_node2vec`,
-:mod:`~dgl_accel.core.sampling.walks_metapath` and :mod:`~dgl_accel.core.sampling.walks_mdrw`: the
+GraphSAINT's multi-dimensional random walk.  The DGL adapter of :mod:`dgl_accel.core.sampling.walks.random_walk`
+(which documents the random-number layout), :mod:`~dgl_accel.core.sampling.walks.node2vec`,
+:mod:`~dgl_accel.core.sampling.walks.metapath` and :mod:`~dgl_accel.core.sampling.walks.mdrw`: the
 graph's out-CSR tables (one per relation for a metapath) are cached per graph, edge weights are read
 from ``g.edata[prob]``, and traces come back in the graph's idtype.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 import torch
 
 from ..core.sampling.checks import check_length, expected
-from ..core.sampling.walks import WalkCSR
-from ..core.sampling.walks import random_walk as random_walk_csr
-from ..core.sampling.walks_mdrw import MDRWResult
-from ..core.sampling.walks_mdrw import multi_dimensional_random_walk as mdrw_csr
-from ..core.sampling.walks_metapath import check_chain, metapath_walk, relation_csr
-from ..core.sampling.walks_node2vec import node2vec_random_walk as node2vec_csr
+from ..core.sampling.walks.mdrw import MDRWResult
+from ..core.sampling.walks.mdrw import multi_dimensional_random_walk as mdrw_csr
+from ..core.sampling.walks.metapath import check_chain, metapath_walk, relation_csr
+from ..core.sampling.walks.node2vec import node2vec_random_walk as node2vec_csr
+from ..core.sampling.walks.random_walk import WalkCSR
+from ..core.sampling.walks.random_walk import random_walk as random_walk_csr
 from ..graph.structure import cached, check_graph, out_csr, relation_out_csr
 from .errors import dgl_errors
 
@@ -25,7 +25,7 @@ __all__ = ["random_walk", "node2vec_random_walk", "multi_dimensional_random_walk
 
 
 def walk_csr(g) -> WalkCSR:
-    """The :class:`~dgl_accel.core.sampling.walks.WalkCSR` of ``g``'s out-edges (cached per graph)."""
+    """The :class:`~dgl_accel.core.sampling.walks.random_walk.WalkCSR` of ``g``'s out-edges (cached per graph)."""
     check_graph(g)
     return cached(g, "walks_csr", lambda h: WalkCSR(out_csr(h)))
 
@@ -144,8 +144,8 @@ def _metapath(g, metapath, length) -> list:
 
 
 def relation_walk_csr(g, etype) -> WalkCSR:
-    """The :class:`~dgl_accel.core.sampling.walks.WalkCSR` of one relation's out-edges (cached per
-    graph), see :func:`dgl_accel.core.sampling.walks_metapath.relation_csr`."""
+    """The :class:`~dgl_accel.core.sampling.walks.random_walk.WalkCSR` of one relation's out-edges (cached per
+    graph), see :func:`dgl_accel.core.sampling.walks.metapath.relation_csr`."""
     def build(h):
         out = relation_out_csr(h, etype)
         return relation_csr(out.indptr, out.indices, out.eids, out.num_rows, out.num_cols)
@@ -172,7 +172,7 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, prob=None, return_eids=Fal
     """node2vec walks (Grover & Leskovec 2016) along out-edges; drop-in for
     ``dgl.sampling.node2vec_random_walk(g, nodes, p, q, walk_length, prob=None, return_eids=False)``
     (same signature, ``prob`` positional; ``seed`` is ours, keyword-only); see
-    :func:`dgl_accel.core.sampling.walks_node2vec.node2vec_random_walk` for the sampling.
+    :func:`dgl_accel.core.sampling.walks.node2vec.node2vec_random_walk` for the sampling.
     Homogeneous graphs only, as DGL.
 
     Returns traces [len(nodes), walk_length + 1] (graph idtype, -1 after a dead end), plus eids
@@ -192,7 +192,7 @@ def node2vec_random_walk(g, nodes, p, q, walk_length, prob=None, return_eids=Fal
 @dgl_errors
 def multi_dimensional_random_walk(g, num_roots_or_roots, walk_budget, *, num_instances=None, seed=None):
     """GraphSAINT's frontier sampler as a multi-dimensional random walk on ``g`` (see
-    :func:`dgl_accel.core.sampling.walks_mdrw.multi_dimensional_random_walk`); the
+    :func:`dgl_accel.core.sampling.walks.mdrw.multi_dimensional_random_walk`); the
     :class:`MDRWResult` holds ids in ``g.idtype``.
 
     >>> import dgl

@@ -6,7 +6,7 @@ import contextlib
 
 from ..core.backend import use_backend
 from ..core.jit import runtime
-from ..core.sampling import saint_frontier
+from ..core.sampling.saint import frontier as saint_frontier
 
 
 @contextlib.contextmanager

@@ -1,10 +1,10 @@
-"""The recycled-buffer pool of the bulk sampler (``core/sampling/buffers.py``): a buffer is reused only
+"""The recycled-buffer pool of the bulk sampler (``core/sampling/bulk/buffers.py``): a buffer is reused only
 once nothing views it, small requests bypass it, and it trims what it keeps.  (tests/sampling/test_buffers.py
 runs the bulk sampler's blocks through it, with DGL.)"""
 import numpy as np
 import torch
 
-from dgl_accel.core.sampling.buffers import BufferPool
+from dgl_accel.core.sampling.bulk.buffers import BufferPool
 
 MB = 1 << 20
 

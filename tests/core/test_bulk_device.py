@@ -1,5 +1,5 @@
-"""Bulk neighbour sampling on the device (``core/sampling/bulk_device.py``): under the Triton
-interpreter it gives the CPU path's blocks (``bulk_neighbor.sample_bulk_cpu``: ``sample_layer``,
+"""Bulk neighbour sampling on the device (``core/sampling/bulk/neighbor_device.py``): under the Triton
+interpreter it gives the CPU path's blocks (``bulk/neighbor.py``'s ``sample_bulk_cpu``: ``sample_layer``,
 compiled or numpy), array for array, for every minibatch and layer; and it reads the host at most its stated bound."""
 import numpy as np
 import pytest
@@ -7,10 +7,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_accel.core.sampling import bulk_device
-from dgl_accel.core.sampling.bulk_device import sample_bulk_device
-from dgl_accel.core.sampling.bulk_matrix import canonical_adjacency
-from dgl_accel.core.sampling.bulk_neighbor import sample_bulk_cpu
+from dgl_accel.core.sampling.bulk import neighbor_device as bulk_device
+from dgl_accel.core.sampling.bulk.matrix import canonical_adjacency
+from dgl_accel.core.sampling.bulk.neighbor import sample_bulk_cpu
+from dgl_accel.core.sampling.bulk.neighbor_device import sample_bulk_device
 from dgl_accel.core.sampling.checks import SamplingInputError
 from dgl_accel.core.sampling.output import assert_same_output
 from dgl_accel.testing import tensors as tst
@@ -143,10 +143,10 @@ def test_labels_beyond_the_counter_range_are_refused_before_any_draw():
 # ------------------------------------------------------------------------------ bulk LADIES
 def _ladies_both(seed: int, replace: bool, s: int, k: int = 3, n: int = 60):
     """One layer of bulk LADIES on random gathered in-edges (parallel edges included): the CPU
-    path (``bulk_ladies.sample_layer``) and the device one (``bulk_ladies_device``)."""
+    path (``bulk/ladies.py``'s ``sample_layer``) and the device one (``bulk/ladies_device.py``)."""
     import dgl_accel
-    from dgl_accel.core.sampling.bulk_ladies import ladies_matrix, normalise_rows, sample_layer
-    from dgl_accel.core.sampling.bulk_ladies_device import ladies_layer_device
+    from dgl_accel.core.sampling.bulk.ladies import ladies_matrix, normalise_rows, sample_layer
+    from dgl_accel.core.sampling.bulk.ladies_device import ladies_layer_device
     gen = torch.Generator().manual_seed(seed)
     sizes = [int(x) for x in torch.randint(1, 8, (k,), generator=gen)]
     rows = sum(sizes)
@@ -180,7 +180,7 @@ def test_bulk_ladies_layer_on_the_device_is_the_cpu_paths(seed, budget, replace)
 
 @pytest.mark.interpreter
 def test_bulk_ladies_layer_reads_the_host_at_most_its_bound():
-    from dgl_accel.core.sampling import bulk_ladies_device
+    from dgl_accel.core.sampling.bulk import ladies_device as bulk_ladies_device
     from dgl_accel.testing.host_reads import HostReads
     gen = torch.Generator().manual_seed(5)
     row_pos = torch.sort(torch.randint(0, 12, (300,), generator=gen)).values

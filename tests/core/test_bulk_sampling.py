@@ -1,4 +1,4 @@
-"""Bulk sampling's ITS specification on plain arrays (``core/sampling/bulk_sampling.py``): the numpy
+"""Bulk sampling's ITS specification on plain arrays (``core/sampling/bulk/its.py``): the numpy
 twin, the compiled loops (where numba is installed) and the kernels of ``kernels/bulk_sampling.py``
 under the Triton interpreter give identical picks, which keep the spec's rules and follow the
 weights.  (tests/sampling/test_bulk.py runs the DGL samplers built on it.)"""
@@ -8,8 +8,8 @@ from scipy import stats
 
 from dgl_accel.core.jit import bulk_sampling as bulk_jit
 from dgl_accel.core.jit import runtime
-from dgl_accel.core.sampling import bulk_sampling as bulk_its
-from dgl_accel.core.sampling.bulk_sampling import its_sample_triton
+from dgl_accel.core.sampling.bulk import its as bulk_its
+from dgl_accel.core.sampling.bulk.its import its_sample_triton
 
 ALPHA = 1e-3
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dgl_accel.core.jit import aggregation, runtime
 from dgl_accel.core.jit import neighbor as jit_neighbor
-from dgl_accel.core.sampling import choice
+from dgl_accel.core.sampling.neighbor import choice
 from dgl_accel.testing.cpu_loops import forced_jit
 
 

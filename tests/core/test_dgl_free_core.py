@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 SAMPLING = textwrap.dedent('''
-    from dgl_accel.core.sampling.neighbor import sample_neighbors
+    from dgl_accel.core.sampling.neighbor.sample import sample_neighbors
     seeds = torch.tensor([3, 7, 11])
     s_src, s_dst, s_eid = sample_neighbors(g.csr("in"), seeds, 4, seed=5)
     assert torch.equal(src[s_eid.long()], s_src.to(src.dtype)) and torch.equal(dst[s_eid.long()], s_dst.to(dst.dtype))

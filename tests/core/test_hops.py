@@ -1,4 +1,4 @@
-"""``dgl_accel.core.sampling.hops`` (hop-by-hop sampling in PyG's layout, the PyG sampler's
+"""``dgl_accel.core.sampling.neighbor.hops`` (hop-by-hop sampling in PyG's layout, the PyG sampler's
 pipeline): its device pipeline reads the host at most :func:`host_read_bound` times, for one
 relation and for two relations into two node types, uniform and weighted, and gives the CPU
 path's samples.  (Its
@@ -10,9 +10,10 @@ import torch
 
 import dgl_accel
 from dgl_accel.core.csr import Structure, sort_by_row
-from dgl_accel.core.sampling import neighbor_device, weighted_device
-from dgl_accel.core.sampling.choice import WeightTables
-from dgl_accel.core.sampling.hops import Relation, host_read_bound, sample_hops
+from dgl_accel.core.sampling.neighbor import choice_device as weighted_device
+from dgl_accel.core.sampling.neighbor import sample_device as neighbor_device
+from dgl_accel.core.sampling.neighbor.choice import WeightTables
+from dgl_accel.core.sampling.neighbor.hops import Relation, host_read_bound, sample_hops
 from dgl_accel.testing.host_reads import HostReads
 
 

@@ -1,4 +1,4 @@
-"""Node-induced subgraphs without DGL: the device version (``core/sampling/induced_device.py``)
+"""Node-induced subgraphs without DGL: the device version (``core/sampling/induced/subgraph_device.py``)
 gives the CPU path's arrays (``induced_entries``) and reads the host a bounded number of times."""
 import numpy as np
 import torch
@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling.induced import InCSR, induced_entries
-from dgl_accel.core.sampling.induced_device import HOST_READS, induced_device
+from dgl_accel.core.sampling.induced.subgraph import InCSR, induced_entries
+from dgl_accel.core.sampling.induced.subgraph_device import HOST_READS, induced_device
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.host_reads import HostReads
 

@@ -1,4 +1,4 @@
-"""k-hop sampling on CSR views without DGL (``core/sampling/khop.py``): on the Triton path every
+"""k-hop sampling on CSR views without DGL (``core/sampling/neighbor/khop.py``): on the Triton path every
 step stays on the CSR's device, gives the CPU path's samples, and reads the host a bounded number
 of times.  (tests/sampling/test_khop.py runs the DGL adapter.)"""
 import pytest
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling import khop
+from dgl_accel.core.sampling.neighbor import khop
 from dgl_accel.testing import tensors as tst
 
 

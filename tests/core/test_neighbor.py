@@ -1,4 +1,4 @@
-"""Neighbour sampling on CSR views without DGL (``core/sampling/neighbor.py``): the entry gives the
+"""Neighbour sampling on CSR views without DGL (``core/sampling/neighbor/sample.py``): the entry gives the
 same edges on the Triton kernels (``kernels/sampling.py``, under the interpreter) as on the CPU twin,
 those are the positions the pure-torch spec (``ref_neighbor_choice``) picks, and every sampled edge
 is a real in-edge of its seed.  (tests/sampling/test_neighbor.py runs the DGL sampler.)"""
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling.neighbor import choose_neighbors, sample_layers, sample_neighbors
+from dgl_accel.core.sampling.neighbor.sample import choose_neighbors, sample_layers, sample_neighbors
 from dgl_accel.core.sampling.output import SampledLayer, SamplerOutput, assert_same_output
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.marks import quick_first
@@ -97,7 +97,7 @@ def test_device_pipeline_gives_the_cpu_samples_on_hubs_repeats_and_isolated_node
 @pytest.mark.interpreter
 @pytest.mark.parametrize("fanout", [4, -1])
 def test_device_pipeline_reads_the_host_at_most_its_bound(fanout):
-    from dgl_accel.core.sampling import neighbor_device
+    from dgl_accel.core.sampling.neighbor import sample_device as neighbor_device
     from dgl_accel.testing.host_reads import HostReads
     csr = _star(300, torch.int64)
     seeds = torch.arange(0, 200, 3)
@@ -149,7 +149,7 @@ def test_sample_layers_same_on_both_paths_and_consistent(e, fanouts, replace, se
 @pytest.mark.parametrize("exclude", [None, torch.tensor([3, 40, 41])])
 @pytest.mark.parametrize("distinct", [False, True])
 def test_sample_layers_reads_the_host_at_most_its_bound(exclude, distinct):
-    from dgl_accel.core.sampling import neighbor_device
+    from dgl_accel.core.sampling.neighbor import sample_device as neighbor_device
     from dgl_accel.testing.host_reads import HostReads
     csr = _star(300, torch.int64)
     fanouts = [3, 5, 4]

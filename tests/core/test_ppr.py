@@ -1,4 +1,4 @@
-"""Approximate personalised PageRank (``core/sampling/ppr.py``) without DGL: the push estimates are
+"""Approximate personalised PageRank (``core/sampling/shadow/ppr.py``) without DGL: the push estimates are
 within the push method's bound of exact PPR (power iteration in float64), the top-K sets hold the
 target and the best-scored nodes (ties by id, threshold respected), the compiled twin is
 bit-identical to the numpy reference, and bad arguments are refused before any work."""
@@ -12,7 +12,7 @@ import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
-from dgl_accel.core.sampling.ppr import PPRTable, ppr_node_sets, ppr_push_np, ppr_topk_np
+from dgl_accel.core.sampling.shadow.ppr import PPRTable, ppr_node_sets, ppr_push_np, ppr_topk_np
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.marks import quick_first
 
@@ -110,10 +110,10 @@ def test_table_serves_the_same_sets(e, topk, data):
 # 25 examples: over 2 s on 2 cores under the interpreter (the slow case); the quick case draws 5 of the same
 @pytest.mark.parametrize("examples", quick_first([5, 25]))
 def test_device_pipeline_equals_the_reference(examples):
-    """``ppr_device`` (torch ops and the spread kernel, interpreted): the reference's nodes, scores
+    """``shadow/ppr_device.py`` (torch ops and the spread kernel, interpreted): the reference's nodes, scores
     and counts bit for bit, whatever the targets per group (repeats included), within its host-read
     bound."""
-    from dgl_accel.core.sampling import ppr_device
+    from dgl_accel.core.sampling.shadow import ppr_device
     from dgl_accel.testing.host_reads import HostReads
 
     @settings(max_examples=examples, deadline=None)
@@ -199,7 +199,7 @@ def test_device_selection_breaks_ties_by_id():
     """The device selection picks what the reference's sort does: the target, then the best
     ``topk - 1`` positive scores at or above the threshold, equal scores by lower id (scores drawn
     from five values: ties everywhere)."""
-    from dgl_accel.core.sampling.ppr_device import _select
+    from dgl_accel.core.sampling.shadow.ppr_device import _select
     gen = torch.Generator().manual_seed(0)
     for _ in range(100):
         g, n = int(torch.randint(1, 5, (1,), generator=gen)), int(torch.randint(1, 30, (1,), generator=gen))

@@ -1,4 +1,4 @@
-"""Relations stacked as segments of one CSR (``core/sampling/relations.py``), the heterograph
+"""Relations stacked as segments of one CSR (``core/sampling/neighbor/relations.py``), the heterograph
 sampler's engine: every relation's choice is a real in-edge of its transit with the right count,
 the draws follow the spec on the stacked rows (so relations into one node type draw
 independently), both paths agree, relations that share a fanout share one choice call, and
@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling import neighbor, relations
-from dgl_accel.core.sampling.choice import weight_tables
-from dgl_accel.core.sampling.relations import choose_relations, stack_relations, stacked_weights
+from dgl_accel.core.sampling.neighbor import relations
+from dgl_accel.core.sampling.neighbor import sample as neighbor
+from dgl_accel.core.sampling.neighbor.choice import weight_tables
+from dgl_accel.core.sampling.neighbor.relations import choose_relations, stack_relations, stacked_weights
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.reference import ref_neighbor_choice

@@ -1,4 +1,4 @@
-"""Heterograph blocks on the device (``core/sampling/relations_device.py``): ``sample_typed_layers``
+"""Heterograph blocks on the device (``core/sampling/neighbor/relations_device.py``): ``sample_typed_layers``
 on the Triton path gives its CPU path's typed layers, array for array, on random heterographs
 (several node types of different sizes, relations between them, isolated nodes, multi-edges, zero
 fanouts, exclusions, weights with zeros, a hub above 1,024 in-edges), every edge is a real edge of
@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.csr import Structure
-from dgl_accel.core.sampling import neighbor_device, relations_device, weighted_device
-from dgl_accel.core.sampling.choice import weight_tables
+from dgl_accel.core.sampling.neighbor import choice_device as weighted_device
+from dgl_accel.core.sampling.neighbor import relations_device
+from dgl_accel.core.sampling.neighbor import sample_device as neighbor_device
+from dgl_accel.core.sampling.neighbor.choice import weight_tables
+from dgl_accel.core.sampling.neighbor.relations import sample_typed_layers, stack_relations, stacked_weights
 from dgl_accel.core.sampling.output import TypedSamplerOutput, assert_same_typed_output
-from dgl_accel.core.sampling.relations import sample_typed_layers, stack_relations, stacked_weights
 from dgl_accel.testing.cpu_loops import native_and_triton
 from dgl_accel.testing.host_reads import HostReads
 from dgl_accel.testing.marks import quick_first

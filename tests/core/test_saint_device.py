@@ -1,6 +1,6 @@
-"""GraphSAINT node sets on the device (``core/sampling/saint_device.py``): for a seed, the node,
+"""GraphSAINT node sets on the device (``core/sampling/saint/draw_device.py``): for a seed, the node,
 edge and walk draws and the counted normalisation's pre-sampling give the CPU path's sets and
-counts (``saint_draw`` / ``saint_norm``), on graphs with isolated nodes, dead ends, multi-edges,
+counts (``saint/draw.py`` / ``saint/norm.py``), on graphs with isolated nodes, dead ends, multi-edges,
 hubs above 1,024 in-edges and both id types, and read the host at most their stated bounds."""
 import numpy as np
 import pytest
@@ -10,18 +10,19 @@ from hypothesis import strategies as st
 
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
-from dgl_accel.core.sampling import rng, saint_device
+from dgl_accel.core.sampling import rng
 from dgl_accel.core.sampling.checks import SamplingInputError
-from dgl_accel.core.sampling.induced import InCSR
-from dgl_accel.core.sampling.saint_device import (
+from dgl_accel.core.sampling.induced.subgraph import InCSR
+from dgl_accel.core.sampling.saint import draw_device as saint_device
+from dgl_accel.core.sampling.saint.draw import build_tables, draw_edge, draw_node, draw_walk, edge_weights, node_weights
+from dgl_accel.core.sampling.saint.draw_device import (
     DeviceTables,
     count_inclusion_device,
     draw_edge_device,
     draw_node_device,
     draw_walk_device,
 )
-from dgl_accel.core.sampling.saint_draw import build_tables, draw_edge, draw_node, draw_walk, edge_weights, node_weights
-from dgl_accel.core.sampling.saint_norm import count_inclusion
+from dgl_accel.core.sampling.saint.norm import count_inclusion
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.host_reads import HostReads
 

@@ -9,8 +9,8 @@ from scipy import stats
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling.saint_frontier import frontier_sample
-from dgl_accel.core.sampling.saint_frontier_cpu import probe_dashboard
+from dgl_accel.core.sampling.saint.frontier import frontier_sample
+from dgl_accel.core.sampling.saint.frontier_cpu import probe_dashboard
 from dgl_accel.testing.cpu_loops import both_frontier_loops
 
 ALPHA = 1e-3

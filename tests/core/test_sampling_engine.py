@@ -5,8 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_accel.core.sampling.engine import classify, group_by_transit
-from dgl_accel.core.sampling.neighbor_triton import neighbor_choice_triton
+from dgl_accel.core.sampling.neighbor.engine import classify, group_by_transit
+from dgl_accel.core.sampling.neighbor.launchers import neighbor_choice_triton
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.reference import ref_neighbor_choice
 

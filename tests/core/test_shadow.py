@@ -1,4 +1,4 @@
-"""shaDow-GNN scopes on CSR views without DGL (``core/sampling/shadow.py``): per-target k-hop sets
+"""shaDow-GNN scopes on CSR views without DGL (``core/sampling/shadow/scope.py``): per-target k-hop sets
 are the exact L-hop balls with full fanouts and real neighbourhoods with sampled ones (min(fanout,
 degree) new neighbours at one hop), depend only on (seed, target), are the same on the Triton
 kernels (interpreter) and the CPU twin; every per-target subgraph of a batch is exactly the
@@ -13,10 +13,10 @@ import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.core.sampling.checks import SamplingInputError
-from dgl_accel.core.sampling.induced import InCSR, half_csr
-from dgl_accel.core.sampling.induced_device import induced_sets_device
-from dgl_accel.core.sampling.ppr import ppr_node_sets
-from dgl_accel.core.sampling.shadow import induced_batch, induced_batch_symmetric, khop_node_sets
+from dgl_accel.core.sampling.induced.subgraph import InCSR, half_csr
+from dgl_accel.core.sampling.induced.subgraph_device import induced_sets_device
+from dgl_accel.core.sampling.shadow.ppr import ppr_node_sets
+from dgl_accel.core.sampling.shadow.scope import induced_batch, induced_batch_symmetric, khop_node_sets
 from dgl_accel.testing import tensors as tst
 
 
@@ -116,7 +116,7 @@ def test_compiled_khop_twin_on_hubs(replace):
        max_size=2), replace=st.booleans(), seed=st.integers(0, 2**64 - 1))
 @pytest.mark.interpreter
 def test_khop_sets_same_on_triton_and_cpu(e, fanouts, replace, seed):
-    """The Triton path builds the sets on the device (``shadow_device``); repeated targets too."""
+    """The Triton path builds the sets on the device (``shadow/scope_device.py``); repeated targets too."""
     csr = _csr(e)
     targets = torch.cat([torch.arange(min(e.num_src, 6)), torch.zeros(1, dtype=torch.int64)])
     out = {}
@@ -206,7 +206,8 @@ def test_bad_targets_and_seed_are_refused():
 
 @pytest.mark.interpreter
 def test_device_sets_and_batch_read_the_host_at_most_their_bounds():
-    from dgl_accel.core.sampling import induced_device, shadow_device
+    from dgl_accel.core.sampling.induced import subgraph_device as induced_device
+    from dgl_accel.core.sampling.shadow import scope_device as shadow_device
     from dgl_accel.testing.host_reads import HostReads
     src = torch.randint(0, 300, (3000,), generator=torch.Generator().manual_seed(0))
     dst = torch.randint(0, 300, (3000,), generator=torch.Generator().manual_seed(1))

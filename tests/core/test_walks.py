@@ -1,4 +1,4 @@
-"""The walk family on CSR views without DGL (``dgl_accel.core.sampling.walks*``): random walks,
+"""The walk family on CSR views without DGL (``dgl_accel.core.sampling.walks.random_walk*``): random walks,
 node2vec and the multi-dimensional random walk give the same traces on the Triton kernels
 (``kernels/walks.py``, under the interpreter) as on the CPU twin, and every trace follows real edges.
 (tests/sampling/test_walks.py and tests/kernels/test_walks.py run the DGL adapter.)"""
@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling.walks import WalkCSR, random_walk
-from dgl_accel.core.sampling.walks_mdrw import multi_dimensional_random_walk
-from dgl_accel.core.sampling.walks_node2vec import node2vec_random_walk
+from dgl_accel.core.sampling.walks.mdrw import multi_dimensional_random_walk
+from dgl_accel.core.sampling.walks.node2vec import node2vec_random_walk
+from dgl_accel.core.sampling.walks.random_walk import WalkCSR, random_walk
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import forced_jit
 
@@ -94,7 +94,7 @@ def test_node2vec_kernel_equals_cpu_and_follows_edges(e, seed, weighted, pq):
 def test_node2vec_exact_fallback_equals_cpu(weighted, monkeypatch):
     # A complete graph with q = 1/64: a trial accepts with probability <= 2/64, so many steps end
     # in the exact fallback; a spy on the CPU fallback checks that it really ran.
-    from dgl_accel.core.sampling import walks_node2vec
+    from dgl_accel.core.sampling.walks import node2vec as walks_node2vec
 
     n = 10
     src, dst = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")

@@ -1,4 +1,4 @@
-"""Weighted neighbour choice on the device (``core/sampling/weighted_device.py``): with ``prob``,
+"""Weighted neighbour choice on the device (``core/sampling/neighbor/choice_device.py``): with ``prob``,
 ``sample_neighbors`` and ``sample_layers`` on the Triton path (torch ops where the CSR lives) give
 the CPU path's samples for the same seed, on graphs with zero weights, hubs above 1,024 in-edges,
 multi-edges, isolated nodes and both id types, and read the host at most their stated bounds."""
@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.sampling import neighbor_device, weighted_device
-from dgl_accel.core.sampling.choice import clear_cache, weight_tables
-from dgl_accel.core.sampling.neighbor import sample_layers, sample_neighbors
+from dgl_accel.core.sampling.neighbor import choice_device as weighted_device
+from dgl_accel.core.sampling.neighbor import sample_device as neighbor_device
+from dgl_accel.core.sampling.neighbor.choice import clear_cache, weight_tables
+from dgl_accel.core.sampling.neighbor.sample import sample_layers, sample_neighbors
 from dgl_accel.core.sampling.output import SampledLayer
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import native_and_triton

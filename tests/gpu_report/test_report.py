@@ -198,7 +198,7 @@ def test_rmat_rejects_bad_parameters():
 
 @pytest.mark.interpreter
 def test_the_bulk_case_samples_as_many_edges_on_the_device_pipeline_as_on_the_cpu_path():
-    from dgl_accel.core.sampling.bulk_matrix import canonical_adjacency
+    from dgl_accel.core.sampling.bulk.matrix import canonical_adjacency
     from dgl_accel.gpu_report import sampling
     from dgl_accel.gpu_report.correctness_sampling import structure
     g = graphs.rmat(9, torch.device("cpu"))

@@ -88,7 +88,7 @@ def test_node2vec_exact_fallback_equals_cpu(prob, monkeypatch):
     # On a complete graph every candidate is a neighbour of the previous node, so with q = 1/64
     # (envelope 64) and p = 1/2 a trial accepts with probability <= 2/64 and many steps end in the
     # exact fallback; a spy on the CPU fallback checks that it really ran.
-    from dgl_accel.core.sampling import walks_node2vec
+    from dgl_accel.core.sampling.walks import node2vec as walks_node2vec
 
     g = _dense()
     calls = []

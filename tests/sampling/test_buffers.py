@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from dgl_accel.core.jit import runtime
-from dgl_accel.core.sampling.buffers import BufferPool, default_pool
+from dgl_accel.core.sampling.bulk.buffers import BufferPool, default_pool
 from dgl_accel.sampling import BulkNeighborSampler
 
 MB = 1 << 20

@@ -7,6 +7,7 @@ p < 1e-3, i.e. a correct sampler would fail a given test with probability 0.1% o
 """
 import itertools
 import math
+import threading
 
 import dgl
 import numpy as np
@@ -18,7 +19,7 @@ from scipy import stats
 
 import dgl_accel
 from dgl_accel.core.jit import runtime
-from dgl_accel.core.sampling.bulk_matrix import local_spgemm
+from dgl_accel.core.sampling.bulk.matrix import local_spgemm
 from dgl_accel.sampling import BulkNeighborSampler, LADIESSampler, NeighborSampler
 from dgl_accel.sampling.bulk_matrix import estimate_p_bytes
 from dgl_accel.sampling.layer import edge_norm, ladies_probabilities
@@ -192,6 +193,95 @@ def test_dgl_dataloader_bulks_and_matches_unbulked(monkeypatch):
         _same_blocks(ba, bb)
 
 
+def _loader_passes(g, sampler, **kw):
+    """(output nodes, blocks) of every batch of one shuffled epoch of DGL's stock DataLoader."""
+    np.random.seed(0)  # DGL's TensorizedDataset shuffles with numpy's global generator
+    dl = dgl.dataloading.DataLoader(g, torch.arange(500), sampler, batch_size=64, shuffle=True, **kw)
+    return [(o.clone(), blocks) for _, o, blocks in dl]
+
+
+@pytest.fixture
+def pass_sizes(monkeypatch, tmp_path):
+    """Bulk sizes of the sampler's passes, in this process and in forked DataLoader workers."""
+    log = tmp_path / "passes"
+    orig = BulkNeighborSampler._sample_bulk
+
+    def spy(self, g_, batches, first, excl):
+        with open(log, "a") as f:
+            f.write(f"{len(batches)}\n")
+        return orig(self, g_, batches, first, excl)
+
+    monkeypatch.setattr(BulkNeighborSampler, "_sample_bulk", spy)
+
+    def read():
+        sizes = [int(x) for x in log.read_text().split()] if log.exists() else []
+        log.unlink(missing_ok=True)
+        return sizes
+    return read
+
+
+def test_lookahead_is_a_reversible_hook_on_dgls_index_iterator(pass_sizes):
+    """The sampler learns a stock DataLoader's upcoming batches through :mod:`dgl_accel.sampling.lookahead`
+    (no frame walk): built with lookahead it hooks DGL's index iterator; with the hook removed the same
+    loader gets one batch a pass, and the same blocks."""
+    from dgl.dataloading.dataloader import _TensorizedDatasetIter
+
+    from dgl_accel.sampling import lookahead
+    g = dgl.rand_graph(500, 5000)
+    was_installed = lookahead.installed()
+    lookahead.remove()
+    dgl_next = _TensorizedDatasetIter.__next__
+    try:
+        BulkNeighborSampler([5, 5], bulk=4, seed=2, lookahead=False)
+        assert not lookahead.installed() and _TensorizedDatasetIter.__next__ is dgl_next
+        sampler = BulkNeighborSampler([5, 5], bulk=4, seed=2)
+        assert lookahead.installed() and _TensorizedDatasetIter.__next__ is not dgl_next
+        hooked = _loader_passes(g, sampler)
+        assert pass_sizes() == [4, 4]  # 8 batches: 2 passes of k = 4
+        lookahead.remove()
+        assert _TensorizedDatasetIter.__next__ is dgl_next
+        sampler.reset()
+        unhooked = _loader_passes(g, sampler)
+        assert pass_sizes() == [1] * 8
+        for (oa, ba), (ob, bb) in zip(hooked, unhooked, strict=True):
+            assert torch.equal(oa, ob)
+            _same_blocks(ba, bb)
+    finally:
+        (lookahead.install if was_installed else lookahead.remove)()
+
+
+def test_lookahead_reads_the_loader_of_the_sampling_thread(pass_sizes):
+    """DGL's prefetch thread fetches a batch and samples it in the same thread: the hook's record is
+    per thread, so a loader iterated off the main thread bulks too, with the main thread's blocks."""
+    g = dgl.rand_graph(500, 5000)
+    main = _loader_passes(g, BulkNeighborSampler([5, 5], bulk=4, seed=2))
+    assert pass_sizes() == [4, 4]
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(out=_loader_passes(g, BulkNeighborSampler([5, 5], bulk=4,
+                                                                                                   seed=2))))
+    thread.start()
+    thread.join()
+    assert pass_sizes() == [4, 4]
+    for (oa, ba), (ob, bb) in zip(main, box["out"], strict=True):
+        assert torch.equal(oa, ob)
+        _same_blocks(ba, bb)
+
+
+@pytest.mark.parametrize("workers", quick_first([1, 2]))
+def test_lookahead_in_dataloader_workers(pass_sizes, workers):
+    """Forked workers inherit the hook: each bulks its own share of the epoch (8 batches, or 4 each
+    of 2 workers), with the blocks an unbulked sampler gives in the same worker."""
+    g = dgl.rand_graph(500, 5000)
+    out = {}
+    for look in (True, False):
+        out[look] = _loader_passes(g, BulkNeighborSampler([5, 5], bulk=4, seed=2, lookahead=look),
+                                   num_workers=workers, timeout=120)
+        assert sorted(pass_sizes()) == ([4, 4] if look else [1] * 8)
+    for (oa, ba), (ob, bb) in zip(out[True], out[False], strict=True):
+        assert torch.equal(oa, ob)
+        _same_blocks(ba, bb)
+
+
 def test_plan_and_memory_budget():
     g = dgl.rand_graph(400, 4000)
     batches = list(torch.randperm(400, generator=torch.Generator().manual_seed(0)).split(50))
@@ -227,9 +317,9 @@ def test_triton_path_gives_the_same_blocks(path):
 # run the same code quickly (one case in the quick lane: parallel edges, no exclusion)
 @pytest.mark.parametrize("n, m", quick_first([(40, 400), (200, 2000)]))
 def test_without_spgemm_the_triton_path_is_the_device_pipeline_with_the_same_blocks(n, m, exclude, parallel):
-    """No SpGEMM: the Triton path is the device pipeline (``core/sampling/bulk_device.py``), whose
+    """No SpGEMM: the Triton path is the device pipeline (``core/sampling/bulk/neighbor_device.py``), whose
     blocks are the CPU path's, with parallel edges too (ITS's weighted rule over multiplicities)."""
-    from dgl_accel.core.sampling import bulk_device
+    from dgl_accel.core.sampling.bulk import neighbor_device as bulk_device
     g = dgl.rand_graph(n, m) if parallel else dgl.to_simple(dgl.rand_graph(n, m))
     if parallel:  # every fifth edge three times
         s, d = g.edges()
@@ -367,7 +457,7 @@ def test_ladies_bulk_blocks_and_weights():
 @pytest.mark.parametrize("replace", [False, True])
 def test_ladies_bulk_triton_path_same(path, replace):
     """On the Triton path (a CUDA graph; here the interpreter) every step runs on the device
-    (``core/sampling/bulk_ladies_device.py``): the CPU path's blocks, and its weights to rounding
+    (``core/sampling/bulk/ladies_device.py``): the CPU path's blocks, and its weights to rounding
     (the CPU's row totals are pairwise sums), on a multigraph, with an exclusion too."""
     g = dgl.rand_graph(100, 800)
     s_, d_ = g.edges()
@@ -447,9 +537,9 @@ def test_serial_twins_match_parallel_kernels(monkeypatch):
 def test_the_triton_relabel_uploads_the_adjacency_once_per_graph(monkeypatch):
     """A bulk pass relabels every layer of every minibatch: the canonical adjacency's indices and
     edge ids go to the device once (was: two E-sized copies per call)."""
-    from dgl_accel.core.sampling import bulk_matrix
-    from dgl_accel.core.sampling.bulk_sampling_triton import relabel_triton
-    from dgl_accel.core.sampling.neighbor import relabel_block
+    from dgl_accel.core.sampling.bulk import matrix as bulk_matrix
+    from dgl_accel.core.sampling.bulk.launchers import relabel_triton
+    from dgl_accel.core.sampling.neighbor.sample import relabel_block
     from dgl_accel.graph import in_csr
 
     g = dgl.rand_graph(80, 600)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel.core.jit import runtime
-from dgl_accel.core.sampling import walks_node2vec
+from dgl_accel.core.sampling.walks import node2vec as walks_node2vec
 from dgl_accel.sampling import NeighborSampler
 from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.strategies import graphs

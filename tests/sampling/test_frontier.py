@@ -12,10 +12,10 @@ import torch
 from scipy import stats
 
 import dgl_accel
-from dgl_accel.core.sampling import saint_frontier as fr
-from dgl_accel.core.sampling import saint_frontier_cpu as fr_cpu
-from dgl_accel.core.sampling import saint_frontier_triton as fr_triton
-from dgl_accel.core.sampling.saint_frontier_cpu import probe_dashboard
+from dgl_accel.core.sampling.saint import frontier as fr
+from dgl_accel.core.sampling.saint import frontier_cpu as fr_cpu
+from dgl_accel.core.sampling.saint import launchers as fr_triton
+from dgl_accel.core.sampling.saint.frontier_cpu import probe_dashboard
 from dgl_accel.kernels import saint_frontier as kfrontier
 from dgl_accel.sampling.frontier import frontier_sample, frontier_sample_sequential
 from dgl_accel.testing.cpu_loops import both_frontier_loops

@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from dgl_accel.core.sampling.layer import NORMS, sample_layer_nodes
+from dgl_accel.core.sampling.layer.importance import NORMS, sample_layer_nodes
 from dgl_accel.core.sampling.rng import call_seed
 from dgl_accel.sampling.layer import FastGCNSampler, LADIESSampler, fastgcn_probabilities, ladies_probabilities
 from dgl_accel.testing.marks import quick_first

@@ -70,7 +70,7 @@ def test_neighbor_choice_matches_spec(n, fanout, replace, step, seed, data):
        step=st.integers(0, 4), seed=st.integers(0, 2**64 - 1), data=st.randoms(use_true_random=False))
 def test_flat_choice_matches_padded_choice(n, fanout, replace, step, seed, data):
     """The sampler's unpadded (positions, counts) form holds exactly the padded choice's valid slots."""
-    from dgl_accel.core.sampling.choice import uniform_choice_flat, uniform_choice_np
+    from dgl_accel.core.sampling.neighbor.choice import uniform_choice_flat, uniform_choice_np
 
     degrees = [data.choice([0, 1, fanout, fanout + 1, data.randint(0, 30), data.randint(0, 300)])
                for _ in range(n)]
@@ -276,9 +276,9 @@ def test_sampler_blocks_exact(g, fanouts, replace, seed, frac):
        min_size=1, max_size=3), replace=st.booleans(), seed=st.integers(0, 2**64 - 1), weighted=st.booleans())
 def test_dgl_free_sample_neighbors_is_each_block(g, fanouts, replace, seed, weighted):
     """Each block of NeighborSampler holds exactly the edges of the DGL-free entry
-    ``core.sampling.neighbor.sample_neighbors`` on ``in_csr(g)`` for its layer (key = the call seed,
+    ``core.sampling.neighbor.sample.sample_neighbors`` on ``in_csr(g)`` for its layer (key = the call seed,
     step = the layer counted from the output), frontier = the next block's sources."""
-    from dgl_accel.core.sampling.neighbor import sample_neighbors
+    from dgl_accel.core.sampling.neighbor.sample import sample_neighbors
     from dgl_accel.core.sampling.rng import call_seed
 
     if weighted:
@@ -557,7 +557,7 @@ def test_duplicated_seeds_are_kept_as_dgl_keeps_them(fanouts):
 def test_blocks_built_from_device_arrays_equal_the_cpu_blocks():
     """The adapter's conversion for a CUDA graph (the arrays stay on their device) gives the blocks
     of its CPU conversion: run here on CPU tensors."""
-    from dgl_accel.core.sampling.neighbor import sample_layers
+    from dgl_accel.core.sampling.neighbor.sample import sample_layers
     from dgl_accel.graph import in_csr
     from dgl_accel.sampling.blocks import blocks_from_output, device_block
 

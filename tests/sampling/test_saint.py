@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from dgl_accel.core.sampling.saint_draw import edge_weights, node_weights
-from dgl_accel.core.sampling.saint_norm import aggregation_norm, exact_inclusion
+from dgl_accel.core.sampling.saint.draw import edge_weights, node_weights
+from dgl_accel.core.sampling.saint.norm import aggregation_norm, exact_inclusion
 from dgl_accel.sampling import SAINTSampler
 from dgl_accel.sampling.induced import induced_subgraph
 from dgl_accel.sampling.saint import tables
@@ -327,7 +327,7 @@ def test_bad_graph_and_budget_vs_graph():
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
 def test_threaded_induction_matches_single_thread(threads):
-    from dgl_accel.core.sampling.induced import induced_entries
+    from dgl_accel.core.sampling.induced.subgraph import induced_entries
     from dgl_accel.sampling.induced import cpu_in_csr
 
     g = _graph(n=300, m=6000, seed=4)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel.core.sampling.ppr import ppr_node_sets
+from dgl_accel.core.sampling.shadow.ppr import ppr_node_sets
 from dgl_accel.graph.structure import in_csr
 from dgl_accel.sampling import (
     DGLSamplingInputError,

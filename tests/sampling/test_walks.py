@@ -101,7 +101,8 @@ def test_reproducible_and_batch_independent():
     assert torch.equal(n1, n2) and not torch.equal(n1, n3)
     assert torch.equal(node2vec_random_walk(g, nodes[:10], 0.5, 2.0, 20, seed=7), n1[:10])
     # Chunking does not change results either.
-    from dgl_accel.core.sampling import walks, walks_node2vec
+    from dgl_accel.core.sampling.walks import node2vec as walks_node2vec
+    from dgl_accel.core.sampling.walks import random_walk as walks
     old = walks._CHUNK, walks_node2vec._CHUNK
     walks._CHUNK = walks_node2vec._CHUNK = 7
     try:
@@ -172,7 +173,7 @@ def _n2v_exact_probs(g, t, v, p, q, w=None):
                                           (1.0, 200.0, False)])
 @pytest.mark.parametrize("max_trials", [32, 1])  # 1: most walks go through the exact fallback
 def test_node2vec_second_order_distribution(p, q, weighted, max_trials, monkeypatch):
-    from dgl_accel.core.sampling import walks_node2vec
+    from dgl_accel.core.sampling.walks import node2vec as walks_node2vec
     monkeypatch.setattr(walks_node2vec, "MAX_TRIALS", max_trials)
     # Undirected: t=0 -> v=1; v's neighbours: 0 (return), 2, 3 (common with t), 4, 5 (distance 2).
     und = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (1, 4), (1, 5), (4, 5), (5, 6)]
@@ -293,7 +294,7 @@ def test_edge_membership_matches_edge_set():
     # forced by a tiny bucket width) must agree exactly with the edge set, including queries
     # (t, x) where x is larger than every out-neighbour of t and equals the first out-neighbour of
     # t + 1 (a false positive of the former binary search).
-    from dgl_accel.core.sampling import walks_node2vec
+    from dgl_accel.core.sampling.walks import node2vec as walks_node2vec
     from dgl_accel.sampling.walks import walk_csr
     g = _random_graph(n=60, m=900, seed=5, self_loops=True)
     g = dgl.add_edges(g, [3, 4], [10, 50])  # row 3 ends at 10 < 50 = the first entry of row 4

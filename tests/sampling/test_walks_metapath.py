@@ -1,5 +1,5 @@
 """``random_walk(g, nodes, metapath=...)`` on heterographs (issue 17): our engine
-(:mod:`dgl_accel.core.sampling.walks_metapath`) against DGL 2.1.0's ``dgl.sampling.random_walk``
+(:mod:`dgl_accel.core.sampling.walks.metapath`) against DGL 2.1.0's ``dgl.sampling.random_walk``
 for properties, not for equal samples (the RNGs differ): every step is an edge of that step's
 relation, the output layout (shapes, dtypes, node-type vector) is DGL's, walks stop with -1 padding
 at dead ends and restarts, and transitions follow ``prob`` (uniform on relations without it)."""
@@ -9,9 +9,9 @@ import pytest
 import torch
 from scipy import stats
 
-from dgl_accel.core.sampling.walks import WalkCSR
-from dgl_accel.core.sampling.walks import random_walk as core_random_walk
-from dgl_accel.core.sampling.walks_metapath import metapath_walk, relation_csr
+from dgl_accel.core.sampling.walks.metapath import metapath_walk, relation_csr
+from dgl_accel.core.sampling.walks.random_walk import WalkCSR
+from dgl_accel.core.sampling.walks.random_walk import random_walk as core_random_walk
 from dgl_accel.graph.structure import out_csr
 from dgl_accel.sampling import random_walk
 

@@ -19,7 +19,7 @@ Modules, by job:
 * ``neighbor``      uniform neighbour choice and block relabelling (family ``neighbor``);
 * ``induced``       node-induced subgraph filters (GraphSAINT subgraphs);
 * ``walks``         node2vec walks (family ``walks``);
-* ``bulk_sampling`` bulk ITS sampling and per-minibatch extraction (family ``bulk_sampling``).
+* ``bulk_sampling`` bulk ITS sampling and per-minibatch extraction (family ``bulk``: ``core/sampling/bulk/``).
 
 This ``__init__`` imports nothing (importing one loop module never compiles the others).
 """

@@ -1,11 +1,11 @@
 """Compiled twins of the bulk-sampling family (``kernels/bulk_sampling.py``): bulk ITS sampling and
 EXTRACT's relabelling, bit-identical to the numpy reference in
-:mod:`dgl_accel.core.sampling.bulk_sampling` (tests compare them).
+:mod:`dgl_accel.core.sampling.bulk.its` (tests compare them).
 
 Why: the numpy reference needs whole-array passes per draw round plus row sorts to find repeats;
 one compiled pass per row (Philox in registers, picks kept sorted while drawing, ``prange`` over
 rows) does the same work in one sweep on all cores.  Large outputs come from ``alloc`` (the
-caller's recycled-buffer pool, see :mod:`dgl_accel.core.sampling.buffers`).
+caller's recycled-buffer pool, see :mod:`dgl_accel.core.sampling.bulk.buffers`).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ for _i in range(64):
 
 @njit(cache=True, inline="always")
 def _pick(r, start, deg, uniform, prefix, before, total):
-    """Position chosen by the uint32 draw r (the SAMPLE rule of core/sampling/bulk_sampling.py)."""
+    """Position chosen by the uint32 draw r (the SAMPLE rule of core/sampling/bulk/its.py)."""
     if uniform:
         return start + np.int64((r * np.uint64(deg)) >> S32)
     x = before + np.floor((np.float64(r) * _TWO_M32) * total)
@@ -156,7 +156,7 @@ _its_parallel, _its_serial = twins(_its_impl)
 
 
 def its_sample(rs, s: int, replace: bool, max_draws: int):
-    """Same (positions, counts) as :func:`dgl_accel.core.sampling.bulk_sampling.its_sample_np`
+    """Same (positions, counts) as :func:`dgl_accel.core.sampling.bulk.its.its_sample_np`
     (``max_draws``: the spec's ``MAX_DRAWS``)."""
     R = rs.num_rows
     npos = rs.positives()
@@ -228,7 +228,7 @@ def extract_supported(canon) -> bool:
 
 def extract(flat, counts, batch_ptr, rows, canon, alloc=np.empty):
     """(local source ids [E], edge ids [E], new sources per minibatch (list of arrays, ascending),
-    row offsets [R + 1]) in the layout of :func:`dgl_accel.core.sampling.neighbor.relabel_block`,
+    row offsets [R + 1]) in the layout of :func:`dgl_accel.core.sampling.neighbor.sample.relabel_block`,
     all minibatches of a layer in one compiled pass (``canon``: a ``Canonical`` adjacency)."""
     R = counts.shape[0]
     offs = np.zeros(R + 1, dtype=np.int64)
@@ -296,7 +296,7 @@ def its_uniform_rows(indptr, rows, batch_ptr, keys, layer: int, num_nodes: int, 
     has range-checked).
 
     With ``pairs`` (the packed (source, edge id) table of
-    :func:`dgl_accel.core.sampling.neighbor.pack_pairs`, int64) returns (source ids, edge ids,
+    :func:`dgl_accel.core.sampling.neighbor.sample.pack_pairs`, int64) returns (source ids, edge ids,
     counts, offs) of the same picks instead of their positions."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     R = rows.shape[0]

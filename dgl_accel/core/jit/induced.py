@@ -1,4 +1,4 @@
-"""Compiled twins of the node-induced subgraph filters (:mod:`dgl_accel.core.sampling.induced`):
+"""Compiled twins of the node-induced subgraph filters (:mod:`dgl_accel.core.sampling.induced.subgraph`):
 the same entries in the same order as the numpy paths, gather, filter and relabel fused in one
 pass."""
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _induced(indptr, indices, data, nodes, loc, local, kept, sub_indptr):
 @njit(cache=True)
 def _induced_symmetric(indptr, indices, eids, rev_eids, loop_eid, nodes, loc, src, dst, eid, reid):
     """COO of the subgraph of a symmetric simple graph from its ``src < dst`` half (see
-    :class:`dgl_accel.core.sampling.induced.HalfCSR`): kept half edges, their reverses, then
+    :class:`dgl_accel.core.sampling.induced.subgraph.HalfCSR`): kept half edges, their reverses, then
     self-loops.  Reverse ids come from ``rev_eids`` (aligned with the half CSR) into ``reid``:
     sequential reads, where a lookup by edge id would miss the cache on every kept edge."""
     k = nodes.shape[0]
@@ -64,7 +64,7 @@ def _induced_symmetric(indptr, indices, eids, rev_eids, loop_eid, nodes, loc, sr
 
 
 def induced_symmetric(half, nodes, loc, work: int, np_idt):
-    """Compiled twin of :func:`dgl_accel.core.sampling.induced.symmetric_coo`: (src, dst) in
+    """Compiled twin of :func:`dgl_accel.core.sampling.induced.subgraph.induced_symmetric_coo`: (src, dst) in
     ``np_idt`` and int64 parent edge ids, in the same order."""
     size = 2 * work + nodes.shape[0]
     src = np.empty(size, dtype=np_idt)
@@ -78,7 +78,7 @@ def induced_symmetric(half, nodes, loc, work: int, np_idt):
 
 
 def induced_entries(indptr, indices, data, nodes, loc, local_buf, kept_buf):
-    """Compiled twin of the filter in :func:`dgl_accel.core.sampling.induced.induced_entries` (same
+    """Compiled twin of the filter in :func:`dgl_accel.core.sampling.induced.subgraph.induced_entries` (same
     entries in the same order): ``loc`` marks the chosen nodes, the buffers hold every gathered
     entry.  Returns (int64 sub_indptr, int32 local ids, kept data) as fresh arrays."""
     sub_indptr = np.empty(nodes.shape[0] + 1, dtype=np.int64)

@@ -1,6 +1,6 @@
 """Compiled twins of the neighbour family (``kernels/sampling.py``): the uniform neighbour choice
-of :mod:`dgl_accel.core.sampling.choice` and the block relabelling of
-:func:`dgl_accel.core.sampling.neighbor.relabel_block`, bit-identical to their numpy paths.
+of :mod:`dgl_accel.core.sampling.neighbor.choice` and the block relabelling of
+:func:`dgl_accel.core.sampling.neighbor.sample.relabel_block`, bit-identical to their numpy paths.
 
 Why: the numpy choice runs ~100 array passes per layer (Philox rounds, Floyd's slots, padding and
 gathers) over arrays of a few thousand transits, so it is bound by per-call overhead, and numpy
@@ -119,7 +119,7 @@ def _relabel_typed(src, dst, dst_bounds, type_bounds, mark, mapping):
 
 def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: int, step: int,
                         num_nodes: int, replace: bool, counts: np.ndarray, offs: np.ndarray) -> np.ndarray:
-    """Compiled twin of :func:`dgl_accel.core.sampling.choice.uniform_choice_flat` (counts and their
+    """Compiled twin of :func:`dgl_accel.core.sampling.neighbor.choice.uniform_choice_flat` (counts and their
     exclusive scan ``offs`` computed by the caller): the positions, int64 [offs[-1]]."""
     out = np.empty(int(offs[-1]), dtype=np.int64)
     choose = pick(_uniform_choice_parallel, _uniform_choice_serial)
@@ -129,7 +129,7 @@ def uniform_choice_flat(indptr: np.ndarray, v: np.ndarray, fanout: int, seed: in
 
 def relabel(src: np.ndarray, dst: np.ndarray, n: int):
     """(new source ids in increasing order, local ids of ``src``), as the numpy path of
-    :func:`dgl_accel.core.sampling.neighbor.relabel_block`."""
+    :func:`dgl_accel.core.sampling.neighbor.sample.relabel_block`."""
     mark = np.zeros(n, dtype=np.bool_)
     mapping = np.empty(n, dtype=np.int64)
     return _relabel(src, dst, n, mark, mapping)

@@ -1,5 +1,5 @@
 """Compiled twin of the approximate personalised PageRank push and its top-K selection
-(:mod:`dgl_accel.core.sampling.ppr`, which states the algorithm): bit-identical to the numpy
+(:mod:`dgl_accel.core.sampling.shadow.ppr`, which states the algorithm): bit-identical to the numpy
 reference (same synchronous rounds, active nodes in increasing id, residual contributions added in
 (active node, CSR entry) order, no fused multiply-add), parallel over chunks of targets.
 
@@ -108,7 +108,7 @@ _ppr_topk_parallel, _ppr_topk_serial = twins(_ppr_topk_impl)
 
 def ppr_topk(indptr: np.ndarray, indices: np.ndarray, targets: np.ndarray, alpha: float, eps: float, topk: int,
              threshold: float, chunks: int):
-    """Compiled twin of :func:`dgl_accel.core.sampling.ppr.ppr_topk_np` (int64 CSR and targets):
+    """Compiled twin of :func:`dgl_accel.core.sampling.shadow.ppr.ppr_topk_np` (int64 CSR and targets):
     (nodes int64 [T, topk], scores float64 [T, topk], counts int64 [T]); row t's first counts[t]
     entries are its set in increasing id."""
     T = targets.shape[0]

@@ -1,5 +1,5 @@
 """Compiled twin of :func:`dgl_accel.core.sampling.rng.uniform53_np` for the GraphSAINT draws
-(:mod:`dgl_accel.core.sampling.saint_draw`): the same float64 values, Philox in registers."""
+(:mod:`dgl_accel.core.sampling.saint.draw`): the same float64 values, Philox in registers."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Compiled twin of the batch of per-target induced subgraphs
-(:func:`dgl_accel.core.sampling.shadow.induced_batch`): the entries of
-:func:`dgl_accel.core.sampling.induced.induced_entries` for every set, in the same order, gather,
+(:func:`dgl_accel.core.sampling.shadow.scope.induced_batch`): the entries of
+:func:`dgl_accel.core.sampling.induced.subgraph.induced_entries` for every set, in the same order, gather,
 filter and relabel fused in one pass as :mod:`.induced` does for one set.
 
 Serial: a parallel twin (chunks of sets, each row filtered into slots reserved at the scan of the
@@ -10,7 +10,7 @@ traffic of a pass that is bound by it.  A branch-free filter (always write, adva
 source) measured the same (40 vs 38 ms on 4.2M entries): few entries are kept, so the branch
 predicts well.  Symmetric simple graphs filter half the entries (:func:`induced_batch_symmetric`).
 
-:func:`khop_sets`: the per-target k-hop sets of :func:`dgl_accel.core.sampling.shadow.khop_node_sets`
+:func:`khop_sets`: the per-target k-hop sets of :func:`dgl_accel.core.sampling.shadow.scope.khop_node_sets`
 (its numpy path draws with the neighbour choice of ``choice.py``; the same Philox words and Floyd
 rule here, in registers), parallel over chunks of targets.
 """
@@ -104,7 +104,7 @@ def induced_batch(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarray, nod
 
 def induced_batch_symmetric(half, nodes: np.ndarray, offs: np.ndarray):
     """(src, dst, parent edge ids, edges per set), int64, of the sets' induced subgraphs in a
-    symmetric simple graph from its :class:`~dgl_accel.core.sampling.induced.HalfCSR` ``half``."""
+    symmetric simple graph from its :class:`~dgl_accel.core.sampling.induced.subgraph.HalfCSR` ``half``."""
     work = int(np.sum(half.indptr[nodes + 1] - half.indptr[nodes], dtype=np.int64)) if nodes.shape[0] else 0
     size = 2 * work + nodes.shape[0]
     loc = np.zeros(half.num_nodes, dtype=np.int32 if nodes.shape[0] < 2**31 - 1 else np.int64)

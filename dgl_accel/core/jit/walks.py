@@ -1,5 +1,5 @@
 """Compiled twin of the unweighted CPU node2vec walk (family ``walks``:
-:mod:`dgl_accel.core.sampling.walks_node2vec`), step-major, Philox in registers."""
+:mod:`dgl_accel.core.sampling.walks.node2vec`), step-major, Philox in registers."""
 from __future__ import annotations
 
 import numpy as np
@@ -80,7 +80,7 @@ def _next_edge(start, deg, indices, scale, alt, c, d, pv, pe, wid, blk, k0, k1, 
 def _node2vec_impl(start, deg, indices, scale, alt, nodes, first_id, length, seed, inv_c, thr_t, thr_lo, thr_hi,
                    nb_accepts, test_nb, inv_p, inv_q, max_trials, traces, pos):
     """Unweighted node2vec walks with the rules and Philox counters of the CPU node2vec of
-    :mod:`dgl_accel.core.sampling.walks_node2vec` (see there).  Step-major (all walks advance one
+    :mod:`dgl_accel.core.sampling.walks.node2vec` (see there).  Step-major (all walks advance one
     step, then the next), not walk-major: consecutive walks are independent, so their cache misses
     overlap; one walk at a time serialises them and ran 1.5x slower than numpy.  Within a step the
     walks run in parallel (``prange``): each draws from its own Philox counters and writes its own
@@ -118,7 +118,7 @@ _node2vec_parallel, _node2vec_serial = twins(_node2vec_impl)
 
 
 def node2vec(start, deg, indices, scale, alt, nodes, first_id: int, length: int, seed: int, env, max_trials: int):
-    """Compiled twin of the unweighted CPU node2vec (``walks_node2vec.node2vec_chunk``): (traces [W, length+1],
+    """Compiled twin of the unweighted CPU node2vec (``walks.node2vec.node2vec_chunk``): (traces [W, length+1],
     CSR positions [W, length]), int64, -1 after a dead end.  Identical to the numpy path except in
     the exact fallback (after ``max_trials`` rejections), where the cdf is summed per walk (as the
     Triton kernel does) rather than across the pending walks: the last bits can differ there."""

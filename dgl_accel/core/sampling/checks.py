@@ -289,7 +289,7 @@ def check_bulk(bulk) -> int:
 def check_spgemm(spgemm):
     if spgemm is not None and not callable(spgemm):
         raise expected("spgemm to be a callable (Q, A) -> Q @ A or None", type(spgemm).__name__,
-                       "pass e.g. dgl_accel.core.sampling.bulk_matrix.local_spgemm.")
+                       "pass e.g. dgl_accel.core.sampling.bulk.matrix.local_spgemm.")
     return spgemm
 
 
