@@ -3,7 +3,7 @@
     out[v, h, :] = sum over in-edges e = (u -> v) of softmax_e(scale <q[v, h], k[u, h]>) * val[u, h, :]
 
 in one pass over v's in-edges (online softmax), fp32 accumulation for half types.  Saved for backward:
-the inputs, the output and lse[v, h]; backward recomputes p_e = exp(s_e - lse[v, h]), so nothing of size
+the inputs and lse[v, h] (not the output); backward recomputes p_e = exp(s_e - lse[v, h]), so nothing of size
 E x H x D is kept, and nothing of size E x H unless the caller asks for the attention
 (``return_attention=True``, then differentiable too).  DotGatConv divides the dot product by
 sqrt(out_feats): ``scale`` defaults to 1 / sqrt(key dim).

@@ -1,4 +1,4 @@
-"""The three paths of the fused dot-product attention (:mod:`.dot`), each with the same contract:
+"""The three paths of the fused dot-product attention (:mod:`.dot`) under :mod:`.variant`'s contract:
 
 * native: vectorised torch over edges in edge-id order (small graphs; it materialises E x H x D
   products inside one call, as the native GAT path does);

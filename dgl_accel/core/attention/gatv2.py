@@ -4,8 +4,8 @@
     out[v, h, :] = sum over v's in-edges of softmax_e(s) * fs[u, h, :]
 
 (GATv2Conv aggregates ``fc_src``'s output, the same ``fs`` that enters the score), in one pass over v's
-in-edges (online softmax), fp32 accumulation for half types.  Saved for backward: the inputs, the
-output and lse[v, h]; backward recomputes the scores and p_e = exp(s_e - lse[v, h]), so nothing of size
+in-edges (online softmax), fp32 accumulation for half types.  Saved for backward: the inputs and
+lse[v, h] (not the output); backward recomputes the scores and p_e = exp(s_e - lse[v, h]), so nothing of size
 E x H x D is kept (GATv2's score needs fs[u] + fd[v] per edge and feature: DGL stores it), and nothing of
 size E x H unless the caller asks for the attention (``return_attention=True``, then differentiable).
 

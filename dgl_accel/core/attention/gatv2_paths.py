@@ -1,4 +1,4 @@
-"""The three paths of the fused GATv2 attention (:mod:`.gatv2`), each with the same contract:
+"""The three paths of the fused GATv2 attention (:mod:`.gatv2`) under :mod:`.variant`'s contract:
 
 * native: vectorised torch over edges in edge-id order (small graphs; it materialises E x H x D
   tensors inside one call, as the native GAT path does);
