@@ -37,7 +37,7 @@ from .core.aggregation.function import run_aggregation
 from .core.attention.dot import dot_attention as core_dot_attention
 from .core.attention.edge_softmax import edge_softmax as core_edge_softmax
 from .core.attention.gat import gat_attention as core_gat_attention
-from .core.attention.gat_layer import gat_layer as core_gat_layer
+from .core.attention.gat import gat_layer as core_gat_layer
 from .core.attention.gatv2 import gatv2_attention as core_gatv2_attention
 from .core.dense import dense as core_dense
 from .core.extrema import aggregate_extrema, check_extrema

@@ -1,6 +1,7 @@
-"""``@triton.jit`` pieces shared by the fused attention variants over CSR rows (``attention_dot.py``,
-``attention_gatv2.py``): a program's row and head, a chunk of a row's edges, FlashAttention's online
-softmax (start, step, store), the attention recompute's store and the backward's per-edge terms.
+"""``@triton.jit`` pieces shared by the fused attention variants over CSR rows (``dot.py``,
+``gatv2.py`` and their ``_heads`` twins): a program's row and head, a chunk of a row's edges, FlashAttention's
+online softmax (start, step, store), the attention recompute's store and the backward's per-edge terms;
+and the tile shapes of every all-heads module (``gat_heads.py`` too).
 
 Triton inlines a jit function called from a jit kernel, so these cost nothing at run time and the
 kernels keep their signatures (the registered specialisations live in the variants' modules; this
@@ -143,7 +144,7 @@ def dst_terms(lse_ptr, c_ptr, vh, e_mask):
 
 
 # ------------------------------------------------------------------ one program per row, every head
-# (``attention_dot_heads.py``, ``attention_gatv2_heads.py``): tiles [BLOCK_E, BLOCK_H, BLOCK_D] of
+# (``dot_heads.py``, ``gatv2_heads.py``): tiles [BLOCK_E, BLOCK_H, BLOCK_D] of
 # (a chunk's edges, heads, features), a head's softmax state a [BLOCK_H] vector
 @triton.jit
 def heads_program(indptr_ptr, num_heads, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
@@ -217,3 +218,24 @@ def heads_row_term(c_ptr, v, num_heads, h, h_mask, c_parts, p_parts):
     c_v = c_parts / tl.where(p_parts > 0, p_parts, 1.0)
     tl.store(c_ptr + v * num_heads + h, c_v, mask=h_mask)
     return c_v
+
+
+# ------------------------------------------------------------------ the all-heads kernels' tiles
+# (``gat_heads.py``, ``gatv2_heads.py``, ``dot_heads.py`` re-export them; each has its own ``maxnreg``)
+BLOCK_E = 16
+# (BLOCK_H, BLOCK_D) of one program's [heads, features] row, at most 128 entries: 2-4 heads of up to
+# 16 or 32 features, 5-8 heads of up to 8 or 16 (the GAT paper's 8 x 8 among them)
+SHAPES = ((4, 16), (4, 32), (8, 8), (8, 16))
+
+
+def tiles(num_heads: int, head_dim: int) -> tuple[int, int] | None:
+    """The smallest of ``SHAPES`` covering every head and feature in one program, or None: one
+    head (the per-head kernels are that case) or a row too wide for a tile."""
+    if num_heads < 2:
+        return None
+    return next(((bh, bd) for bh, bd in SHAPES if bh >= num_heads and bd >= head_dim), None)
+
+
+def num_warps(block_h: int, block_d: int) -> int:
+    """About 256 tile elements per warp over the [BLOCK_E, BLOCK_H, BLOCK_D] tile, 2 to 8."""
+    return max(2, min(8, BLOCK_E * block_h * block_d // 256))

@@ -10,9 +10,9 @@ import importlib
 from collections.abc import Mapping
 
 # Kernel modules of this package, in the order the table prints them.
-KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks", "attention",
-                  "extrema", "sddmm", "headwise", "attention_dot", "attention_gatv2", "ppr",
-                  "attention_heads", "attention_dot_heads", "attention_gatv2_heads")
+KERNEL_MODULES = ("vector_scale", "gspmm_grouped", "sampling", "saint_frontier", "bulk_sampling", "walks",
+                  "edge_softmax", "gat", "extrema", "sddmm", "headwise", "dot", "gatv2", "ppr",
+                  "gat_heads", "dot_heads", "gatv2_heads")
 
 
 @dataclasses.dataclass(frozen=True)

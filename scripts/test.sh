@@ -90,7 +90,8 @@ step core-lane "tests/core, tests/pyg, tests/gpu_report and the doctests of dgl_
 numba_off() { DGL_ACCEL_NUMBA=0 in_core "$@"; }
 step numba-off "the compiled-loop and sampler tests of the core with numba switched off (DGL_ACCEL_NUMBA=0)" \
   numba_off -m "not interpreter" tests/core/test_cpu_jit.py tests/core/test_neighbor.py \
-  tests/core/test_walks.py tests/core/test_extrema.py tests/core/test_attention_jit.py "$@"
+  tests/core/test_walks.py tests/core/test_extrema.py tests/core/test_edge_softmax_jit.py \
+  tests/core/test_gat_jit.py "$@"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}"

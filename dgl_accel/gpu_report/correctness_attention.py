@@ -1,9 +1,9 @@
-"""The attention kernels (``kernels/attention.py``) on the report's device against the core's
+"""The attention kernels (``kernels/edge_softmax.py``, ``kernels/gat.py``) on the report's device against the core's
 pure-torch references (``core/attention/reference.py``) under the FlashAttention rule
 (``assert_matches_reference``: fp64 reference on CPU, plain torch in the case's dtype).  Edge softmax
 forward and backward (``_edge_softmax_fwd_kernel`` / ``_edge_softmax_bwd_kernel``) and the fused GAT
 forward and backward (``_gat_fwd_kernel``, ``_gat_bwd_dst_kernel``, ``_gat_bwd_src_kernel``, and
-``kernels/attention_heads.py``'s all-heads twins): fp32/fp16/bf16/fp64 x int32/int64 ids x every
+``kernels/gat_heads.py``'s all-heads twins): fp32/fp16/bf16/fp64 x int32/int64 ids x every
 tile (softmax: one head and several, GAT: both per-head feature tiles and every all-heads tile shape,
 without and with attention dropout: ``DROPOUT`` on, against the reference composition with the
 same counter-based mask, ``core/attention/dropout.py``), gradients through ``torch.autograd.grad`` so
@@ -25,12 +25,12 @@ from .graphs import Graph
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 SLOPE = 0.2
-# heads: 1 -> softmax tile (64, 1), more -> (32, 8) (softmax_tile); 10 > 8: two head blocks
+# heads: 1 -> softmax tile (64, 1), more -> (32, 8) (edge_softmax.tile); 10 > 8: two head blocks
 SOFTMAX_HEADS = (1, 3)
 SOFTMAX_HEADS_FULL = (1, 3, 10)
-# (heads, head dim): one head, or a row wider than attention_heads.SHAPES: the per-head kernels,
-# dim <= 16 -> BLOCK_D 16, else 64 (gat_feature_tile), 70 > 64: two feature blocks; 2-8 heads of
-# few features: the all-heads kernels, one per tile shape (attention_heads.tiles)
+# (heads, head dim): one head, or a row wider than attention_common.SHAPES: the per-head kernels,
+# dim <= 16 -> BLOCK_D 16, else 64 (gat.feature_tile), 70 > 64: two feature blocks; 2-8 heads of
+# few features: the all-heads kernels, one per tile shape (attention_common.tiles)
 GAT_SHAPES = ((1, 4), (1, 24), (2, 4), (4, 32), (8, 8), (8, 16))
 GAT_SHAPES_FULL = GAT_SHAPES + ((3, 70),)
 DROPOUT, DROPOUT_SEED = 0.45, 2**40 + 2024  # a seed past 2^32: both words of the per-head keys matter
@@ -84,7 +84,7 @@ def _check_gat(views, in_csr, feat, el, er, gout, device, case, dropout: float) 
 
 
 def run(checks, g: Graph, device, tiny: bool) -> None:
-    all_heads = kernel_module("attention_heads")
+    all_heads = kernel_module("gat_heads")
     gen = torch.Generator().manual_seed(11)
     src, dst, num_dst, name = tiny_block(g, tiny)
     num_src = g.num_nodes

@@ -1,5 +1,5 @@
-"""The fused dot-product attention (``kernels/attention_dot.py``, ``dgl.nn.DotGatConv``'s op) and
-GATv2 attention (``kernels/attention_gatv2.py``) on the report's device against the cores' unfused
+"""The fused dot-product attention (``kernels/dot.py``, ``dgl.nn.DotGatConv``'s op) and
+GATv2 attention (``kernels/gatv2.py``) on the report's device against the cores' unfused
 references (``ref_dot_attention``, ``ref_gatv2_attention``) under the FlashAttention rule.  Every case
 asks for the attention too (``return_attention=True``: the ``*_attn_kernel``) and takes gradients of
 both outputs through ``torch.autograd.grad`` (the ``*_bwd_dst_kernel`` and ``*_bwd_src_kernel``, with
@@ -21,12 +21,12 @@ from .correctness_extrema import on_cpu
 from .graphs import Graph
 
 # (heads, key dim, value dim): one head, max(dims) <= 16 -> BLOCK_D 16, else 64
-# (attention_dot.feature_tile); 2-8 heads of few features: the all-heads kernels
-# (kernels/attention_dot_heads.py), one case per tile shape (attention_heads.tiles)
+# (dot.feature_tile); 2-8 heads of few features: the all-heads kernels
+# (kernels/dot_heads.py), one case per tile shape (attention_common.tiles)
 DOT_SHAPES = ((1, 4, 3), (1, 24, 20), (3, 12, 16), (2, 20, 30), (8, 8, 6), (6, 16, 9))
 DOT_SCALE = 0.7
-# (heads, dim, attn's spread): one head, dim <= 16 -> BLOCK_D 16, else 64 (attention_gatv2.feature_tile);
-# 2-8 heads of few features: the all-heads kernels (kernels/attention_gatv2_heads.py), one case per tile
+# (heads, dim, attn's spread): one head, dim <= 16 -> BLOCK_D 16, else 64 (gatv2.feature_tile);
+# 2-8 heads of few features: the all-heads kernels (kernels/gatv2_heads.py), one case per tile
 # shape; the spread None: dgl.nn.GATv2Conv's initialisation (attn_std), 1.0: N(0, 1), peaked softmaxes
 GATV2_SHAPES = ((1, 4, None), (1, 24, 1.0), (3, 12, None), (2, 20, None), (8, 8, None), (6, 16, None))
 
@@ -43,7 +43,7 @@ def attn_std(heads: int, dim: int) -> float:
 def all_heads(heads: int, *dims: int) -> bool:
     """Whether the all-heads kernels take these heads and widths (a program per row whatever the
     heads: under ``tiny`` they keep every head)."""
-    return kernel_module("attention_heads").tiles(heads, max(dims)) is not None
+    return kernel_module("gat_heads").tiles(heads, max(dims)) is not None
 
 
 def _check(ours, ref, inputs, gouts, device, msg) -> None:

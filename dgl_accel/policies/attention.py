@@ -140,7 +140,7 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
 
 
 # per op, its module of all-heads kernels (one program per row covering every head)
-ALL_HEADS = {"gat": "attention_heads", "gatv2": "attention_gatv2_heads", "dot": "attention_dot_heads"}
+ALL_HEADS = {"gat": "gat_heads", "gatv2": "gatv2_heads", "dot": "dot_heads"}
 
 
 def _grid(op: str, heads: int, dim: int) -> str:

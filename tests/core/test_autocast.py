@@ -8,8 +8,7 @@ import torch
 from dgl_accel.core.aggregation.function import aggregate
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.attention.dot import dot_attention
-from dgl_accel.core.attention.gat import gat_attention
-from dgl_accel.core.attention.gat_layer import gat_layer
+from dgl_accel.core.attention.gat import gat_attention, gat_layer
 from dgl_accel.core.attention.gatv2 import gatv2_attention
 from dgl_accel.core.autocast import autocast_dtype
 from dgl_accel.core.dense import dense

@@ -88,16 +88,17 @@ FAMILY_TESTS = {
     "saint_frontier": "test_saint_frontier.py",
     "bulk_sampling": "test_bulk_sampling.py",
     "walks": "test_walks.py",
-    "attention": "test_attention.py",
+    "edge_softmax": "test_edge_softmax.py",
+    "gat": "test_gat.py",
     "extrema": "test_extrema.py",
     "sddmm": "test_sddmm.py",
-    "attention_dot": "test_attention_dot.py",
-    "attention_gatv2": "test_attention_gatv2.py",
+    "dot": "test_dot.py",
+    "gatv2": "test_gatv2.py",
     "headwise": "test_headwise.py",
     "ppr": "test_ppr.py",
-    "attention_heads": "test_attention_heads.py",
-    "attention_dot_heads": "test_attention_dot_heads.py",
-    "attention_gatv2_heads": "test_attention_gatv2_heads.py",
+    "gat_heads": "test_gat_heads.py",
+    "dot_heads": "test_dot_heads.py",
+    "gatv2_heads": "test_gatv2_heads.py",
 }
 
 

@@ -1,4 +1,4 @@
-"""The fused GAT layer (``dgl_accel.core.attention.gat_layer``: h = x @ weight.T, the attention with
+"""The fused GAT layer (``dgl_accel.core.attention.gat.gat_layer``: h = x @ weight.T, the attention with
 the score halves from attn_l / attn_r, the bias, h internal) against the unfused torch composition
 (fc, el/er, edge softmax, weighted sum, bias) on three CPU paths: the vectorised torch code, the
 numba loops (forced on) and the Triton kernels under the interpreter; with and without attention
@@ -12,10 +12,9 @@ import torch
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.attention import compiled
-from dgl_accel.core.attention import gat_layer as layer_mod
+from dgl_accel.core.attention import gat_paths
 from dgl_accel.core.attention.dropout import make_dropout
-from dgl_accel.core.attention.gat_layer import gat_layer
+from dgl_accel.core.attention.gat import gat_layer
 from dgl_accel.core.attention.reference import ref_edge_softmax, ref_gat
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
@@ -147,7 +146,7 @@ def test_compiled_backward_writes_grad_h_into_hs_own_buffer(monkeypatch, dtype):
     # The memory property (issue 18): at the backward's peak only the output and h/grad_h exist, so
     # the compiled path must hand back h's memory as grad_h, never a second N x H x D buffer.
     seen = []
-    original = compiled.gat_backward_halves
+    original = gat_paths.backward_compiled_halves
 
     def spy(in_csr, out_csr, feat, *args, **kw):
         ptr = feat.data_ptr()
@@ -155,7 +154,7 @@ def test_compiled_backward_writes_grad_h_into_hs_own_buffer(monkeypatch, dtype):
         seen.append((ptr, grads[0].data_ptr(), grads[0].untyped_storage().data_ptr()))
         return grads
 
-    monkeypatch.setattr(layer_mod.compiled, "gat_backward_halves", spy)
+    monkeypatch.setattr(gat_paths, "backward_compiled_halves", spy)
     g = graph(False, seed=6)
     leaves = [t.requires_grad_() for t in inputs(g, dtype, 41)]
     with on_path("compiled"):
@@ -170,8 +169,8 @@ def test_compiled_backward_writes_grad_h_into_hs_own_buffer(monkeypatch, dtype):
 
 def test_other_paths_leave_h_alone_and_compiled_path_is_taken(monkeypatch):
     calls = []
-    original = compiled.gat_backward_halves
-    monkeypatch.setattr(layer_mod.compiled, "gat_backward_halves", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = gat_paths.backward_compiled_halves
+    monkeypatch.setattr(gat_paths, "backward_compiled_halves", lambda *a, **k: calls.append(1) or original(*a, **k))
     g = graph(False, seed=7)
     leaves = [t.requires_grad_() for t in inputs(g, torch.float32, 51)]
     with on_path("torch"):

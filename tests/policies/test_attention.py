@@ -163,7 +163,7 @@ def test_wide_heads_take_the_fused_op():
 @pytest.mark.parametrize("op", ["gat", "gatv2", "dot"])
 def test_explain_names_the_fused_kernels_grid(op):
     """On the Triton path, 2-8 heads of few features run one program per row covering every head
-    (``kernels/attention_heads.py``, ``attention_gatv2_heads.py``, ``attention_dot_heads.py``); one
+    (``kernels/gat_heads.py``, ``gatv2_heads.py``, ``dot_heads.py``); one
     head or wide heads one per row and head."""
     with dgl_accel.use_backend("triton"):
         assert "every head (tile 8 heads x 8 features)" in str(choose_attention(op, 8, 8, torch.zeros(1)))

@@ -132,7 +132,7 @@ def test_parallel_loops_follow_torch_threads_and_leave_them_alone():
 import numpy as np, torch
 torch.set_num_threads(1)
 import numba
-from dgl_accel.core.jit import attention as loops
+from dgl_accel.core.jit import edge_softmax as loops
 rows = np.repeat(np.arange(4000), 10).astype(np.int64)
 loops.edge_softmax_forward(rows, np.random.rand(40000, 2).astype(np.float32), 4000)
 print(torch.get_num_threads(), numba.get_num_threads())

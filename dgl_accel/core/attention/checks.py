@@ -1,4 +1,5 @@
-"""Argument checks of the attention ops: each error says what was expected, what came and how to
+"""Argument checks of the attention ops (the edge softmax, GAT and its layer; GATv2's and the dot
+product's are beside their entries): each error says what was expected, what came and how to
 fix it, before any kernel runs."""
 from __future__ import annotations
 
@@ -99,3 +100,32 @@ def check_gat(views, feat, el, er, negative_slope) -> None:
     _heads("el", el, views.num_src, feat.shape[1], "source node")
     _heads("er", er, views.num_dst, feat.shape[1], "destination node")
     check_slope(negative_slope)
+
+
+def check_layer(views, x, weight, attn_l, attn_r, bias) -> None:
+    """``x`` [num_src, F], ``weight`` [H * D, F], ``attn_l``/``attn_r`` [H, D] or [1, H, D], ``bias``
+    [H * D] or None, one float dtype, on the graph's device; destinations = the first sources."""
+    for name, t in (("x", x), ("weight", weight), ("attn_l", attn_l), ("attn_r", attn_r)) + (
+            (("bias", bias),) if bias is not None else ()):
+        check_float(name, t, views.device)
+        if t.dtype != x.dtype:
+            raise ValueError(f"expected {name} in x's dtype {x.dtype} (got {t.dtype}). Fix: {name}.to(x.dtype).")
+    if x.dim() != 2 or x.shape[0] != views.num_src:
+        raise ValueError(f"expected x of shape [num_src, in_feats] with num_src = {views.num_src} "
+                         f"(got {list(x.shape)}). Fix: one feature row per source node.")
+    if attn_l.dim() not in (2, 3) or attn_l.shape[-2] < 1 or attn_l.shape[-1] < 1:
+        raise ValueError(f"expected attn_l of shape [H, D] or [1, H, D] (got {describe(attn_l)}). "
+                         f"Fix: dgl.nn.GATConv's attn_l.")
+    heads, dim = attn_l.shape[-2:]
+    if tuple(attn_l.shape) not in ((heads, dim), (1, heads, dim)) or attn_r.shape != attn_l.shape:
+        raise ValueError(f"expected attn_l and attn_r of one shape [H, D] or [1, H, D] (got {list(attn_l.shape)} "
+                         f"and {list(attn_r.shape)}). Fix: dgl.nn.GATConv's attn_l / attn_r.")
+    if tuple(weight.shape) != (heads * dim, x.shape[1]):
+        raise ValueError(f"expected weight of shape [H * D, in_feats] = [{heads * dim}, {x.shape[1]}] "
+                         f"(got {list(weight.shape)}). Fix: dgl.nn.GATConv's fc.weight.")
+    if bias is not None and bias.numel() != heads * dim:
+        raise ValueError(f"expected bias of {heads * dim} entries (H * D) or None (got {describe(bias)}). "
+                         f"Fix: dgl.nn.GATConv's bias.")
+    if views.num_dst > views.num_src:
+        raise ValueError(f"expected the destinations to be the first sources (num_dst <= num_src) "
+                         f"(got num_dst = {views.num_dst}, num_src = {views.num_src}). Fix: use gat_attention.")

@@ -3,14 +3,14 @@
     out[v, h, :] = sum over in-edges e = (u -> v) of softmax_e(scale <q[v, h], k[u, h]>) * val[u, h, :]
 
 in one pass over v's in-edges (online softmax), fp32 accumulation for half types.  Saved for backward:
-the inputs, the output and lse[v, h]; backward recomputes p_e = exp(s_e - lse[v, h]), so nothing of size
+the inputs and lse[v, h] (not the output); backward recomputes p_e = exp(s_e - lse[v, h]), so nothing of size
 E x H x D is kept, and nothing of size E x H unless the caller asks for the attention
 (``return_attention=True``, then differentiable too).  DotGatConv divides the dot product by
 sqrt(out_feats): ``scale`` defaults to 1 / sqrt(key dim).
 
-The autograd skeleton is :mod:`.variant`'s (shared with the other variant).  Paths (:mod:`.dot_paths`):
-Triton kernels (``kernels/attention_dot.py``); on CPU below ``runtime.MIN_WORK`` edges or without
-numba vectorised torch, else the compiled loops of ``core/jit/attention_dot.py`` (a pass over the
+The autograd skeleton is :mod:`.variant`'s (shared with GAT and GATv2).  Paths (:mod:`.dot_paths`):
+Triton kernels (``kernels/dot.py``, ``kernels/dot_heads.py``); on CPU below ``runtime.MIN_WORK`` edges or
+without numba vectorised torch, else the compiled loops of ``core/jit/dot.py`` (a pass over the
 in-CSR, one over the out-CSR, no atomics).
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ def ref_dot_attention(in_csr, q, k, val, scale=None):
     return out.index_add(0, dst, a[:, :, None] * val[src]), a
 
 
-DOT = Variant("dot_attention", paths, scored=2, rows=2)
+DOT = Variant("dot_attention", paths, scored=(0, 1), rows=2)
 
 
 @lower_precision

@@ -1,11 +1,11 @@
-"""The three paths of the fused dot-product attention (:mod:`.dot`), each with the same contract:
+"""The three paths of the fused dot-product attention (:mod:`.dot`) under :mod:`.variant`'s contract:
 
 * native: vectorised torch over edges in edge-id order (small graphs; it materialises E x H x D
   products inside one call, as the native GAT path does);
-* compiled: the numba loops of :mod:`dgl_accel.core.jit.attention_dot` (one pass per CSR row,
+* compiled: the numba loops of :mod:`dgl_accel.core.jit.dot` (one pass per CSR row,
   nothing E-sized but the attention when asked for);
-* triton: the kernels of ``kernels/attention_dot_heads.py`` (a program per row covering every head)
-  where the heads and widths fit its tiles, else ``kernels/attention_dot.py``'s (a program per row,
+* triton: the kernels of ``kernels/dot_heads.py`` (a program per row covering every head)
+  where the heads and widths fit its tiles, else ``kernels/dot.py``'s (a program per row,
   head and feature block); compiled on CUDA, interpreted on CPU.
 
 Forward: (out [num_dst, H, DV] in val's dtype, lse [num_dst, H] in the accumulation dtype).  Backward
@@ -20,16 +20,10 @@ import torch
 
 from ..aggregation.scales import acc_dtype
 from ..csr import Structure
-from ..jit import attention_dot as loops
+from ..jit import dot as loops
 from ..launch import kernel_module, triton_kernel
-from .compiled import as_array, csr_arrays
-from .launchers import all_heads
-from .native import segment_softmax
-
-
-def scalar(x: float, dtype: torch.dtype, device) -> torch.Tensor:
-    """A one-element tensor: Triton passes Python floats as fp32, too coarse for fp64."""
-    return torch.tensor([x], dtype=dtype, device=device)
+from .common import all_heads, as_array, csr_arrays, row_terms, scalar
+from .edge_softmax_paths import segment_softmax
 
 
 # ------------------------------------------------------------------ native (vectorised torch)
@@ -53,15 +47,6 @@ def forward_native(src, dst, num_dst: int, q, k, val, scale: float):
 def attention_native(src, dst, q, k, scale: float, lse) -> torch.Tensor:
     """p_e = exp(s_e - lse[v]), [E, H] in lse's dtype."""
     return torch.exp(dot_scores(src, dst, q.to(lse.dtype), k.to(lse.dtype), scale) - lse.index_select(0, dst))
-
-
-def row_terms(dst, lse, p, t):
-    """ds_e = p_e (t_e - c[v]) [E, H] in p's dtype, c [num_dst, H] = sum over v's in-edges of p_e t_e over
-    the sum of their p_e."""
-    c = torch.zeros_like(lse).index_add_(0, dst, p * t)
-    den = torch.zeros_like(lse).index_add_(0, dst, p)  # 1 up to lse's rounding: c is taken over the same p
-    c = c / torch.where(den > 0, den, 1.0)
-    return p * (t - c.index_select(0, dst))
 
 
 def backward_native(src, dst, q, k, val, scale: float, lse, grad_out, grad_attn):
@@ -89,11 +74,6 @@ def forward_compiled(in_csr: Structure, q, k, val, scale: float, want_attention:
     return torch.from_numpy(out).to(val.dtype), torch.from_numpy(lse), a
 
 
-def attention_compiled(in_csr: Structure, q, k, scale: float, lse) -> torch.Tensor:
-    return torch.from_numpy(loops.dot_attention(*csr_arrays(in_csr), as_array(q, lse.dtype), as_array(k, lse.dtype),
-                                                scale, lse.contiguous().numpy()))
-
-
 def backward_compiled(in_csr: Structure, out_csr: Structure, q, k, val, scale: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     grads = loops.dot_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(q, acc), as_array(k, acc),
@@ -104,7 +84,7 @@ def backward_compiled(in_csr: Structure, out_csr: Structure, q, k, val, scale: f
 
 # ------------------------------------------------------------------ triton
 def _config(dim: int, kernel: str, dtype: torch.dtype):
-    mod = kernel_module("attention_dot")
+    mod = kernel_module("dot")
     block_d = mod.feature_tile(dim)
     warps = mod.num_warps(block_d, kernel, dtype == torch.float64)
     return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": warps}, block_d
@@ -116,13 +96,13 @@ def forward_triton(in_csr: Structure, q, k, val, scale: float):
     acc = acc_dtype(q.dtype)
     out = torch.empty((num_dst, heads, val_dim), dtype=val.dtype, device=val.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=val.device)
-    tile = kernel_module("attention_dot_heads").tiles(heads, max(key_dim, val_dim))
+    tile = kernel_module("dot_heads").tiles(heads, max(key_dim, val_dim))
     if num_dst and tile:
-        all_heads("attention_dot_heads", "_dot_heads_fwd_kernel", tile, in_csr, q, k, val, scalar(scale, acc, q.device),
+        all_heads("dot_heads", "_dot_heads_fwd_kernel", tile, in_csr, q, k, val, scalar(scale, acc, q.device),
                   out, lse, heads, key_dim, val_dim, fp64=acc == torch.float64)
     elif num_dst:  # heads and dims >= 1 (checks)
         cfg, block_d = _config(max(key_dim, val_dim), "_dot_fwd_kernel", q.dtype)
-        kernel = triton_kernel("attention_dot", "_dot_fwd_kernel", q.device)
+        kernel = triton_kernel("dot", "_dot_fwd_kernel", q.device)
         kernel[(num_dst, heads, -(-val_dim // block_d))](in_csr.indptr, in_csr.indices, q, k, val,
                                                          scalar(scale, acc, q.device), out, lse, heads, key_dim,
                                                          val_dim, **cfg)
@@ -136,7 +116,7 @@ def attention_triton(in_csr: Structure, q, k, scale: float, lse) -> torch.Tensor
     a = torch.empty((in_csr.num_edges, heads), dtype=lse.dtype, device=q.device)
     if in_csr.num_rows and in_csr.num_edges:
         cfg, _ = _config(key_dim, "_dot_attn_kernel", q.dtype)
-        kernel = triton_kernel("attention_dot", "_dot_attn_kernel", q.device)
+        kernel = triton_kernel("dot", "_dot_attn_kernel", q.device)
         kernel[(in_csr.num_rows, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, q, k,
                                          scalar(scale, lse.dtype, q.device), lse, a, heads, key_dim, **cfg)
     return a
@@ -154,24 +134,24 @@ def backward_triton(in_csr: Structure, out_csr: Structure, q, k, val, scale: flo
         ga, ga_on = grad_attn.to(acc).contiguous(), 1
     grad_q, grad_k, grad_val = torch.empty_like(q), torch.empty_like(k), torch.empty_like(val)
     scale_t = scalar(scale, acc, q.device)
-    tile = kernel_module("attention_dot_heads").tiles(heads, max(key_dim, val_dim))
+    tile = kernel_module("dot_heads").tiles(heads, max(key_dim, val_dim))
     if tile:  # every head of a row in one program
         args = (q, k, val, scale_t, lse, c, grad_out, ga, ga_on)
         if num_dst:
-            all_heads("attention_dot_heads", "_dot_heads_bwd_dst_kernel", tile, in_csr, in_csr.eids, *args, grad_q,
+            all_heads("dot_heads", "_dot_heads_bwd_dst_kernel", tile, in_csr, in_csr.eids, *args, grad_q,
                       heads, key_dim, val_dim, fp64=acc == torch.float64)
         if num_src:
-            all_heads("attention_dot_heads", "_dot_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args, grad_k,
+            all_heads("dot_heads", "_dot_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args, grad_k,
                       grad_val, heads, key_dim, val_dim, fp64=acc == torch.float64)
         return grad_q, grad_k, grad_val
     cfg, block_d = _config(max(key_dim, val_dim), "_dot_bwd", q.dtype)
     if num_dst:
-        kernel = triton_kernel("attention_dot", "_dot_bwd_dst_kernel", q.device)
+        kernel = triton_kernel("dot", "_dot_bwd_dst_kernel", q.device)
         kernel[(num_dst, heads, -(-key_dim // block_d))](in_csr.indptr, in_csr.indices, in_csr.eids, q, k, val,
                                                          scale_t, lse, c, grad_out, ga, ga_on, grad_q, heads,
                                                          key_dim, val_dim, **cfg)
     if num_src:
-        kernel = triton_kernel("attention_dot", "_dot_bwd_src_kernel", q.device)
+        kernel = triton_kernel("dot", "_dot_bwd_src_kernel", q.device)
         kernel[(num_src, heads, -(-max(key_dim, val_dim) // block_d))](
             out_csr.indptr, out_csr.indices, out_csr.eids, q, k, val, scale_t, lse, c, grad_out, ga, ga_on, grad_k,
             grad_val, heads, key_dim, val_dim, **cfg)

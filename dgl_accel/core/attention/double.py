@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 
 from ..aggregation.scales import acc_dtype
-from .native import leaky
 
 
 def composed_grads(compose, inputs, grads) -> tuple:
@@ -58,9 +57,3 @@ def attention_composition(scores: torch.Tensor, x: torch.Tensor, src, dst, num_d
         a = a * weight.to(acc)
     return weighted_sum(a, x.to(acc), src, dst, num_dst).to(x.dtype), a.to(x.dtype)
 
-
-def gat_composition(src, dst, num_dst: int, slope: float, weight, feat, el, er):
-    """The fused GAT op (:mod:`.gat`) as a composition: (out, attention)."""
-    acc = acc_dtype(feat.dtype)
-    scores = leaky(el.to(acc).index_select(0, src) + er.to(acc).index_select(0, dst), slope)
-    return attention_composition(scores, feat, src, dst, num_dst, weight)

@@ -8,8 +8,8 @@ The mask is counter-based: edge e (DGL's edge id) and head h are kept where
 
 with murmur3's 32-bit finaliser ``fmix32`` and one key per head derived from the call's seed
 (:func:`head_keys`).  Defined here once in pure torch/Python integers (the reference); the numba
-loops (``core/jit/attention.py``, :func:`~dgl_accel.core.jit.attention.drop_weight`) and the Triton
-kernels (``kernels/attention.py``, ``dropout_keep``) compute it bit for bit in uint32 arithmetic, so the
+loops (``core/jit/gat.py``, :func:`~dgl_accel.core.jit.gat.drop_weight`) and the Triton
+kernels (``kernels/gat.py``, ``dropout_keep``) compute it bit for bit in uint32 arithmetic, so the
 forward and both backward passes recompute one mask and nothing per edge is stored.  The seed is
 drawn from torch's global generator per call unless given (``torch.manual_seed`` reproduces a run).
 

@@ -5,10 +5,9 @@ Rows are the normalisation groups: the in-CSR's rows (destinations) for DGL's de
 (``rows.eids`` maps a CSR position to its edge).  Backward is DGL's own: from the saved output a,
 grad_score = a * (grad_a - sum over the row of a * grad_a).
 
-Naming chain: ``_edge_softmax_fwd_kernel`` / ``_edge_softmax_bwd_kernel`` (kernels/attention.py)
--> :func:`~.launchers.edge_softmax_forward` / ``edge_softmax_backward`` (launchers) and
-:func:`~.native.edge_softmax_native` (CPU; its loops :mod:`.compiled` with numba) -> :class:`EdgeSoftmaxFunction`
--> :func:`edge_softmax`.
+Naming chain: ``_edge_softmax_fwd_kernel`` / ``_edge_softmax_bwd_kernel`` (``kernels/edge_softmax.py``)
+and the loops of ``core/jit/edge_softmax.py`` -> the paths of :mod:`.edge_softmax_paths`
+(``forward_{triton,compiled,native}``, ``backward_...``) -> :class:`EdgeSoftmaxFunction` -> :func:`edge_softmax`.
 """
 from __future__ import annotations
 
@@ -18,10 +17,9 @@ import torch
 
 from .. import backend
 from ..csr import Structure
-from . import compiled
+from . import edge_softmax_paths as paths
 from .checks import check_edge_softmax
-from .launchers import edge_softmax_backward, edge_softmax_forward
-from .native import edge_groups, edge_softmax_backward_native, edge_softmax_native, segment_softmax_backward
+from .common import edge_groups, usable
 
 
 class EdgeSoftmaxFunction(torch.autograd.Function):
@@ -30,11 +28,11 @@ class EdgeSoftmaxFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows: Structure, score: torch.Tensor, path: str):
         if path == "triton":
-            out = edge_softmax_forward(rows, score)
-        elif compiled.usable(rows.num_edges, score):  # one compiled pass per row, no E x H temporaries
-            out = compiled.edge_softmax(rows, score)
+            out = paths.forward_triton(rows, score)
+        elif usable(rows.num_edges, score):  # compiled passes over the edges, no E x H temporaries
+            out = paths.forward_compiled(rows, score)
         else:
-            out = edge_softmax_native(rows, score)
+            out = paths.forward_native(rows, score)
         ctx.rows, ctx.path = rows, path
         ctx.save_for_backward(out)
         return out
@@ -45,12 +43,12 @@ class EdgeSoftmaxFunction(torch.autograd.Function):
         rows = ctx.rows
         backend.record("edge_softmax_backward", ctx.path, grad.device)
         if torch.is_grad_enabled():  # create_graph=True: the same formula in differentiable torch ops
-            return None, segment_softmax_backward(a, grad.to(a.dtype), edge_groups(rows), rows.num_rows), None
+            return None, paths.segment_softmax_backward(a, grad.to(a.dtype), edge_groups(rows), rows.num_rows), None
         if ctx.path == "triton":
-            return None, edge_softmax_backward(rows, a, grad), None
-        if compiled.usable(rows.num_edges, a):
-            return None, compiled.edge_softmax_backward(rows, a, grad), None
-        return None, edge_softmax_backward_native(rows, a, grad), None
+            return None, paths.backward_triton(rows, a, grad), None
+        if usable(rows.num_edges, a):
+            return None, paths.backward_compiled(rows, a, grad), None
+        return None, paths.backward_native(rows, a, grad), None
 
 
 def edge_softmax(rows: Structure, score: torch.Tensor) -> torch.Tensor:

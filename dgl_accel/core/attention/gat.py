@@ -9,153 +9,37 @@ and head (not the output); backward recomputes p_e = exp(s_e - lse[v, h]) and th
 of size E x H x D is kept between forward and backward, and nothing of size E x H unless the caller
 asks for the attention (``return_attention=True``, which then is differentiable too).
 
-Backward, with g_e = w_e <grad_out[v], feat[u]> (w_e the dropout weight): grad_s_e = p_e (g_e -
-delta[v]) with delta[v] = sum over v's in-edges of p g (the softmax backward), times leaky'.  Pass 1
-over the in-CSR (destinations) sums delta and grad_er; pass 2 over the out-CSR (sources) needs p_e
-and g_e again for grad_feat and grad_el: the Triton kernels recompute them (nothing per edge between
-the passes), the compiled CPU loops keep them from pass 1 (E x H scratch, freed when the backward
-returns: an exp costs more there than the bytes).  No atomics.
-Triton path: ``_gat_fwd_kernel``, ``_gat_bwd_dst_kernel``, ``_gat_bwd_src_kernel``.  Native path:
-vectorised torch over edges (:mod:`.native`); from ``runtime.MIN_WORK`` edges with numba, the same
-passes as compiled loops (:mod:`.compiled`).
+The autograd skeleton is :mod:`.variant`'s (shared with GATv2 and the dot product): inputs (feat,
+el, er), parameter (negative slope, dropout).  Paths (:mod:`.gat_paths`): Triton kernels
+(``kernels/gat.py``, ``kernels/gat_heads.py``); on CPU below ``runtime.MIN_WORK`` edges or without
+numba vectorised torch, else the compiled loops of ``core/jit/gat.py`` (a pass over the in-CSR, one
+over the out-CSR, no atomics).  Two Functions of its own keep the score halves inside the op:
+:class:`GATHalvesFunction` (``attn=``) and :class:`GATLayerFunction` (:func:`gat_layer`, the
+projection too); they call the variant's :func:`~.variant.forward_on` and :func:`~.variant.backward_on`.
 """
 from __future__ import annotations
 
 import torch
 
 from .. import backend
-from ..aggregation.scales import acc_dtype
 from ..autocast import lower_precision
-from . import compiled
-from .checks import check_gat, check_gat_vectors
-from .double import composed_grads, gat_composition
+from . import gat_paths as paths
+from .checks import check_gat, check_gat_vectors, check_layer, check_slope
+from .common import usable
+from .double import composed_grads
 from .dropout import make_dropout
-from .launchers import edge_softmax_backward, gat_backward, gat_forward
-from .native import gat_attention_from_lse, gat_backward_native, gat_forward_native
+from .variant import Variant, backward_on, composed, forward_on, variant_attention
+
+GAT = Variant("gat_attention", paths, scored=(1, 2), rows=0, dropout=True)
 
 
-def edges_by_id(views):
-    """(src, dst) as int64 in edge-id order, cached on the graph."""
-    return views.cached("attention.edges_int64", lambda: tuple(t.long() for t in views.edges_by_id()))
-
-
-def edge_weights(views, drop, dtype):
-    """The dropout weights [E, H] in edge-id order (None without dropout): the vectorised paths."""
-    return None if drop is None else drop.weights(torch.arange(views.num_edges, device=views.device), dtype)
-
-
-def fused_forward(views, path: str, slope: float, want_attention: bool, drop, feat, el, er):
-    """(out, lse, attention or None) of the fused op on ``path`` (no autograd)."""
-    attention = None
-    if path == "triton":
-        out, lse = gat_forward(views.csr("in"), feat, el, er, slope, drop)
-        if want_attention:
-            src, dst = edges_by_id(views)
-            attention = gat_attention_from_lse(src, dst, el, er, slope, lse)[1]
-            weight = edge_weights(views, drop, attention.dtype)
-            attention = (attention if weight is None else attention * weight).to(feat.dtype)
-    elif compiled.usable(views.num_edges, feat):  # numba loops over the in-CSR, nothing of E x H x D
-        out, lse, a = compiled.gat_forward(views.csr("in"), feat, el, er, slope, want_attention, drop)
-        attention = a.to(feat.dtype) if want_attention else None
-    else:
-        src, dst = edges_by_id(views)
-        weight = edge_weights(views, drop, acc_dtype(feat.dtype))
-        out, lse, a = gat_forward_native(src, dst, views.num_dst, feat, el, er, slope, weight)
-        attention = a.to(feat.dtype) if want_attention else None
-    return out, lse, attention
-
-
-def fused_backward(views, path: str, slope: float, drop, feat, el, er, lse, grad_out, grad_attn):
-    """(grad_feat, grad_el, grad_er) in the inputs' dtypes; ``grad_out`` or ``grad_attn`` may be None."""
+def _halves_grads(views, path: str, param, feat, attn_l, attn_r, el, er, lse, grad_out, grad_attn):
+    """(grad_feat, grad_attn_l, grad_attn_r): the fused op's backward (:func:`~.variant.backward_on`),
+    then ``paths.halves_backward``; ``grad_out`` or ``grad_attn`` may be None."""
     if grad_out is None:  # only the attention was used
         grad_out = feat.new_zeros((views.num_dst,) + tuple(feat.shape[1:]))
-    backend.record("gat_attention_backward", path, feat.device)
-    if path == "native" and compiled.usable(views.num_edges, feat):  # in-CSR then out-CSR pass
-        return compiled.gat_backward(views.csr("in"), views.csr("out"), feat, el, er, slope, lse, grad_out,
-                                     grad_attn, drop)
-    if path == "native":
-        src, dst = edges_by_id(views)
-        return gat_backward_native(src, dst, feat, el, er, slope, lse, grad_out, grad_attn,
-                                   edge_weights(views, drop, lse.dtype))
-    in_csr = views.csr("in")
-    grad_feat, grad_el, grad_er = gat_backward(in_csr, views.csr("out"), feat, el, er, slope, lse, grad_out, drop)
-    if grad_attn is not None:  # d attention / d s: the edge-softmax backward of w * grad_attn, then leaky'
-        src, dst = edges_by_id(views)
-        raw, p = gat_attention_from_lse(src, dst, el, er, slope, lse)
-        weight = edge_weights(views, drop, p.dtype)
-        ga = grad_attn.to(p.dtype) if weight is None else grad_attn.to(p.dtype) * weight
-        extra = edge_softmax_backward(in_csr, p, ga)
-        extra = torch.where(raw > 0, extra, extra * slope)
-        grad_el.index_add_(0, src, extra)
-        grad_er.index_add_(0, dst, extra)
-    return grad_feat, grad_el.to(el.dtype), grad_er.to(er.dtype)
-
-
-def composed(views, slope: float, drop, feat, el, er):
-    """(out, attention) of the op as a differentiable composition of torch ops: what a backward with
-    ``create_graph=True`` differentiates (:mod:`.double`)."""
-    src, dst = edges_by_id(views)
-    weight = edge_weights(views, drop, acc_dtype(feat.dtype))
-    return gat_composition(src, dst, views.num_dst, slope, weight, feat, el, er)
-
-
-class GATAttentionFunction(torch.autograd.Function):
-    """The fused GAT aggregation on ``path``; returns ``out`` or ``(out, attention [E, H])``; ``drop``
-    an :class:`~.dropout.AttentionDropout` or None."""
-
-    @staticmethod
-    def forward(ctx, views, path: str, slope: float, want_attention: bool, drop, feat, el, er):
-        ctx.set_materialize_grads(False)
-        out, lse, attention = fused_forward(views, path, slope, want_attention, drop, feat, el, er)
-        ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
-        ctx.save_for_backward(feat, el, er, lse)
-        return out if attention is None else (out, attention)
-
-    @staticmethod
-    def backward(ctx, grad_out, *grad_attention):
-        feat, el, er, lse = ctx.saved_tensors
-        grad_attn = grad_attention[0] if grad_attention else None
-        if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
-            return (None,) * 5 + composed_grads(lambda *t: composed(ctx.views, ctx.slope, ctx.drop, *t),
-                                                (feat, el, er), (grad_out, grad_attn))
-        grads = fused_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, feat, el, er, lse, grad_out, grad_attn)
-        return (None,) * 5 + tuple(grads)
-
-
-def halves_matrix(attn_l, attn_r, heads: int, dim: int) -> torch.Tensor:
-    """[H * D, 2 H], block diagonal: feat [N, H * D] @ it = (el, er) with el[:, h] = <feat[:, h], attn_l[h]>."""
-    eye = torch.eye(heads, device=attn_l.device).to(attn_l.dtype)  # CPU torch has no bf16 eye
-    return torch.cat([(a.reshape(heads, dim, 1) * eye[:, None, :]).reshape(heads * dim, heads)
-                      for a in (attn_l, attn_r)], dim=1)
-
-
-def score_halves(feat, attn_l, attn_r, num_dst: int):
-    """(el [N, H], er [num_dst, H]) = ((feat * attn_l).sum(-1), (feat[:num_dst] * attn_r).sum(-1)), one matmul."""
-    (n, heads, dim) = feat.shape
-    acc = acc_dtype(feat.dtype)  # half types: the matmul in fp32 (CPU torch lacks some half matmuls)
-    w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
-    elr = (feat.reshape(n, heads * dim).to(acc) @ w).to(feat.dtype)
-    return elr[:, :heads].contiguous(), elr[:num_dst, heads:].contiguous()
-
-
-def halves_backward(views, path: str, slope: float, drop, feat, attn_l, attn_r, el, er, lse, grad_out, grad_attn):
-    """(grad_feat, grad_attn_l, grad_attn_r) of the fused op with the halves inside: the fused
-    backward, then the halves' gradient added into grad_feat in place (one addmm)."""
-    grad_feat, grad_el, grad_er = fused_backward(views, path, slope, drop, feat, el, er, lse, grad_out, grad_attn)
-    (n, heads, dim), num_dst = feat.shape, er.shape[0]
-    acc = acc_dtype(feat.dtype)
-    grad_elr = torch.zeros((n, 2 * heads), dtype=acc, device=feat.device)
-    grad_elr[:, :heads] = grad_el
-    grad_elr[:num_dst, heads:] = grad_er
-    w = halves_matrix(attn_l.to(acc), attn_r.to(acc), heads, dim)
-    if grad_feat.dtype == acc and grad_feat.is_contiguous():
-        grad_feat.view(n, heads * dim).addmm_(grad_elr, w.t())  # in place: no second N x H x D buffer
-    else:  # half types: through fp32
-        grad_feat = grad_feat.to(acc).view(n, heads * dim).addmm_(grad_elr, w.t()).to(feat.dtype)
-    grad_w = (feat.reshape(n, heads * dim).to(acc).t() @ grad_elr).reshape(heads, dim, 2, heads)
-    grads_attn = [grad_w[:, :, k, :].diagonal(dim1=0, dim2=2).t().reshape(a.shape).to(a.dtype)
-                  for k, a in enumerate((attn_l, attn_r))]
-    return (grad_feat.view(feat.shape), *grads_attn)
+    grads = backward_on(GAT, views, path, param, (feat, el, er), lse, grad_out, grad_attn)
+    return paths.halves_backward(grads, feat, attn_l, attn_r)
 
 
 class GATHalvesFunction(torch.autograd.Function):
@@ -165,25 +49,82 @@ class GATHalvesFunction(torch.autograd.Function):
     place (one addmm), so no second N x H x D gradient buffer exists next to it."""
 
     @staticmethod
-    def forward(ctx, views, path: str, slope: float, want_attention: bool, drop, feat, attn_l, attn_r):
+    def forward(ctx, views, path: str, param, want_attention: bool, feat, attn_l, attn_r):
         ctx.set_materialize_grads(False)
-        el, er = score_halves(feat, attn_l, attn_r, views.num_dst)
-        out, lse, attention = fused_forward(views, path, slope, want_attention, drop, feat, el, er)
-        ctx.views, ctx.path, ctx.slope, ctx.drop = views, path, slope, drop
+        el, er = paths.score_halves(feat, attn_l, attn_r, views.num_dst)
+        out, lse, attention = forward_on(GAT, views, path, param, want_attention, (feat, el, er))
+        ctx.views, ctx.path, ctx.param = views, path, param
         ctx.save_for_backward(feat, attn_l, attn_r, el, er, lse)
         return out if attention is None else (out, attention)
 
     @staticmethod
     def backward(ctx, grad_out, *grad_attention):
         grad_attn = grad_attention[0] if grad_attention else None
+        views, param = ctx.views, ctx.param
         if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
-            views = ctx.views
-
             def compose(feat, attn_l, attn_r):
-                return composed(views, ctx.slope, ctx.drop, feat, *score_halves(feat, attn_l, attn_r, views.num_dst))
-            return (None,) * 5 + composed_grads(compose, ctx.saved_tensors[:3], (grad_out, grad_attn))
-        return (None,) * 5 + halves_backward(ctx.views, ctx.path, ctx.slope, ctx.drop, *ctx.saved_tensors, grad_out,
-                                             grad_attn)
+                return composed(GAT, views, param, feat, *paths.score_halves(feat, attn_l, attn_r, views.num_dst))
+            return (None,) * 4 + composed_grads(compose, ctx.saved_tensors[:3], (grad_out, grad_attn))
+        return (None,) * 4 + _halves_grads(views, ctx.path, param, *ctx.saved_tensors, grad_out, grad_attn)
+
+
+class GATLayerFunction(torch.autograd.Function):
+    """out = gat(h = x @ weight.T) + bias on ``path``, the halves inside (:func:`gat_layer`);
+    returns ``out`` or ``(out, attention [E, H])``.  h is private to the op: its backward may overwrite
+    it (the compiled path writes grad_h into h's buffer, ``paths.backward_compiled_halves``)."""
+
+    @staticmethod
+    def forward(ctx, views, path: str, param, want_attention: bool, x, weight, attn_l, attn_r, bias):
+        ctx.set_materialize_grads(False)
+        heads, dim = attn_l.shape[-2:]
+        h = torch.mm(x, weight.t()).view(x.shape[0], heads, dim)
+        el, er = paths.score_halves(h, attn_l, attn_r, views.num_dst)
+        out, lse, attention = forward_on(GAT, views, path, param, want_attention, (h, el, er))
+        if bias is not None:
+            out.add_(bias.view(1, heads, dim))  # out is this op's own tensor: no second N x H x D one
+        ctx.views, ctx.path, ctx.param = views, path, param
+        ctx.h = h  # private: backward may overwrite it (not save_for_backward: no version check wanted)
+        ctx.bias_shape = None if bias is None else bias.shape
+        ctx.save_for_backward(x, weight, attn_l, attn_r, el, er, lse, bias)  # bias: for a double backward
+        return out if attention is None else (out, attention)
+
+    @staticmethod
+    def backward(ctx, grad_out, *grad_attention):
+        x, weight, attn_l, attn_r, el, er, lse, bias = ctx.saved_tensors
+        grad_attn = grad_attention[0] if grad_attention else None
+        if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
+            return (None,) * 4 + composed_grads(lambda *t: _composed_layer(ctx, *t), (x, weight, attn_l, attn_r, bias),
+                                                (grad_out, grad_attn))
+        h, ctx.h = ctx.h, None  # consumed: its memory becomes grad_h
+        if h is None:  # a second backward through a retained graph: h again from the saved x, weight
+            h = torch.mm(x, weight.t()).view(x.shape[0], *attn_l.shape[-2:])
+        if grad_out is None:  # only the attention was used
+            grad_out = h.new_zeros((ctx.views.num_dst,) + tuple(h.shape[1:]))
+        views = ctx.views
+        if ctx.path == "native" and usable(views.num_edges, h):
+            backend.record(f"{GAT.name}_backward", ctx.path, h.device)
+            grad_h, grad_l, grad_r = paths.backward_compiled_halves(
+                views.csr("in"), views.csr("out"), h, attn_l, attn_r, el, er, ctx.param, lse, grad_out, grad_attn,
+                into_feat=True)
+        else:
+            grad_h, grad_l, grad_r = _halves_grads(views, ctx.path, ctx.param, h, attn_l, attn_r, el, er, lse,
+                                                   grad_out, grad_attn)
+        del h  # on the compiled path grad_h is h's buffer; elsewhere h goes now
+        gh = grad_h.reshape(x.shape[0], weight.shape[0])  # H * D columns (-1 is ambiguous with 0 rows)
+        grad_x = torch.mm(gh, weight) if ctx.needs_input_grad[4] else None
+        grad_w = torch.mm(gh.t(), x) if ctx.needs_input_grad[5] else None
+        grad_b = None
+        if ctx.bias_shape is not None and ctx.needs_input_grad[8]:
+            grad_b = grad_out.sum(0).reshape(ctx.bias_shape)
+        return (None,) * 4 + (grad_x, grad_w, grad_l, grad_r, grad_b)
+
+
+def _composed_layer(ctx, x, weight, attn_l, attn_r, bias):
+    """(out, attention) of the layer as a differentiable composition (:mod:`.double`)."""
+    heads, dim = attn_l.shape[-2:]
+    h = torch.mm(x, weight.t()).view(x.shape[0], heads, dim)
+    out, attention = composed(GAT, ctx.views, ctx.param, h, *paths.score_halves(h, attn_l, attn_r, ctx.views.num_dst))
+    return (out if bias is None else out + bias.view(1, heads, dim)), attention
 
 
 @lower_precision
@@ -224,9 +165,46 @@ def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er:
         check_gat(views, feat, el, er, negative_slope)
     heads = feat.shape[1]
     path = backend.choose_path(feat)  # the native path draws a mask without a seed as DGL's nn.Dropout does
-    drop = make_dropout(dropout, seed, heads, draw=(views.num_edges, feat) if path == "native" else None)
-    backend.record("gat_attention", path, feat.device)
-    if attn is not None:
-        return GATHalvesFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, feat, *attn)
-    return GATAttentionFunction.apply(views, path, float(negative_slope), bool(return_attention), drop, feat,
-                                      el.reshape(el.shape[0], heads), er.reshape(er.shape[0], heads))
+    param = (float(negative_slope), make_dropout(dropout, seed, heads,
+                                                 draw=(views.num_edges, feat) if path == "native" else None))
+    if attn is None:
+        return variant_attention(GAT, views, param, return_attention, feat, el.reshape(el.shape[0], heads),
+                                 er.reshape(er.shape[0], heads), path=path)
+    backend.record(GAT.name, path, feat.device)
+    return GATHalvesFunction.apply(views, path, param, bool(return_attention), feat, *attn)
+
+
+@lower_precision
+def gat_layer(views, x: torch.Tensor, weight: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor,
+              bias: torch.Tensor | None = None, negative_slope: float = 0.2, dropout: float = 0.0, seed=None, *,
+              return_attention: bool = False):
+    """``dgl.nn.GATConv``'s projection, attention and bias as one op on ``views`` (a
+    :class:`~dgl_accel.core.aggregation.views.GraphViews` whose destinations are its first sources:
+    homogeneous, or a block): h = x @ weight.T viewed [num_src, H, D], out[v] = sum over in-edges of
+    drop(softmax(leaky_relu(<h[u], attn_l> + <h[v], attn_r>))) h[u], plus ``bias``.  Differentiable in
+    x, weight, attn_l, attn_r and bias; ``dropout``/``seed`` and ``return_attention`` as
+    :func:`gat_attention`.
+
+    Why (issue 18): a training step through ``fc`` then :func:`gat_attention` holds three N x H x D
+    tensors at its peak (h saved for the attention's backward, the step's output, grad_feat).  Here h
+    never leaves the op, so its backward may overwrite it: on the compiled CPU path (numba, fp32/fp64)
+    pass B writes grad_h into h's own buffer (row u of h is read fully before row u of the gradient is
+    written: ``core/jit/gat.py``) and sums the halves' gradients in the same loop; the Triton and the
+    vectorised torch paths allocate a separate grad_h, then drop h.  Then grad_weight = grad_h.T @ x,
+    grad_x = grad_h @ weight (only if x needs it), grad_bias = grad_out summed over nodes.
+
+    >>> import torch
+    >>> from dgl_accel.core.aggregation.views import TensorGraph
+    >>> g = TensorGraph(torch.tensor([0, 1]), torch.tensor([2, 2]), num_nodes=3)
+    >>> x = torch.tensor([[1.0], [3.0], [5.0]])
+    >>> out = gat_layer(g, x, torch.ones(1, 1), torch.zeros(1, 1), torch.zeros(1, 1), torch.ones(1))
+    >>> out.flatten().tolist()
+    [1.0, 1.0, 3.0]
+    """
+    check_layer(views, x, weight, attn_l, attn_r, bias)
+    check_slope(negative_slope)
+    path = backend.choose_path(x)  # the native path draws a mask without a seed as DGL's nn.Dropout does
+    drop = make_dropout(dropout, seed, attn_l.shape[-2], draw=(views.num_edges, x) if path == "native" else None)
+    backend.record(GAT.name, path, x.device)
+    return GATLayerFunction.apply(views, path, (float(negative_slope), drop), bool(return_attention), x, weight,
+                                  attn_l, attn_r, bias)

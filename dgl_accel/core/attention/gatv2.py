@@ -4,14 +4,14 @@
     out[v, h, :] = sum over v's in-edges of softmax_e(s) * fs[u, h, :]
 
 (GATv2Conv aggregates ``fc_src``'s output, the same ``fs`` that enters the score), in one pass over v's
-in-edges (online softmax), fp32 accumulation for half types.  Saved for backward: the inputs, the
-output and lse[v, h]; backward recomputes the scores and p_e = exp(s_e - lse[v, h]), so nothing of size
+in-edges (online softmax), fp32 accumulation for half types.  Saved for backward: the inputs and
+lse[v, h] (not the output); backward recomputes the scores and p_e = exp(s_e - lse[v, h]), so nothing of size
 E x H x D is kept (GATv2's score needs fs[u] + fd[v] per edge and feature: DGL stores it), and nothing of
 size E x H unless the caller asks for the attention (``return_attention=True``, then differentiable).
 
-The autograd skeleton is :mod:`.variant`'s (shared with the other variant).  Paths (:mod:`.gatv2_paths`):
-Triton kernels (``kernels/attention_gatv2.py``); on CPU below ``runtime.MIN_WORK`` edges or without
-numba vectorised torch, else the compiled loops of ``core/jit/attention_gatv2.py`` (a pass over the
+The autograd skeleton is :mod:`.variant`'s (shared with GAT and the dot product).  Paths (:mod:`.gatv2_paths`):
+Triton kernels (``kernels/gatv2.py``, ``kernels/gatv2_heads.py``); on CPU below ``runtime.MIN_WORK`` edges or
+without numba vectorised torch, else the compiled loops of ``core/jit/gatv2.py`` (a pass over the
 in-CSR, one over the out-CSR, no atomics).
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ def ref_gatv2_attention(in_csr, fs, fd, attn, negative_slope: float = 0.2):
     return out.index_add(0, dst, a[:, :, None] * fs[src]), a
 
 
-GATV2 = Variant("gatv2_attention", paths, scored=3, rows=0)
+GATV2 = Variant("gatv2_attention", paths, scored=(0, 1, 2), rows=0)
 
 
 @lower_precision
@@ -80,4 +80,5 @@ def gatv2_attention(views, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tenso
     ([0.0, 0.0, 2.0], [0.5, 0.5])
     """
     check_gatv2(views, fs, fd, attn, negative_slope)
-    return variant_attention(GATV2, views, negative_slope, return_attention, fs, fd, attn.reshape(fs.shape[1:]))
+    return variant_attention(GATV2, views, float(negative_slope), return_attention, fs, fd,
+                             attn.reshape(fs.shape[1:]))

@@ -1,10 +1,10 @@
-"""The three paths of the fused GATv2 attention (:mod:`.gatv2`), each with the same contract:
+"""The three paths of the fused GATv2 attention (:mod:`.gatv2`) under :mod:`.variant`'s contract:
 
 * native: vectorised torch over edges in edge-id order (small graphs; it materialises E x H x D
   tensors inside one call, as the native GAT path does);
-* compiled: the numba loops of :mod:`dgl_accel.core.jit.attention_gatv2` (one pass per CSR row);
-* triton: the kernels of ``kernels/attention_gatv2_heads.py`` (a program per row covering every
-  head) where the heads and width fit its tiles, else ``kernels/attention_gatv2.py``'s (a program per
+* compiled: the numba loops of :mod:`dgl_accel.core.jit.gatv2` (one pass per CSR row);
+* triton: the kernels of ``kernels/gatv2_heads.py`` (a program per row covering every
+  head) where the heads and width fit its tiles, else ``kernels/gatv2.py``'s (a program per
   row, head and feature block); compiled on CUDA, interpreted on CPU.
 
 Forward: (out [num_dst, H, D] in fs's dtype, lse [num_dst, H] in the accumulation dtype).  Backward
@@ -18,12 +18,10 @@ import torch
 
 from ..aggregation.scales import acc_dtype
 from ..csr import Structure
-from ..jit import attention_gatv2 as loops
+from ..jit import gatv2 as loops
 from ..launch import kernel_module, triton_kernel
-from .compiled import as_array, csr_arrays
-from .dot_paths import row_terms, scalar
-from .launchers import all_heads
-from .native import leaky, segment_softmax
+from .common import all_heads, as_array, csr_arrays, leaky, row_terms, scalar
+from .edge_softmax_paths import segment_softmax
 
 
 # ------------------------------------------------------------------ native (vectorised torch)
@@ -46,11 +44,6 @@ def forward_native(src, dst, num_dst: int, fs, fd, attn, slope: float):
     out = torch.zeros((num_dst,) + tuple(fs.shape[1:]), dtype=acc, device=fs.device)
     out.index_add_(0, dst, a[:, :, None] * fsa.index_select(0, src))
     return out.to(fs.dtype), mx + torch.log(den), a
-
-
-def attention_native(src, dst, fs, fd, attn, slope: float, lse) -> torch.Tensor:
-    acc = lse.dtype
-    return torch.exp(gatv2_scores(src, dst, fs.to(acc), fd.to(acc), attn.to(acc), slope)[1] - lse.index_select(0, dst))
 
 
 def backward_native(src, dst, fs, fd, attn, slope: float, lse, grad_out, grad_attn):
@@ -83,12 +76,6 @@ def forward_compiled(in_csr: Structure, fs, fd, attn, slope: float, want_attenti
     return torch.from_numpy(out).to(fs.dtype), torch.from_numpy(lse), a
 
 
-def attention_compiled(in_csr: Structure, fs, fd, attn, slope: float, lse) -> torch.Tensor:
-    acc = lse.dtype
-    return torch.from_numpy(loops.gatv2_attention(*csr_arrays(in_csr), as_array(fs, acc), as_array(fd, acc),
-                                                  as_array(attn, acc), slope, lse.contiguous().numpy()))
-
-
 def backward_compiled(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: float, lse, grad_out, grad_attn):
     acc = lse.dtype
     grads = loops.gatv2_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(fs, acc), as_array(fd, acc),
@@ -99,8 +86,8 @@ def backward_compiled(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope
 
 # ------------------------------------------------------------------ triton
 def _config(dim: int, kernel: str, dtype: torch.dtype):
-    """(launch options as registered in ``kernels/attention_gatv2.py``, the feature tile)."""
-    mod = kernel_module("attention_gatv2")
+    """(launch options as registered in ``kernels/gatv2.py``, the feature tile)."""
+    mod = kernel_module("gatv2")
     block_d = mod.feature_tile(dim)
     cap = mod.maxnreg(kernel, block_d, dtype == torch.float64)
     return {"BLOCK_E": mod.BLOCK_E, "BLOCK_D": block_d, "num_warps": mod.num_warps(block_d),
@@ -118,13 +105,13 @@ def forward_triton(in_csr: Structure, fs, fd, attn, slope: float):
     acc = acc_dtype(fs.dtype)
     out = torch.empty((num_dst, heads, dim), dtype=fs.dtype, device=fs.device)
     lse = torch.empty((num_dst, heads), dtype=acc, device=fs.device)
-    tile = kernel_module("attention_gatv2_heads").tiles(heads, dim)
+    tile = kernel_module("gatv2_heads").tiles(heads, dim)
     if num_dst and tile:
-        all_heads("attention_gatv2_heads", "_gatv2_heads_fwd_kernel", tile, in_csr, fs, fd, attn,
+        all_heads("gatv2_heads", "_gatv2_heads_fwd_kernel", tile, in_csr, fs, fd, attn,
                   scalar(slope, acc, fs.device), out, lse, heads, dim, fp64=acc == torch.float64)
     elif num_dst:  # heads, dim >= 1 (checks)
         cfg, block_d = _config(dim, "_gatv2_fwd_kernel", fs.dtype)
-        kernel = triton_kernel("attention_gatv2", "_gatv2_fwd_kernel", fs.device)
+        kernel = triton_kernel("gatv2", "_gatv2_fwd_kernel", fs.device)
         kernel[(num_dst, heads, -(-dim // block_d))](in_csr.indptr, in_csr.indices, fs, fd, attn,
                                                      scalar(slope, acc, fs.device), out, lse, heads, dim, **cfg)
     return out, lse
@@ -137,7 +124,7 @@ def attention_triton(in_csr: Structure, fs, fd, attn, slope: float, lse) -> torc
     a = torch.empty((in_csr.num_edges, heads), dtype=lse.dtype, device=fs.device)
     if in_csr.num_rows and in_csr.num_edges:
         cfg, _ = _config(dim, "_gatv2_attn_kernel", fs.dtype)
-        kernel = triton_kernel("attention_gatv2", "_gatv2_attn_kernel", fs.device)
+        kernel = triton_kernel("gatv2", "_gatv2_attn_kernel", fs.device)
         kernel[(in_csr.num_rows, heads)](in_csr.indptr, in_csr.indices, in_csr.eids, fs, fd, attn,
                                          scalar(slope, lse.dtype, fs.device), lse, a, heads, dim, **cfg)
     return a
@@ -157,25 +144,25 @@ def backward_triton(in_csr: Structure, out_csr: Structure, fs, fd, attn, slope: 
     grad_fs, grad_fd = torch.empty_like(fs), torch.empty_like(fd)
     grad_w = torch.empty((num_dst, heads, dim), dtype=acc, device=fs.device)  # per destination, summed below
     slope_t = scalar(slope, acc, fs.device)
-    tile = kernel_module("attention_gatv2_heads").tiles(heads, dim)
+    tile = kernel_module("gatv2_heads").tiles(heads, dim)
     if tile:  # every head of a row in one program
         args = (fs, fd, attn, slope_t, lse, c, grad_out, ga, ga_on)
         if num_dst:
-            all_heads("attention_gatv2_heads", "_gatv2_heads_bwd_dst_kernel", tile, in_csr, in_csr.eids, *args,
+            all_heads("gatv2_heads", "_gatv2_heads_bwd_dst_kernel", tile, in_csr, in_csr.eids, *args,
                       grad_fd, grad_w, heads, dim, fp64=acc == torch.float64)
         if num_src:
-            all_heads("attention_gatv2_heads", "_gatv2_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args,
+            all_heads("gatv2_heads", "_gatv2_heads_bwd_src_kernel", tile, out_csr, out_csr.eids, *args,
                       grad_fs, heads, dim, fp64=acc == torch.float64)
         return grad_fs, grad_fd, grad_w.sum(0).to(attn_dtype)
     cfg, block_d = _config(dim, "_gatv2_bwd_dst_kernel", fs.dtype)
     blocks = -(-dim // block_d)
     if num_dst:
-        kernel = triton_kernel("attention_gatv2", "_gatv2_bwd_dst_kernel", fs.device)
+        kernel = triton_kernel("gatv2", "_gatv2_bwd_dst_kernel", fs.device)
         kernel[(num_dst, heads, blocks)](in_csr.indptr, in_csr.indices, in_csr.eids, fs, fd, attn, slope_t, lse, c,
                                          grad_out, ga, ga_on, grad_fd, grad_w, heads, dim, **cfg)
     if num_src:
         cfg, _ = _config(dim, "_gatv2_bwd_src_kernel", fs.dtype)
-        kernel = triton_kernel("attention_gatv2", "_gatv2_bwd_src_kernel", fs.device)
+        kernel = triton_kernel("gatv2", "_gatv2_bwd_src_kernel", fs.device)
         kernel[(num_src, heads, blocks)](out_csr.indptr, out_csr.indices, out_csr.eids, fs, fd, attn, slope_t, lse, c,
                                          grad_out, ga, ga_on, grad_fs, heads, dim, **cfg)
     return grad_fs, grad_fd, grad_w.sum(0).to(attn_dtype)

@@ -1,25 +1,29 @@
-"""The autograd skeleton shared by the fused attention variants over CSR rows (:mod:`.dot`, :mod:`.gatv2`):
-per destination v and head h, out[v, h] = sum over v's in-edges e = (u -> v) of softmax_e(s) x[u, h], with
-the score s and the aggregated rows x the variant's own.
+"""The autograd skeleton shared by the fused attention ops over CSR rows (:mod:`.gat`, :mod:`.gatv2`,
+:mod:`.dot`): per destination v and head h, out[v, h] = sum over v's in-edges e = (u -> v) of
+w_e softmax_e(s) x[u, h], with the score s and the aggregated rows x the op's own (w_e = 1 but for
+GAT's attention dropout).
 
-A variant is a module of paths (``dot_paths.py``, ``gatv2_paths.py``) with one contract, its inputs
-in one order (the first ``scored`` of them are all the score reads) and one float parameter (the dot
-product's scale, GATv2's negative slope):
+An op is a :class:`Variant`: a module of paths (``gat_paths.py``, ``gatv2_paths.py``, ``dot_paths.py``)
+with one contract, its inputs in one order (``scored``: the positions of those the score reads) and one
+parameter (the dot product's scale, GATv2's negative slope, GAT's (negative slope, dropout) pair):
 
 * ``forward_triton(in_csr, *inputs, param)`` -> (out, lse); ``forward_compiled(in_csr, *inputs, param,
   want_attention)`` and ``forward_native(src, dst, num_dst, *inputs, param)`` -> (out, lse, attention);
-* ``attention_{triton,compiled}(in_csr, *scored, param, lse)`` and ``attention_native(src, dst, *scored,
-  param, lse)`` -> the attention [E, H] in lse's dtype;
+* ``attention_triton(in_csr, *scored, param, lse)`` -> the attention [E, H] in lse's dtype, recomputed
+  after the Triton forward (the compiled and native forwards return it themselves);
 * ``edge_scores(src, dst, *scored, param)`` -> the scores [E, H] as differentiable torch ops (the
-  composition a double backward differentiates, :mod:`.double`);
+  composition a double backward differentiates, :mod:`.double`); with ``Variant.dropout``, also
+  ``edge_weights(src, param, dtype)`` -> the weights w_e [E, H] (or None);
 * ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, grad_out, grad_attn)`` and
   ``backward_native(src, dst, ...)`` -> the inputs' gradients.  Each path sums the softmax backward's
   row term c[v, h] = sum over v's in-edges of p_e (<grad_out[v], x[u]> + grad_attn_e) itself, in the
-  accumulation dtype from the recomputed p_e (as the fused GAT's delta): taken from the output, rounded
-  to fp16/bf16, it broke the flash-attention rule for peaked softmaxes.
+  accumulation dtype from the recomputed p_e: taken from the output, rounded to fp16/bf16, it broke
+  the flash-attention rule for peaked softmaxes.
 
-Under ``create_graph=True`` the backward differentiates :func:`composed` instead (a double backward).
-Saved for backward: the inputs and lse[v, h] (not the output); backward recomputes
+:func:`forward_on` and :func:`backward_on` pick the path's functions (an op's own autograd Functions
+call them too: GAT's with the score halves inside, :mod:`.gat`); :class:`VariantAttentionFunction`
+is the plain op.  Under ``create_graph=True`` the backward differentiates :func:`composed` instead (a
+double backward).  Saved for backward: the inputs and lse[v, h] (not the output); backward recomputes
 p_e = exp(s_e - lse), so nothing of size E x H x D is kept, and nothing of size E x H unless the
 attention was asked for.
 """
@@ -32,13 +36,12 @@ import torch
 
 from .. import backend
 from ..aggregation.scales import acc_dtype
-from . import compiled
 from .checks import check_float
+from .common import edges_by_id, usable
 from .double import attention_composition, composed_grads
-from .gat import edges_by_id
 
-__all__ = ["Variant", "attention_on", "VariantAttentionFunction", "variant_attention", "check_node_features",
-           "check_dtypes"]
+__all__ = ["Variant", "forward_on", "backward_on", "VariantAttentionFunction", "variant_attention",
+           "check_node_features", "check_dtypes"]
 
 
 def check_node_features(views, *named) -> None:
@@ -63,84 +66,86 @@ def check_dtypes(first: str, x0, *named) -> None:
 @dataclass(frozen=True)
 class Variant:
     """``name``: the op as :func:`backend.record` counts it (backward: ``name + "_backward"``);
-    ``paths``: its module of paths; ``scored``: how many of the leading inputs the score reads;
-    ``rows``: which input holds the aggregated rows."""
+    ``paths``: its module of paths; ``scored``: the positions of the inputs the score reads;
+    ``rows``: which input holds the aggregated rows; ``dropout``: whether the paths weight the
+    attention after the softmax (``paths.edge_weights``)."""
     name: str
     paths: ModuleType
-    scored: int
+    scored: tuple[int, ...]
     rows: int
+    dropout: bool = False
 
 
-def composed(variant: Variant, views, param: float, *inputs):
+def composed(variant: Variant, views, param, *inputs):
     """(out, attention) of ``variant`` as a differentiable composition of torch ops (``paths.edge_scores``,
     a softmax per destination, the weighted sum): what a backward with ``create_graph=True``
     differentiates (:mod:`.double`)."""
     src, dst = edges_by_id(views)
     acc = acc_dtype(inputs[0].dtype)
-    scores = variant.paths.edge_scores(src, dst, *(t.to(acc) for t in inputs[:variant.scored]), param)
-    return attention_composition(scores, inputs[variant.rows], src, dst, views.num_dst)
+    scores = variant.paths.edge_scores(src, dst, *(inputs[i].to(acc) for i in variant.scored), param)
+    weight = variant.paths.edge_weights(src, param, acc) if variant.dropout else None
+    return attention_composition(scores, inputs[variant.rows], src, dst, views.num_dst, weight)
 
 
-def attention_on(variant: Variant, path: str, views, inputs, param: float, lse):
-    """The attention [E, H] recomputed from lse on ``path``, in lse's dtype."""
-    scored, paths = inputs[:variant.scored], variant.paths
+def forward_on(variant: Variant, views, path: str, param, want_attention: bool, inputs):
+    """(out, lse, the attention in the inputs' dtype or None) of ``variant`` on ``path`` (no autograd)."""
+    paths, attention = variant.paths, None
     if path == "triton":
-        return paths.attention_triton(views.csr("in"), *scored, param, lse)
-    if compiled.usable(views.num_edges, inputs[0]):
-        return paths.attention_compiled(views.csr("in"), *scored, param, lse)
+        out, lse = paths.forward_triton(views.csr("in"), *inputs, param)
+        if want_attention:
+            attention = paths.attention_triton(views.csr("in"), *(inputs[i] for i in variant.scored), param, lse)
+    elif usable(views.num_edges, inputs[0]):  # numba over the in-CSR, nothing of E x H x D
+        out, lse, attention = paths.forward_compiled(views.csr("in"), *inputs, param, want_attention)
+    else:
+        src, dst = edges_by_id(views)
+        out, lse, attention = paths.forward_native(src, dst, views.num_dst, *inputs, param)
+    return out, lse, (attention.to(inputs[0].dtype) if want_attention else None)
+
+
+def backward_on(variant: Variant, views, path: str, param, inputs, lse, grad_out, grad_attn) -> tuple:
+    """The gradients of ``inputs`` on ``path`` (counted as ``name_backward``); ``grad_attn`` (the
+    returned attention's gradient) may be None."""
+    backend.record(f"{variant.name}_backward", path, lse.device)
+    if grad_attn is not None:
+        grad_attn = grad_attn.to(lse.dtype)
+    paths = variant.paths
+    if path == "triton":
+        return tuple(paths.backward_triton(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
+                                           grad_attn))
+    if usable(views.num_edges, inputs[0]):
+        return tuple(paths.backward_compiled(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
+                                             grad_attn))
     src, dst = edges_by_id(views)
-    return paths.attention_native(src, dst, *scored, param, lse)
+    return tuple(paths.backward_native(src, dst, *inputs, param, lse, grad_out, grad_attn))
 
 
 class VariantAttentionFunction(torch.autograd.Function):
-    """A fused attention variant on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
+    """A fused attention op on ``path``; returns ``out`` or ``(out, attention [E, H])``."""
 
     @staticmethod
-    def forward(ctx, variant: Variant, views, path: str, param: float, want_attention: bool, *inputs):
+    def forward(ctx, variant: Variant, views, path: str, param, want_attention: bool, *inputs):
         ctx.set_materialize_grads(False)
-        paths, attention = variant.paths, None
-        if path == "triton":
-            out, lse = paths.forward_triton(views.csr("in"), *inputs, param)
-            if want_attention:
-                attention = paths.attention_triton(views.csr("in"), *inputs[:variant.scored], param, lse)
-        elif compiled.usable(views.num_edges, inputs[0]):  # numba over the in-CSR, nothing of E x H x D
-            out, lse, attention = paths.forward_compiled(views.csr("in"), *inputs, param, want_attention)
-        else:
-            src, dst = edges_by_id(views)
-            out, lse, attention = paths.forward_native(src, dst, views.num_dst, *inputs, param)
+        out, lse, attention = forward_on(variant, views, path, param, want_attention, inputs)
         ctx.variant, ctx.views, ctx.path, ctx.param = variant, views, path, param
         ctx.out_like = (out.shape, out.dtype)  # a zero grad_out when only the attention was used
         ctx.save_for_backward(*inputs, lse)
-        return (out, attention.to(inputs[0].dtype)) if want_attention else out
+        return out if attention is None else (out, attention)
 
     @staticmethod
     def backward(ctx, grad_out, *grad_attention):
         *inputs, lse = ctx.saved_tensors
-        variant, views, path, param = ctx.variant, ctx.views, ctx.path, ctx.param
+        variant, views, param = ctx.variant, ctx.views, ctx.param
         grad_attn = grad_attention[0] if grad_attention else None
         if torch.is_grad_enabled():  # create_graph=True: differentiate the composition (double backward)
             return (None,) * 5 + composed_grads(lambda *t: composed(variant, views, param, *t), inputs,
                                                 (grad_out, grad_attn))
         if grad_out is None:  # only the attention was used
             grad_out = torch.zeros(ctx.out_like[0], dtype=ctx.out_like[1], device=lse.device)
-        backend.record(f"{variant.name}_backward", path, lse.device)
-        if grad_attn is not None:
-            grad_attn = grad_attn.to(lse.dtype)
-        paths = variant.paths
-        if path == "triton":
-            grads = paths.backward_triton(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
-                                          grad_attn)
-        elif compiled.usable(views.num_edges, inputs[0]):
-            grads = paths.backward_compiled(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
-                                            grad_attn)
-        else:
-            src, dst = edges_by_id(views)
-            grads = paths.backward_native(src, dst, *inputs, param, lse, grad_out, grad_attn)
-        return (None, None, None, None, None) + tuple(grads)
+        return (None,) * 5 + backward_on(variant, views, ctx.path, param, inputs, lse, grad_out, grad_attn)
 
 
-def variant_attention(variant: Variant, views, param: float, return_attention: bool, *inputs):
-    """Pick the path for ``inputs`` (checked by the caller), count the call, apply the Function."""
-    path = backend.choose_path(*inputs)
+def variant_attention(variant: Variant, views, param, return_attention: bool, *inputs, path: str | None = None):
+    """Pick the path for ``inputs`` (checked by the caller) unless given, count the call, apply the Function."""
+    path = backend.choose_path(*inputs) if path is None else path
     backend.record(variant.name, path, inputs[0].device)
-    return VariantAttentionFunction.apply(variant, views, path, float(param), bool(return_attention), *inputs)
+    return VariantAttentionFunction.apply(variant, views, path, param, bool(return_attention), *inputs)

@@ -13,8 +13,9 @@ Modules, by job:
                     and the in-register Philox4x32-10 (``philox``) every sampling loop uses;
 * ``aggregation``   ``rows_spmm``, ``scatter_rows`` (execution paths of the aggregation ops);
 * ``extrema``       max/min aggregation with its arg, one pass per CSR row (:mod:`dgl_accel.core.extrema`);
-* ``attention``     edge softmax and the fused GAT aggregation, forward and backward (one pass per
-                    CSR row, online softmax; :mod:`dgl_accel.core.attention.compiled` calls them);
+* ``edge_softmax``  the edge softmax, forward and backward (:mod:`dgl_accel.core.attention.edge_softmax_paths`);
+* ``gat``, ``gatv2``, ``dot``  the fused attention ops, forward and backward, one pass per CSR row
+                    (their ``core/attention/<op>_paths.py`` call them); ``attention_common`` their shared pieces;
 * ``sddmm``         gsddmm's per-edge op in one pass over the edges (:mod:`dgl_accel.core.sddmm.native`);
 * ``neighbor``      uniform neighbour choice and block relabelling (family ``neighbor``);
 * ``induced``       node-induced subgraph filters (GraphSAINT subgraphs);

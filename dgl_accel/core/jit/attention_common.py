@@ -1,6 +1,7 @@
-"""Pieces shared by the compiled CPU loops of the fused attention variants over CSR rows
-(:mod:`.attention_dot`, :mod:`.attention_gatv2`; their row ranges: :mod:`.row_ranges`): the
-per-task buffers of a forward, and a destination's softmax in three passes over its scores (reset,
+"""Pieces shared by the compiled CPU loops of the attention ops over CSR rows (:mod:`.gat`,
+:mod:`.gatv2`, :mod:`.dot`, :mod:`.edge_softmax`; their row ranges: :mod:`.row_ranges`): the parallel
+task count ``CHUNKS``, the fastmath flags ``REASSOC``, :func:`max_degree`; for the variants (:mod:`.dot`,
+:mod:`.gatv2`) the per-task buffers of a forward, and a destination's softmax in three passes over its scores (reset,
 exp and sum, the weighted sum of source rows, the store of ``out[v]`` and ``lse[v] = m + log(l)``).
 
 The helpers are inlined into the loops that call them (``inline="always"``: numba's IR, compiled under
@@ -14,8 +15,20 @@ import numpy as np
 
 from .runtime import njit
 
-__all__ = ["row_dot", "grad_term", "softmax_buffers", "softmax_reset", "softmax_exp", "softmax_accumulate",
+__all__ = ["CHUNKS", "REASSOC", "max_degree", "row_dot",
+           "grad_term", "softmax_buffers", "softmax_reset", "softmax_exp", "softmax_accumulate",
            "softmax_store"]
+
+
+CHUNKS = 64  # parallel tasks per call (row ranges of about equal edge counts)
+# Sums may be reordered (and multiply-adds fused), so the D-long dot products of the backward passes
+# vectorise; no assumption about infinities or NaN (the online max starts at -inf).
+REASSOC = {"reassoc", "contract"}
+
+
+def max_degree(indptr) -> int:
+    """The longest row of a CSR (0 without rows): the size of the per-task score buffers."""
+    return int((indptr[1:] - indptr[:-1]).max()) if indptr.shape[0] > 1 else 0
 
 
 @njit(cache=True, inline="always")

@@ -4,7 +4,7 @@ weighted sum) as one fused op of dgl-accel's core, whose backward recomputes the
 of storing E x H x C messages.
 
 One feature tensor and one projection ``lin``: the whole layer's attention part is
-:func:`dgl_accel.core.attention.gat_layer.gat_layer` (``lin``'s product, the score halves from
+:func:`dgl_accel.core.attention.gat.gat_layer` (``lin``'s product, the score halves from
 ``att_src``/``att_dst``, the fused attention, and the bias when the heads are concatenated and there
 is no residual).  A pair ``(x_src, x_dst)``, or ``lin_src``/``lin_dst``: PyG's projections and score
 halves, then :func:`dgl_accel.core.attention.gat.gat_attention`.  Around it PyG's steps: the
@@ -26,8 +26,7 @@ from __future__ import annotations
 import torch
 import torch_geometric.nn as pyg_nn
 
-from ...core.attention.gat import gat_attention
-from ...core.attention.gat_layer import gat_layer
+from ...core.attention.gat import gat_attention, gat_layer
 from .attention import attention_dropout, attention_graph, attention_inputs, finish
 from .inputs import dropin, fall_back
 

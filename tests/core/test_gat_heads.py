@@ -1,9 +1,9 @@
-"""The fused GAT's all-heads kernels (``kernels/attention_heads.py``: one program per row covering
+"""The fused GAT's all-heads kernels (``kernels/gat_heads.py``: one program per row covering
 every head) under the Triton interpreter: taken for the shapes their tiles cover, and equal to the
 pure-torch reference (``core/attention/reference.py``) forward and backward, with and without
 attention dropout, in fp32 / fp64 / fp16 / bf16 (the flash-attention rule), on a hub of more than
 1,024 in-edges and rows without in-edges, with int32 and int64 ids.  (The double backward
-differentiates a torch composition, not these kernels: ``test_attention_double.py``.)"""
+differentiates a torch composition, not these kernels: ``test_double.py``.)"""
 import pytest
 import torch
 
@@ -16,7 +16,8 @@ from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_matches_reference
 
-from .test_attention import gat_inputs, star
+from .test_edge_softmax import star
+from .test_gat import gat_inputs
 
 # (heads, dim, dtype, dropout): every tile shape, every dtype, dropout on and off
 CASES = [(2, 8, torch.float16, False), (3, 20, torch.bfloat16, True), (4, 32, torch.float32, False),
@@ -32,7 +33,7 @@ def launched():
 
 
 def test_tiles_cover_every_head_and_feature_or_leave_the_row_to_the_per_head_kernels():
-    mod = kernel_module("attention_heads")
+    mod = kernel_module("gat_heads")
     for heads in range(1, 12):
         for dim in range(1, 80):
             tile = mod.tiles(heads, dim)
@@ -58,7 +59,7 @@ def _check(g, heads, dim, dtype, dropout, launched):
     launched.clear()
     with dgl_accel.use_backend("triton"):
         got = _run(g, feat, el, er, grad_out, lambda *t: gat_attention(g, *t, 0.2, **kw))
-    assert sorted(set(launched)) == sorted(kernel_module("attention_heads").KERNELS), launched
+    assert sorted(set(launched)) == sorted(kernel_module("gat_heads").KERNELS), launched
     assert all(t.dtype == dtype for t in got)
     assert_matches_reference(got, lambda *t: _run(g, *t[:3], t[3], lambda *u: ref_gat(in_csr, *u, 0.2, weight)),
                              feat, el, er, grad_out, msg=f"{heads} x {dim} {dtype} dropout={dropout}")
@@ -88,7 +89,7 @@ def test_all_heads_and_per_head_kernels_agree(degree, launched):
     g = star(degree, extra=4)
     feat, el, er = gat_inputs(g.num_src, g.num_dst, 8, 8, torch.float32, 3)
     grad_out = tst.randn((g.num_dst, 8, 8), torch.float32, 4)
-    mod = kernel_module("attention_heads")
+    mod = kernel_module("gat_heads")
     with dgl_accel.use_backend("triton"):
         fused = _run(g, feat, el, er, grad_out, lambda *t: gat_attention(g, *t, 0.2, dropout=0.3, seed=5))
         tiles, mod.tiles = mod.tiles, lambda heads, dim: None

@@ -9,8 +9,7 @@ import torch
 
 import dgl_accel
 from dgl_accel.core.attention.dot import dot_attention
-from dgl_accel.core.attention.gat import gat_attention
-from dgl_accel.core.attention.gat_layer import gat_layer
+from dgl_accel.core.attention.gat import gat_attention, gat_layer
 from dgl_accel.core.attention.gatv2 import gatv2_attention
 from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst

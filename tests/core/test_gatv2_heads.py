@@ -1,11 +1,11 @@
-"""The fused GATv2 attention's all-heads kernels (``kernels/attention_gatv2_heads.py``: one program per
+"""The fused GATv2 attention's all-heads kernels (``kernels/gatv2_heads.py``: one program per
 row covering every head) under the Triton interpreter: taken exactly for the shapes their tiles cover
 (``tiles``), and equal to the unfused reference (``ref_gatv2_attention``): output, attention and the
 gradients of fs, fd and attn under gradients of both outputs, in fp32 / fp64 / fp16 / bf16 (the
 flash-attention rule), every tile shape, a hub of more than 1,024 in-edges, rows without in-edges,
 int32 and int64 ids, negative slopes 0 and 0.2; equal to the per-head kernels on one input; fp64
 gradcheck.  (The double backward differentiates a torch composition, not these kernels:
-``test_attention_double.py``.)"""
+``test_double.py``.)"""
 import pytest
 import torch
 
@@ -16,9 +16,9 @@ from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.marks import quick_first
 
-from .test_attention_gatv2 import gatv2_inputs
+from .test_gatv2 import gatv2_inputs
 
-MODULE = "attention_gatv2_heads"
+MODULE = "gatv2_heads"
 # (heads, dim, dtype, slope): every tile shape (4 x 16, 4 x 32, 8 x 8, 8 x 16), every dtype
 CASES = [(2, 16, torch.float16, 0.2), (3, 20, torch.bfloat16, 0.2), (4, 32, torch.float32, 0.0),
          (6, 5, torch.float64, 0.2), (8, 8, torch.bfloat16, 0.2), (7, 11, torch.float32, 0.2)]

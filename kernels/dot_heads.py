@@ -1,16 +1,19 @@
-"""Fused dot-product attention with one program per row covering every head (``attention_dot.py`` has
+"""Fused dot-product attention with one program per row covering every head (``dot.py`` has
 one per row, head and feature block): for many heads of few features (DotGatConv's 4 x 16, 8 x 8),
 where a per-(row, head) program carries a [BLOCK_E, <= 16]-element tile and the grid is H times longer
 than the rows.  The maths, the saved normaliser lse[v, h], the row term c[v, h] and the two-pass
-backward are ``attention_dot.py``'s; the tiles are [BLOCK_E, BLOCK_H, BLOCK_D] (in-edges x heads x
-features, ``attention_heads.SHAPES``, BLOCK_D covering the key and the value width), so a key or value
+backward are ``dot.py``'s; the tiles are [BLOCK_E, BLOCK_H, BLOCK_D] (in-edges x heads x
+features, ``attention_common.SHAPES``, BLOCK_D covering the key and the value width), so a key or value
 row is read once per chunk for every head.  The attention itself (``return_attention``) stays
-``attention_dot._dot_attn_kernel``'s.  The reference is ``core/attention/dot.ref_dot_attention``.
+``dot._dot_attn_kernel``'s.  The reference is ``core/attention/dot.ref_dot_attention``.
 """
 import triton
 import triton.language as tl
 
-from .attention_common import (
+# the tiles, their rule and launch width, shared by every all-heads module (``tiles`` looked up here: patchable)
+from .attention_common import (  # noqa: F401
+    BLOCK_E,
+    SHAPES,
     edge_chunk,
     edge_ids,
     edges_heads,
@@ -22,10 +25,9 @@ from .attention_common import (
     heads_softmax_step,
     heads_softmax_store,
     node_heads,
+    num_warps,
+    tiles,
 )
-
-# the tiles, their rule and launch width are the GAT all-heads kernels' (``tiles`` looked up here: patchable)
-from .attention_heads import BLOCK_E, SHAPES, num_warps, tiles  # noqa: F401
 from .registry import Specialisation
 
 
@@ -147,7 +149,7 @@ def _spec(kernel: str, t: str, idx: str, bh: int, bd: int) -> Specialisation:
              "key_dim": "i32", "val_dim": "i32"}
     sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
     sig.update(BLOCK_E="constexpr", BLOCK_H="constexpr", BLOCK_D="constexpr")
-    return Specialisation("attention_dot_heads", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_H": bh, "BLOCK_D": bd},
+    return Specialisation("dot_heads", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_H": bh, "BLOCK_D": bd},
                           num_warps=num_warps(bh, bd), maxnreg=maxnreg(kernel, t == "fp64", bh, bd))
 
 

@@ -1,12 +1,8 @@
-"""Attention over CSR rows: edge softmax (forward, backward) and the fused GAT aggregation
-(forward, and the two backward kernels that recompute the attention from saved normalisers).
+"""Fused GAT aggregation over CSR rows: the forward, and the two backward kernels that recompute the
+attention from saved normalisers (one program per row, head and feature block; ``gat_heads.py`` has
+one per row covering every head).
 
-Edge softmax: a program owns one row (a normalisation group: a destination for DGL's default
-``norm_by='dst'``) and a block of BLOCK_H heads.  Pass 1 walks the row's entries in chunks of
-BLOCK_E with an online max/sum (running max m, sum l rescaled by exp(m_old - m_new)); pass 2 writes
-exp(x - m) / l.  Scores live in edge-id order: entry k of the row is edge ``eids[k]``.
-
-Fused GAT: a program owns one destination v, one head h and a block of BLOCK_D features; it walks
+A forward program owns one destination v, one head h and a block of BLOCK_D features; it walks
 v's in-edges once with FlashAttention's online softmax (running max, running sum, rescaled
 accumulator) over s_e = leaky_relu(el[u, h] + er[v, h]) and stores out[v, h, :] and, from the first
 feature block, lse[v, h] = m + log(l).  Backward recomputes p_e = exp(s_e - lse[v, h]) and g_e =
@@ -28,67 +24,8 @@ from .registry import Specialisation
 
 
 @triton.jit
-def _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E: tl.constexpr):
-    """(offsets [BLOCK_E, BLOCK_H] of the chunk's entries k0.. (edge-id order) x heads h, their mask)."""
-    k = k0 + tl.arange(0, BLOCK_E)
-    e_mask = k < end
-    eid = tl.load(eids_ptr + k, mask=e_mask, other=0).to(tl.int64)
-    return eid[:, None] * num_heads + h[None, :], e_mask[:, None] & h_mask[None, :]
-
-
-@triton.jit
 def leaky_relu(x, slope):
     return tl.where(x > 0, x, x * slope)
-
-
-@triton.jit
-def _edge_softmax_fwd_kernel(indptr_ptr, eids_ptr, score_ptr, out_ptr, num_heads,
-                             BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
-    acc_dtype = tl.float64 if score_ptr.dtype.element_ty == tl.float64 else tl.float32
-    r = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    h_mask = h < num_heads
-    start = tl.load(indptr_ptr + r)
-    end = tl.load(indptr_ptr + r + 1)
-    m = tl.full((BLOCK_H,), float("-inf"), acc_dtype)
-    denom = tl.zeros((BLOCK_H,), acc_dtype)
-    for k0 in range(start, end, BLOCK_E):
-        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
-        x = tl.load(score_ptr + offs, mask=m2, other=float("-inf")).to(acc_dtype)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new).to(acc_dtype)  # heads past num_heads
-        denom = denom * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
-        m = m_new
-    m_safe = tl.where(m == float("-inf"), 0.0, m).to(acc_dtype)
-    inv = 1.0 / tl.where(denom > 0, denom, 1.0)  # heads past num_heads and empty rows: no entries
-    for k0 in range(start, end, BLOCK_E):
-        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
-        x = tl.load(score_ptr + offs, mask=m2, other=float("-inf")).to(acc_dtype)
-        y = tl.exp(x - m_safe[None, :]) * inv[None, :]
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m2)
-
-
-@triton.jit
-def _edge_softmax_bwd_kernel(indptr_ptr, eids_ptr, out_ptr, grad_ptr, grad_score_ptr, num_heads,
-                             BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr):
-    """grad_score = a * (grad - sum over the row of a * grad), per head."""
-    acc_dtype = tl.float64 if out_ptr.dtype.element_ty == tl.float64 else tl.float32
-    r = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    h_mask = h < num_heads
-    start = tl.load(indptr_ptr + r)
-    end = tl.load(indptr_ptr + r + 1)
-    total = tl.zeros((BLOCK_H,), acc_dtype)
-    for k0 in range(start, end, BLOCK_E):
-        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
-        a = tl.load(out_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
-        g = tl.load(grad_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
-        total += tl.sum(a * g, axis=0)
-    for k0 in range(start, end, BLOCK_E):
-        offs, m2 = _chunk(eids_ptr, k0, end, h, h_mask, num_heads, BLOCK_E)
-        a = tl.load(out_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
-        g = tl.load(grad_ptr + offs, mask=m2, other=0.0).to(acc_dtype)
-        tl.store(grad_score_ptr + offs, (a * (g - total[None, :])).to(grad_score_ptr.dtype.element_ty), mask=m2)
 
 
 @triton.jit
@@ -261,30 +198,23 @@ def _gat_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_ptr, er_
 
 
 # ------------------------------------------------------------------ launch configuration
-# Edge softmax: (BLOCK_E, BLOCK_H) per program; one head per program when H == 1, else 8 heads.
-SOFTMAX_TILES = ((64, 1), (32, 8))
-# Fused GAT: BLOCK_E in-edges per step, BLOCK_D features per program (D > BLOCK_D: more programs).
-GAT_BLOCK_E = 32
-GAT_FEATURE_TILES = (16, 64)
-NUM_WARPS = 2  # edge softmax
+# BLOCK_E in-edges per step, BLOCK_D features per program (D > BLOCK_D: more programs).
+BLOCK_E = 32
+FEATURE_TILES = (16, 64)
 
 
-def softmax_tile(num_heads: int) -> tuple[int, int]:
-    return SOFTMAX_TILES[0] if num_heads == 1 else SOFTMAX_TILES[1]
+def feature_tile(head_dim: int) -> int:
+    return FEATURE_TILES[0] if head_dim <= FEATURE_TILES[0] else FEATURE_TILES[1]
 
 
-def gat_feature_tile(head_dim: int) -> int:
-    return GAT_FEATURE_TILES[0] if head_dim <= GAT_FEATURE_TILES[0] else GAT_FEATURE_TILES[1]
-
-
-def gat_num_warps(block_d: int) -> int:
+def num_warps(block_d: int) -> int:
     """About 256 tile elements per warp (as in gspmm_grouped), at least 4 warps: in the AOT table
     32 x 64 tiles on 2 warps spilled in the backward kernels (255 registers), and one 32 x 16
     variant on 2 warps spilled 24 bytes on sm_90."""
-    return max(4, min(8, GAT_BLOCK_E * block_d // 256))
+    return max(4, min(8, BLOCK_E * block_d // 256))
 
 
-def gat_maxnreg(kernel: str, block_d: int, dropout: bool) -> int | None:
+def maxnreg(kernel: str, block_d: int, dropout: bool) -> int | None:
     """Register cap: 168 for the source-side backward with dropout on the 64-feature tile (8 warps;
     triton 3.6's ptxas stopped at its 128-register target and spilled 16-32 bytes on sm_80 and
     sm_90; at 168 none, one 256-thread block per SM instead of two); None elsewhere."""
@@ -294,22 +224,11 @@ def gat_maxnreg(kernel: str, block_d: int, dropout: bool) -> int | None:
 # ------------------------------------------------------------------ AOT specialisations
 _DT = ("fp32", "fp16", "bf16", "fp64")
 _IDX = ("i32", "i64")
+KERNELS = ("_gat_fwd_kernel", "_gat_bwd_dst_kernel", "_gat_bwd_src_kernel")
 
 
-def _acc(t: str) -> str:
-    return "fp64" if t == "fp64" else "fp32"
-
-
-def _softmax(kernel: str, t: str, idx: str, block_e: int, block_h: int) -> Specialisation:
-    ptrs = ("score_ptr", "out_ptr") if kernel == "_edge_softmax_fwd_kernel" else \
-        ("out_ptr", "grad_ptr", "grad_score_ptr")
-    sig = {"indptr_ptr": "*i64", "eids_ptr": f"*{idx}", **{p: f"*{t}" for p in ptrs}, "num_heads": "i32",
-           "BLOCK_E": "constexpr", "BLOCK_H": "constexpr"}
-    return Specialisation("attention", kernel, sig, {"BLOCK_E": block_e, "BLOCK_H": block_h}, num_warps=NUM_WARPS)
-
-
-def _gat(kernel: str, t: str, idx: str, block_d: int, dropout: bool) -> Specialisation:
-    acc = _acc(t)
+def _spec(kernel: str, t: str, idx: str, block_d: int, dropout: bool) -> Specialisation:
+    acc = "fp64" if t == "fp64" else "fp32"
     types = {"indptr_ptr": "*i64", "indices_ptr": f"*{idx}", "eids_ptr": f"*{idx}", "feat_ptr": f"*{t}",
              "el_ptr": f"*{t}", "er_ptr": f"*{t}", "params_ptr": f"*{acc}", "rng_ptr": "*i64", "out_ptr": f"*{t}",
              "lse_ptr": f"*{acc}", "grad_out_ptr": f"*{t}", "delta_ptr": f"*{acc}", "grad_er_ptr": f"*{acc}",
@@ -321,14 +240,10 @@ def _gat(kernel: str, t: str, idx: str, block_d: int, dropout: bool) -> Speciali
         "_gat_bwd_dst_kernel": ("lse_ptr", "grad_out_ptr", "delta_ptr", "grad_er_ptr"),
         "_gat_bwd_src_kernel": ("lse_ptr", "grad_out_ptr", "delta_ptr", "grad_feat_ptr", "grad_el_ptr"),
     }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_D", "DROPOUT")
-    return Specialisation("attention", kernel, {a: types[a] for a in args},
-                          {"BLOCK_E": GAT_BLOCK_E, "BLOCK_D": block_d, "DROPOUT": dropout},
-                          num_warps=gat_num_warps(block_d), maxnreg=gat_maxnreg(kernel, block_d, dropout))
+    return Specialisation("gat", kernel, {a: types[a] for a in args},
+                          {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d, "DROPOUT": dropout},
+                          num_warps=num_warps(block_d), maxnreg=maxnreg(kernel, block_d, dropout))
 
 
-SPECIALISATIONS = (
-    [_softmax(k, t, idx, be, bh) for k in ("_edge_softmax_fwd_kernel", "_edge_softmax_bwd_kernel")
-     for t in _DT for idx in _IDX for be, bh in SOFTMAX_TILES]
-    + [_gat(k, t, idx, bd, drop) for k in ("_gat_fwd_kernel", "_gat_bwd_dst_kernel", "_gat_bwd_src_kernel")
-       for t in _DT for idx in _IDX for bd in GAT_FEATURE_TILES for drop in (False, True)]
-)
+SPECIALISATIONS = [_spec(k, t, idx, bd, drop) for k in KERNELS for t in _DT for idx in _IDX for bd in FEATURE_TILES
+                   for drop in (False, True)]

@@ -235,7 +235,7 @@ def _spec(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
              "a_ptr": f"*{acc}", "ga_on": "i32", "num_heads": "i32", "head_dim": "i32"}
     sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
     sig.update(BLOCK_E="constexpr", BLOCK_D="constexpr")
-    return Specialisation("attention_gatv2", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
+    return Specialisation("gatv2", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
                           num_warps=num_warps(block_d), maxnreg=maxnreg(kernel, block_d, t == "fp64"))
 
 

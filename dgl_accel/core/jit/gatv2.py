@@ -21,9 +21,11 @@ import math
 
 import numpy as np
 
-from .attention import CHUNKS, REASSOC, max_degree
 from .attention_common import (
+    CHUNKS,
+    REASSOC,
     grad_term,
+    max_degree,
     softmax_accumulate,
     softmax_buffers,
     softmax_exp,

@@ -1,7 +1,7 @@
 """The fused dot-product attention of the core (``dgl_accel.core.attention.dot``) on plain tensors,
 without DGL, against the pure-torch reference (edge softmax of scaled dot products, then the weighted
 sum), forward, attention and backward, on three paths: the vectorised torch code, the compiled numba
-loops (work threshold lowered) and the kernels of ``kernels/attention_dot.py`` under the Triton
+loops (work threshold lowered) and the kernels of ``kernels/dot.py`` under the Triton
 interpreter; multi-head, key and value sizes apart, empty rows and graphs, rows longer than a kernel
 chunk, int32/int64 ids, fp32/fp64/fp16/bf16 (the flash-attention rule), fp64 gradcheck, what backward
 saves, and bad input."""

@@ -2,7 +2,7 @@
 DGL, against the pure-torch reference (edge softmax of attn . leaky_relu(fs[u] + fd[v]), then the
 weighted sum of fs), forward, attention and backward (fs, fd and the attention vector), on three paths:
 the vectorised torch code, the compiled numba loops (work threshold lowered) and the kernels of
-``kernels/attention_gatv2.py`` under the Triton interpreter; multi-head, empty rows and graphs, rows
+``kernels/gatv2.py`` under the Triton interpreter; multi-head, empty rows and graphs, rows
 longer than a kernel chunk, int32/int64 ids, fp32/fp64/fp16/bf16 (the flash-attention rule), fp64
 gradcheck, what backward saves, and bad input."""
 from unittest import mock

@@ -171,7 +171,7 @@ def _spec(kernel: str, t: str, idx: str, block_d: int) -> Specialisation:
              "num_heads": "i32", "key_dim": "i32", "val_dim": "i32"}
     sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
     sig.update(BLOCK_E="constexpr", BLOCK_D="constexpr")
-    return Specialisation("attention_dot", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
+    return Specialisation("dot", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_D": block_d},
                           num_warps=num_warps(block_d, kernel, t == "fp64"))
 
 

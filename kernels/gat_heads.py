@@ -1,16 +1,18 @@
-"""Fused GAT with one program per row covering every head (``kernels/attention.py`` has one per
+"""Fused GAT with one program per row covering every head (``gat.py`` has one per
 row and head): for many heads of few features (8 x 8, 4 x 16, 4 x 32), where a program per
 (row, head) carries a [BLOCK_E, <= 16]-element tile and the grid is H times longer than the rows.
-The maths, the saved normaliser lse[v, h] and the dropout mask are ``attention.py``'s, the tiles
+The maths, the saved normaliser lse[v, h] and the dropout mask are ``gat.py``'s, the tiles
 [BLOCK_E, BLOCK_H, BLOCK_D] (in-edges x heads x features), so a head's softmax state is a row of
 [BLOCK_H] vectors and its accumulator a row of [BLOCK_H, BLOCK_D].  Taken when the heads and the
-head width fit one tile (``fits``); the reference is ``core/attention/reference.py`` as for the
+head width fit one tile (``tiles``); the reference is ``core/attention/reference.py`` as for the
 per-head kernels.
 """
 import triton
 import triton.language as tl
 
-from .attention import dropout_keep, leaky_relu
+# the tiles, their rule and launch width, shared by every all-heads module (``tiles`` looked up here: patchable)
+from .attention_common import BLOCK_E, SHAPES, num_warps, tiles  # noqa: F401
+from .gat import dropout_keep, leaky_relu
 from .registry import Specialisation
 
 
@@ -19,7 +21,7 @@ def _row_start(indptr_ptr, el_ptr, params_ptr, rng_ptr, num_heads, head_dim, BLO
                BLOCK_D: tl.constexpr, DROPOUT: tl.constexpr):
     """What every kernel here reads first for its row r = program 0: (r, heads, their mask, [H, D]
     offsets and mask, the row's CSR range, the slope, the dropout scale, threshold and the heads'
-    keys as uint32 (``attention._rng`` for a vector of heads; unread without dropout)), the floats
+    keys as uint32 (``gat._rng`` for a vector of heads; unread without dropout)), the floats
     in the accumulation dtype of ``el_ptr``'s."""
     acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
     r = tl.program_id(0).to(tl.int64)
@@ -74,7 +76,7 @@ def _gat_heads_bwd_dst_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
                               lse_ptr, grad_out_ptr, delta_ptr, grad_er_ptr, num_heads, head_dim,
                               BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
                               DROPOUT: tl.constexpr):
-    """``attention._gat_bwd_dst_kernel`` for every head of destination v at once."""
+    """``gat._gat_bwd_dst_kernel`` for every head of destination v at once."""
     acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
     v, h, h_mask, hd, hd_mask, start, end, slope, scale, thr, key = _row_start(
         indptr_ptr, el_ptr, params_ptr, rng_ptr, num_heads, head_dim, BLOCK_H, BLOCK_D, DROPOUT)
@@ -111,7 +113,7 @@ def _gat_heads_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
                               lse_ptr, grad_out_ptr, delta_ptr, grad_feat_ptr, grad_el_ptr, num_heads, head_dim,
                               BLOCK_E: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
                               DROPOUT: tl.constexpr):
-    """``attention._gat_bwd_src_kernel`` for every head of source u at once (out-CSR rows): the
+    """``gat._gat_bwd_src_kernel`` for every head of source u at once (out-CSR rows): the
     whole [H, D] row of u in one tile, so no feature blocks."""
     acc_dtype = tl.float64 if el_ptr.dtype.element_ty == tl.float64 else tl.float32
     u, h, h_mask, hd, hd_mask, start, end, slope, scale, thr, key = _row_start(
@@ -145,31 +147,12 @@ def _gat_heads_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, feat_ptr, el_pt
 
 
 # ------------------------------------------------------------------ launch configuration
-BLOCK_E = 16
-# (BLOCK_H, BLOCK_D) of one program's [heads, features] row, at most 128 entries: 2-4 heads of up to
-# 16 or 32 features, 5-8 heads of up to 8 or 16 (the GAT paper's 8 x 8 among them)
-SHAPES = ((4, 16), (4, 32), (8, 8), (8, 16))
-
-
-def tiles(num_heads: int, head_dim: int) -> tuple[int, int] | None:
-    """The smallest of ``SHAPES`` covering every head and feature in one program, or None: one
-    head (the per-head kernels are that case) or a row too wide for a tile."""
-    if num_heads < 2:
-        return None
-    return next(((bh, bd) for bh, bd in SHAPES if bh >= num_heads and bd >= head_dim), None)
-
-
-def num_warps(block_h: int, block_d: int) -> int:
-    """About 256 tile elements per warp over the [BLOCK_E, BLOCK_H, BLOCK_D] tile, 2 to 8."""
-    return max(2, min(8, BLOCK_E * block_h * block_d // 256))
-
-
 def maxnreg(kernel: str, fp64: bool, block_h: int, block_d: int) -> int:
     """Register cap: without one, ptxas stopped at 64-128 registers and spilled 8-32 bytes in 43 of
     384 (kernel, target) pairs on triton 3.5.1; at 128 it takes 87-125 and spills none, except fp64
     on the 128-entry tiles (16-160 bytes), which get 232 (at 168 and 200 triton 3.6 still spilled 8
     bytes in one of them; fp64 is the reference dtype, not a training one).  The same for all three
-    kernels: ``kernel`` keeps the all-heads modules' one signature (``launchers.all_heads``)."""
+    kernels: ``kernel`` keeps the all-heads modules' one signature (``core/attention/common.py``'s ``all_heads``)."""
     return 232 if fp64 and block_h * block_d >= 128 else 128
 
 
@@ -191,7 +174,7 @@ def _spec(kernel: str, t: str, idx: str, bh: int, bd: int, dropout: bool) -> Spe
         "_gat_heads_bwd_dst_kernel": ("lse_ptr", "grad_out_ptr", "delta_ptr", "grad_er_ptr"),
         "_gat_heads_bwd_src_kernel": ("lse_ptr", "grad_out_ptr", "delta_ptr", "grad_feat_ptr", "grad_el_ptr"),
     }[kernel] + ("num_heads", "head_dim", "BLOCK_E", "BLOCK_H", "BLOCK_D", "DROPOUT")
-    return Specialisation("attention_heads", kernel, {a: types[a] for a in args},
+    return Specialisation("gat_heads", kernel, {a: types[a] for a in args},
                           {"BLOCK_E": BLOCK_E, "BLOCK_H": bh, "BLOCK_D": bd, "DROPOUT": dropout},
                           num_warps=num_warps(bh, bd), maxnreg=maxnreg(kernel, t == "fp64", bh, bd))
 

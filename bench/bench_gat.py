@@ -4,11 +4,9 @@
 
 * (a) GATConv forward + backward, in 128 -> 4 heads x 32: ``dgl.nn.GATConv`` against the same
   computation as dgl_accel.nn.GATConv runs it on the same module's parameters
-  (:func:`dgl_accel.core.attention.gat_layer.gat_layer`: fc, the attention with the score halves
+  (:func:`dgl_accel.core.attention.gat.gat_layer`: fc, the attention with the score halves
   from attn_l / attn_r, and the bias in one op); bar: >= 1.5x DGL, geomean over graphs;
-* (b) edge_softmax forward + backward on [E, 4] scores: ``dgl.nn.functional.edge_softmax`` against
-  :func:`dgl_accel.core.attention.edge_softmax.edge_softmax` on the in-CSR; bar: >= 1.5x DGL;
-* (c) peak memory of one GATConv training step (forward + backward), both providers.  Method: a
+* (b) peak memory of one GATConv training step (forward + backward), both providers.  Method: a
   fresh subprocess per (graph, provider) with glibc's ``MALLOC_MMAP_THRESHOLD_=65536`` (every block of
   64 KiB or more, so every sizeable tensor, is its own mapping, unmapped when freed, so resident
   memory follows live memory), one untimed warm-up step (numba loads its cache, DGL builds its
@@ -16,10 +14,11 @@
   step runs: peak = VmHWM after it - VmRSS before it (everything the step allocated: torch, DGL's C++
   kernels, numba's loops alike).  tracemalloc would not see torch's allocations.
 
-Providers run interleaved repeat by repeat (bench/harness.py); rows go to bench/results/attention.jsonl
-(and .csv), a bar chart of the timings to bench/results/attention.png.
+Providers run interleaved repeat by repeat (bench/harness.py); rows go to bench/results/gat.jsonl
+(and .csv), a bar chart of the timings to bench/results/gat.png.  The edge softmax alone:
+``bench/bench_edge_softmax.py``.
 
-Usage: DGL_ACCEL_DATASETS=... DGLBACKEND=pytorch python bench/bench_attention.py [--quick] [--graphs a,b]
+Usage: DGL_ACCEL_DATASETS=... DGLBACKEND=pytorch python bench/bench_gat.py [--quick] [--graphs a,b]
 """
 from __future__ import annotations
 
@@ -36,12 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench
 
 import dgl  # noqa: E402  (the DGL adapter layer: the bench compares against DGL itself)
 import torch  # noqa: E402
-from dgl.nn.functional import edge_softmax as dgl_edge_softmax  # noqa: E402
 
 from bench.harness import RESULTS_DIR, interleaved, print_table, record  # noqa: E402
 from dgl_accel import data  # noqa: E402
-from dgl_accel.core.attention.edge_softmax import edge_softmax  # noqa: E402
-from dgl_accel.core.attention.gat_layer import gat_layer  # noqa: E402
+from dgl_accel.core.attention.gat import gat_layer  # noqa: E402
 from dgl_accel.graph.views import DGLGraphViews  # noqa: E402
 
 GRAPHS = ("snap_soc-Slashdot0902", "hetero_tolokers", "fb100_Cornell5")
@@ -76,24 +73,6 @@ def gat_setup(g, seed: int = 0):
     with torch.no_grad():  # a sanity check that both compute one thing
         diff = float((ours_forward() - conv(g, x)).abs().max())
     return {"dgl": step(lambda: conv(g, x)), "dgl_accel": step(ours_forward)}, diff
-
-
-def softmax_setup(g, seed: int = 1):
-    torch.manual_seed(seed)
-    score = torch.randn(g.num_edges(), HEADS, requires_grad=True)
-    grad = torch.randn(g.num_edges(), HEADS)
-    rows = DGLGraphViews(g).csr("in")
-
-    def step(fn):
-        def run():
-            score.grad = None
-            fn().backward(grad)
-        return run
-
-    fns = {"dgl": step(lambda: dgl_edge_softmax(g, score)), "dgl_accel": step(lambda: edge_softmax(rows, score))}
-    with torch.no_grad():
-        diff = float((dgl_edge_softmax(g, score) - edge_softmax(rows, score)).abs().max())
-    return fns, diff
 
 
 def _status(field: str) -> int:
@@ -133,8 +112,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--no-memory", action="store_true", help="skip (c), the peak-memory subprocesses")
-    ap.add_argument("--no-timing", action="store_true", help="skip (a) and (b), the timings: memory only")
+    ap.add_argument("--no-memory", action="store_true", help="skip (b), the peak-memory subprocesses")
+    ap.add_argument("--no-timing", action="store_true", help="skip (a), the timings: memory only")
     ap.add_argument("--memory-child", nargs=2, metavar=("GRAPH", "PROVIDER"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
@@ -144,21 +123,19 @@ def main(argv=None) -> int:
         print("no shared datasets here (DGL_ACCEL_DATASETS): nothing to compare on", file=sys.stderr)
         return 0
     warmup = 1 if args.quick else 2
-    repeats = {"GATConv fwd+bwd": 2 if args.quick else 5, "edge_softmax fwd+bwd": 5 if args.quick else 15}
-    rows, speedups = [], {"gatconv": {}, "edge_softmax": {}}
+    repeat = 2 if args.quick else 5
+    rows, speedups = [], {}
     for name in args.graphs.split(","):
         g = load_graph(name)
         facts = {"graph": name, "num_nodes": g.num_nodes(), "num_edges": g.num_edges(), "heads": HEADS, "dim": DIM,
                  "loadavg_1min": os.getloadavg()[0]}  # the machine may be shared: say how busy it was
-        cases = () if args.no_timing else (("GATConv fwd+bwd", gat_setup), ("edge_softmax fwd+bwd", softmax_setup))
-        for case, setup in cases:
-            step_fns, diff = setup(g)
-            times = interleaved(step_fns, warmup=warmup, repeat=repeats[case])
+        if not args.no_timing:
+            step_fns, diff = gat_setup(g)
+            times = interleaved(step_fns, warmup=warmup, repeat=repeat)
             for provider in PROVIDERS:
-                rows.append({"case": f"{name} {case}", "provider": provider, **times[provider], **facts,
+                rows.append({"case": f"{name} GATConv fwd+bwd", "provider": provider, **times[provider], **facts,
                              "max_abs_diff": diff})
-            key = "gatconv" if case.startswith("GAT") else "edge_softmax"
-            speedups[key][name] = times["dgl"]["median"] / times["dgl_accel"]["median"]
+            speedups[name] = times["dgl"]["median"] / times["dgl_accel"]["median"]
             del step_fns
         if not args.no_memory:
             for provider in PROVIDERS:
@@ -167,12 +144,11 @@ def main(argv=None) -> int:
                              "min": m["seconds"], "max": m["seconds"], "repeat": 1, **facts,
                              "peak_step_mib": m["peak_step_bytes"] / 2**20, "rss_before_mib": m["rss_before"] / 2**20})
     print_table(rows, columns=["max_abs_diff", "peak_step_mib"])
-    record("attention", rows)
+    record("gat", rows)
     print("\nspeedup = DGL median / ours (ours/DGL time in brackets); bar: >= 1.5x, geomean over graphs")
-    for key, per_graph in speedups.items():
-        for name, s in per_graph.items():
-            print(f"  {key:13s} {name}: {s:.2f}x  ({1 / s:.3f})")
-        print(f"  {key:13s} geomean: {geomean(per_graph.values()):.2f}x")
+    for name, s in speedups.items():
+        print(f"  gatconv {name}: {s:.2f}x  ({1 / s:.3f})")
+    print(f"  gatconv geomean: {geomean(speedups.values()):.2f}x")
     mem = {(r["graph"], r["provider"]): r["peak_step_mib"] for r in rows if "peak_step_mib" in r}
     for name in dict.fromkeys(n for n, _ in mem):
         print(f"  peak memory of one GATConv step on {name}: DGL {mem[(name, 'dgl')]:.0f} MiB, "
@@ -185,7 +161,7 @@ def main(argv=None) -> int:
         from bench.plot import plot
     except ImportError:
         return 0
-    plot(timing_rows, RESULTS_DIR / "attention.png",
+    plot(timing_rows, RESULTS_DIR / "gat.png",
          "GAT attention on CPU: dgl vs dgl_accel (fwd+bwd)")
     return 0
 

@@ -12,12 +12,12 @@ import torch
 
 import dgl_accel
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.attention import compiled, launchers
+from dgl_accel.core.attention import gat_paths
 from dgl_accel.core.attention.dropout import AttentionDropout, edge_bits, fmix32, fmix32_tensor, make_dropout
 from dgl_accel.core.attention.gat import gat_attention
 from dgl_accel.core.attention.reference import ref_edge_softmax, ref_gat
 from dgl_accel.core.csr import Structure
-from dgl_accel.core.jit import attention as loops
+from dgl_accel.core.jit import gat as loops
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.cpu_loops import forced_jit
@@ -101,10 +101,10 @@ def test_kernel_and_loop_forward_masks_are_the_reference(dtype, eids):
     el = tst.randn((eids.numel(), 3), dtype, 4)
     er = tst.randn((eids.numel(), 3), dtype, 5)
     want = drop.mask(eids).to(dtype) * drop.scale
-    out, lse = launchers.gat_forward(rows, feat, el, er, 0.2, drop)  # the Triton kernel, interpreted
+    out, lse = gat_paths.forward_triton(rows, feat, el, er, (0.2, drop))  # the Triton kernel, interpreted
     assert torch.equal(out[:, :, 0], want)
     if runtime.enabled():  # the numba loops (no attention asked: it is indexed by edge id)
-        out, _, _ = compiled.gat_forward(rows, feat, el, er, 0.2, False, drop)
+        out, _, _ = gat_paths.forward_compiled(rows, feat, el, er, (0.2, drop), False)
         assert torch.equal(out[:, :, 0], want)
 
 

@@ -1,11 +1,11 @@
-"""The fused dot-product attention's all-heads kernels (``kernels/attention_dot_heads.py``: one program
+"""The fused dot-product attention's all-heads kernels (``kernels/dot_heads.py``: one program
 per row covering every head) under the Triton interpreter: taken exactly for the shapes their tiles
 cover (``tiles``), and equal to the unfused reference (``ref_dot_attention``): output, attention and
 the gradients of q, k and val under gradients of both outputs, in fp32 / fp64 / fp16 / bf16 (the
 flash-attention rule), every tile shape, key and value widths apart, a hub of more than 1,024
 in-edges, rows without in-edges, int32 and int64 ids; equal to the per-head kernels on one input;
 fp64 gradcheck.  (The double backward differentiates a torch composition, not these kernels:
-``test_attention_double.py``.)"""
+``test_double.py``.)"""
 import pytest
 import torch
 
@@ -16,9 +16,9 @@ from dgl_accel.testing import attention_variants as av
 from dgl_accel.testing import tensors as tst
 from dgl_accel.testing.marks import quick_first
 
-from .test_attention_dot import dot_inputs
+from .test_dot import dot_inputs
 
-MODULE = "attention_dot_heads"
+MODULE = "dot_heads"
 # (heads, key dim, value dim, dtype): every tile shape (4 x 16, 4 x 32, 8 x 8, 8 x 16), every dtype
 CASES = [(2, 3, 16, torch.float16), (3, 20, 9, torch.bfloat16), (4, 32, 32, torch.float32),
          (6, 5, 7, torch.float64), (8, 8, 8, torch.bfloat16), (7, 16, 11, torch.float32)]

@@ -1,16 +1,19 @@
-"""Fused GATv2 attention with one program per row covering every head (``attention_gatv2.py`` has one
+"""Fused GATv2 attention with one program per row covering every head (``gatv2.py`` has one
 per row, head and feature block): for many heads of few features (GATv2Conv's 4 x 16, 8 x 8), where a
 per-(row, head) program carries a [BLOCK_E, <= 16]-element tile and the grid is H times longer than
 the rows.  The maths, the saved normaliser lse[v, h], the row term c[v, h] and the two-pass backward
-are ``attention_gatv2.py``'s; the tiles are [BLOCK_E, BLOCK_H, BLOCK_D] (in-edges x heads x features,
-``attention_heads.SHAPES``), and a source row fs[u] is read once per chunk for the score and the sum
-alike.  The attention itself (``return_attention``) stays ``attention_gatv2._gatv2_attn_kernel``'s.
+are ``gatv2.py``'s; the tiles are [BLOCK_E, BLOCK_H, BLOCK_D] (in-edges x heads x features,
+``attention_common.SHAPES``), and a source row fs[u] is read once per chunk for the score and the sum
+alike.  The attention itself (``return_attention``) stays ``gatv2._gatv2_attn_kernel``'s.
 The reference is ``core/attention/gatv2.ref_gatv2_attention``.
 """
 import triton
 import triton.language as tl
 
-from .attention_common import (
+# the tiles, their rule and launch width, shared by every all-heads module (``tiles`` looked up here: patchable)
+from .attention_common import (  # noqa: F401
+    BLOCK_E,
+    SHAPES,
     edge_chunk,
     edge_ids,
     edges_heads,
@@ -22,10 +25,9 @@ from .attention_common import (
     heads_softmax_step,
     heads_softmax_store,
     node_heads,
+    num_warps,
+    tiles,
 )
-
-# the tiles, their rule and launch width are the GAT all-heads kernels' (``tiles`` looked up here: patchable)
-from .attention_heads import BLOCK_E, SHAPES, num_warps, tiles  # noqa: F401
 from .registry import Specialisation
 
 
@@ -121,7 +123,7 @@ def _gatv2_heads_bwd_src_kernel(indptr_ptr, indices_ptr, eids_ptr, fs_ptr, fd_pt
 # ------------------------------------------------------------------ launch configuration
 def maxnreg(kernel: str, fp64: bool, block_h: int, block_d: int) -> int | None:
     """Register cap: fp64 (the reference dtype, not a training one) takes the whole register file,
-    255 (``attention_dot_heads.maxnreg``); the backward kernels 168: at ptxas's own target the
+    255 (``dot_heads.maxnreg``); the backward kernels 168: at ptxas's own target the
     destination pass on the 8 x 8 tile stopped at 96 registers and spilled 12 bytes (sm_80, 3.5.1
     and 3.6), the source pass on 8 x 16 at 128 and spilled 16 (sm_90, 3.5.1).  None (ptxas's
     default) for the forward."""
@@ -153,7 +155,7 @@ def _spec(kernel: str, t: str, idx: str, bh: int, bd: int) -> Specialisation:
              "ga_on": "i32", "num_heads": "i32", "head_dim": "i32"}
     sig = {a: types.get(a, f"*{t}") for a in _ARGS[kernel]}
     sig.update(BLOCK_E="constexpr", BLOCK_H="constexpr", BLOCK_D="constexpr")
-    return Specialisation("attention_gatv2_heads", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_H": bh, "BLOCK_D": bd},
+    return Specialisation("gatv2_heads", kernel, sig, {"BLOCK_E": BLOCK_E, "BLOCK_H": bh, "BLOCK_D": bd},
                           num_warps=num_warps(bh, bd), maxnreg=maxnreg(kernel, t == "fp64", bh, bd))
 
 
