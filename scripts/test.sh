@@ -89,9 +89,9 @@ step core-lane "tests/core, tests/pyg, tests/gpu_report and the doctests of dgl_
 # The numpy loops the compiled ones fall back to: with numba off they run at every size, under the same tests.
 numba_off() { DGL_ACCEL_NUMBA=0 in_core "$@"; }
 step numba-off "the compiled-loop and sampler tests of the core with numba switched off (DGL_ACCEL_NUMBA=0)" \
-  numba_off -m "not interpreter" tests/core/test_cpu_jit.py tests/core/test_neighbor.py \
-  tests/core/test_walks.py tests/core/test_extrema.py tests/core/test_edge_softmax_jit.py \
-  tests/core/test_gat_jit.py "$@"
+  numba_off -m "not interpreter" tests/core/jit/test_cpu_jit.py tests/core/sampling/test_neighbor.py \
+  tests/core/sampling/test_walks.py tests/core/test_extrema.py tests/core/attention/test_edge_softmax_jit.py \
+  tests/core/attention/test_gat_jit.py "$@"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}"

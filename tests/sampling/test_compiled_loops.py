@@ -1,6 +1,6 @@
 """The compiled CPU loops (numba, ``dgl_accel.core.jit``) reproduce the numpy path bit for bit on DGL
 graphs: induced subgraphs, node2vec walks, and NeighborSampler blocks with and without them.  (The
-DGL-free ones, neighbour choice, relabelling, ``rows_spmm`` and the row scan: tests/core/test_cpu_jit.py.)"""
+DGL-free ones, neighbour choice, relabelling, ``rows_spmm`` and the row scan: tests/core/jit/test_cpu_jit.py.)"""
 
 import os
 import subprocess

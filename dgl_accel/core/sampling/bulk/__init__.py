@@ -3,7 +3,7 @@ a pass, for neighbour sampling and LADIES.
 
 Kernels ``kernels/bulk_sampling.py`` -> here -> compiled twin ``core/jit/bulk_sampling.py``; adapters
 ``sampling/bulk.py`` (``BulkNeighborSampler``), ``sampling/bulk_ladies.py``, ``sampling/bulk_matrix.py``;
-tests ``tests/core/test_bulk_sampling.py``, ``tests/core/test_bulk_device.py``,
+tests ``tests/core/sampling/test_bulk.py``, ``tests/core/sampling/test_bulk_device.py``,
 ``tests/sampling/test_bulk.py``, ``tests/sampling/test_buffers.py``; bench ``bench/bench_bulk.py``.
 
 * ``its.py``              row-wise inverse transform sampling: the specification, CPU twin, dispatch.

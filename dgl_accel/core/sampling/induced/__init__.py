@@ -2,7 +2,7 @@
 train on).
 
 Here -> compiled twin ``core/jit/induced.py``; adapter ``sampling/induced.py``; tests
-``tests/core/test_induced.py`` (and the SAINT and shaDow tests that build subgraphs).
+``tests/core/sampling/test_induced.py`` (and the SAINT and shaDow tests that build subgraphs).
 
 * ``subgraph.py``         the induced subgraph's entries (vectorised numpy, threads, symmetric halves).
 * ``subgraph_device.py``  ``subgraph.py``'s subgraphs, and batches of them, on the CSR's device.

@@ -2,7 +2,7 @@
 
 Kernels ``kernels/sampling.py`` -> here -> compiled twin ``core/jit/neighbor.py``; adapters
 ``sampling/neighbor.py`` (``NeighborSampler``), ``sampling/neighbor_hetero.py``, ``sampling/khop.py``
-and ``pyg/sampler.py``; tests ``tests/core/test_neighbor.py``, ``tests/sampling/test_neighbor.py``;
+and ``pyg/sampler.py``; tests ``tests/core/sampling/test_neighbor.py``, ``tests/sampling/test_neighbor.py``;
 bench ``bench/sampling_neighbor.py``.
 
 * ``choice.py``           the neighbour choice: the specification the kernels reproduce, CPU twin.

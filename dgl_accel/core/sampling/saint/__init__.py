@@ -2,7 +2,7 @@
 
 Kernels ``kernels/saint_frontier.py`` (the frontier) -> here -> compiled twin ``core/jit/saint.py``
 (the draws' uniforms); adapters ``sampling/saint.py`` (``SAINTSampler``) and ``sampling/frontier.py``;
-tests ``tests/core/test_saint_device.py``, ``tests/core/test_saint_frontier.py``,
+tests ``tests/core/sampling/test_saint_device.py``, ``tests/core/sampling/test_saint_frontier.py``,
 ``tests/sampling/test_saint.py``, ``tests/sampling/test_frontier.py``; bench ``bench/saint_samplers.py``,
 ``bench/saint_frontier.py``.  The subgraph a node set induces is family ``induced``'s.
 

@@ -2,8 +2,8 @@
 
 Kernels ``kernels/sampling.py`` (the k-hop sets' neighbour choice) and ``kernels/ppr.py`` -> here ->
 compiled twins ``core/jit/shadow.py``, ``core/jit/ppr.py``; adapter ``sampling/shadow.py``
-(``ShaDowKHopSampler``, ``ShaDowPPRSampler``); tests ``tests/core/test_shadow.py``,
-``tests/core/test_ppr.py``, ``tests/sampling/test_shadow.py``.  The subgraphs are family ``induced``'s.
+(``ShaDowKHopSampler``, ``ShaDowPPRSampler``); tests ``tests/core/sampling/test_shadow.py``,
+``tests/core/sampling/test_ppr.py``, ``tests/sampling/test_shadow.py``.  The subgraphs are family ``induced``'s.
 
 * ``scope.py``         per-target k-hop sets, the merged k-hop set, the batch of induced subgraphs.
 * ``scope_device.py``  ``scope.py``'s per-target k-hop sets on the CSR's device.

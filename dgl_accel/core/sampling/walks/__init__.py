@@ -1,7 +1,7 @@
 """Family ``walks``: random walks on a CSR view (DeepWalk, weighted, restart, node2vec, metapath, MDRW).
 
 Kernels ``kernels/walks.py`` -> here -> compiled twin ``core/jit/walks.py``; adapter
-``sampling/walks.py``; tests ``tests/core/test_walks.py``, ``tests/sampling/test_walks.py``,
+``sampling/walks.py``; tests ``tests/core/sampling/test_walks.py``, ``tests/sampling/test_walks.py``,
 ``tests/kernels/test_walks.py``; bench ``bench/sampling_walks.py``.
 
 * ``random_walk.py``  the entry :func:`~.random_walk.random_walk`, the Philox counter layout and the

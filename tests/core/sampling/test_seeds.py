@@ -12,7 +12,7 @@ import torch
 from dgl_accel.core.sampling.rng import call_seed
 from dgl_accel.core.sampling.seeds import CallSeeds
 
-PACKAGE = Path(__file__).resolve().parents[2] / "dgl_accel"
+PACKAGE = Path(__file__).resolve().parents[3] / "dgl_accel"
 
 
 def _seeds(seed, offset=1):
