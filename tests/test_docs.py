@@ -10,7 +10,9 @@ Checked in each page:
   page's folder. Left alone: URLs, placeholders and globs (``<op>``, ``*``, ``$OUT``), paths outside the
   repository (``../shared/datasets``) and other projects' files the pages cite (:func:`is_external`).
 * names: ``dgl_accel.a.b`` in backticks or code blocks must import, or be an attribute of the longest
-  importable prefix (``dgl_accel.core.dense.onednn_enabled``).
+  importable prefix (``dgl_accel.core.dense.onednn_enabled``); so must every name of a shown
+  ``from dgl_accel.x import a, b`` (pages) and of every ``dgl_accel`` import of ``examples/*.py``, the
+  public import paths users copy.
 * commands: ``python -m X`` names a module ``importlib.util.find_spec`` finds; ``bash X`` / ``python X`` /
   ``torchrun ... X`` name an existing file; ``make T`` a target of the Makefile; ``dgl-accel[E]`` an extra
   of pyproject.toml.
@@ -55,6 +57,7 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"(`+)((?:(?!\n\s*\n).)+?)\1", re.S)  # not across paragraphs
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 DOTTED = re.compile(r"(?<![\w.])dgl_accel(?:\.[A-Za-z_]\w*)+")
+FROM_IMPORT = re.compile(r"\bfrom\s+(dgl_accel(?:\.\w+)*)\s+import\s+\(?\s*(\w+(?:\s+as\s+\w+)?(?:\s*,\s*\w+(?:\s+as\s+\w+)?)*)")
 COMMAND = re.compile(r"(?<![\w/.-])(python3?(?:\.\d+)?|bash|sh|torchrun|make)((?:\s+\S+)+)")
 EXTRA = re.compile(r"dgl-accel\[([\w,\s-]+)\]")
 PLACEHOLDER = re.compile(r"[<>*?$~{}|\\]|\.\.|^/|://")
@@ -199,7 +202,9 @@ def _check_span(span: str, page_dir: Path, files: list[str]) -> list[str]:
         for extra in (e.strip() for e in extras.split(",")):
             if extra not in _extras():
                 found.append(f"dgl-accel[{extra}]: no such extra in pyproject.toml")
-    for name in DOTTED.findall(span):
+    imported = [f"{module}.{name.split()[0]}" for module, names in FROM_IMPORT.findall(span)
+                for name in names.split(",") if name.strip()]
+    for name in dict.fromkeys(DOTTED.findall(span) + imported):
         why = _module_resolves(name)
         if why:
             found.append(f"{name}: {why}")
@@ -249,6 +254,26 @@ def test_page_names_only_what_exists(page):
     assert not problems, f"{page} names what does not exist:\n  " + "\n  ".join(problems)
 
 
+def example_imports(path: Path) -> list[str]:
+    """Every ``dgl_accel`` name an example script imports (``import dgl_accel.x``, ``from dgl_accel.x import y``)."""
+    import ast
+
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names if a.name.split(".")[0] == "dgl_accel"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "dgl_accel":
+            names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return names
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
+def test_example_imports_resolve(example):
+    names = example_imports(ROOT / "examples" / example)
+    problems = [f"{name}: {why}" for name in names if (why := _module_resolves(name))]
+    assert not problems, f"examples/{example} imports what does not exist:\n  " + "\n  ".join(problems)
+
+
 def test_checker_reports_a_missing_path_module_and_command():
     text = "\n".join([
         "Run `bash scripts/does_not_exist.sh` and see `scripts/does_not_exist.sh`.",
@@ -258,12 +283,14 @@ def test_checker_reports_a_missing_path_module_and_command():
         "```",
         "Fine: `scripts/test.sh`, `dgl_accel.core.extras.missing_extra`, `tests/test_<op>.py`, `bench/results/*.csv`,",
         "`../shared/datasets/npz`, https://example.org/a/b.py, `sample/gather`, `python -m dgl_accel.gpu_report`.",
+        "`from dgl_accel.sampling import NeighborSampler, NoSuchSampler` and `from dgl_accel import enable`.",
     ])
     problems = check_text(text)
     for name in ("scripts/does_not_exist.sh", "dgl_accel.no_such_module", "dgl_accel.core.no_such_name",
-                 "docs/nope.md", "bench/bench_nothing.py"):
+                 "docs/nope.md", "bench/bench_nothing.py", "dgl_accel.sampling.NoSuchSampler"):
         assert any(name in p for p in problems), (name, problems)
-    assert all(p.startswith(("line 1", "line 2", "line 4")) for p in problems), problems
+    assert all(p.startswith(("line 1", "line 2", "line 4", "line 8")) for p in problems), problems
+    assert not any("NeighborSampler" in p or "enable" in p for p in problems), problems
 
 
 def test_history_pages_are_not_checked():
