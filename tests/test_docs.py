@@ -22,6 +22,7 @@ the GPU run logs and notes (docs/gpu_notes.md, docs/gpu_report_*).
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
@@ -256,8 +257,6 @@ def test_page_names_only_what_exists(page):
 
 def example_imports(path: Path) -> list[str]:
     """Every ``dgl_accel`` name an example script imports (``import dgl_accel.x``, ``from dgl_accel.x import y``)."""
-    import ast
-
     names = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
