@@ -9,10 +9,17 @@ dtype.  A call with an fp64 input runs in the dtypes it was given (autocast neve
 Aggregations (``gspmm``) are not on autocast's list: they run in the dtype they get (low precision
 accumulated in fp32), as DGL's and PyG's do.
 
+A tensor that feeds several lowered products (SAGE's ``fc_neigh`` and ``fc_self`` on one feature
+tensor; the relations of a ``HeteroGraphConv`` sharing a node type's features) is cast once:
+:func:`cast_for_products` returns the cast, shared within :func:`shared_casts`, with a gradient path
+per use that widens as autocast's own cast would, so the input's gradient sums in its own dtype.
+
 Works on torch 2.2 (``torch.is_autocast_cpu_enabled``) and on torch >= 2.4 (``torch.get_autocast_dtype``).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 
 import torch
@@ -90,4 +97,63 @@ def lower_precision(op):
     return run
 
 
-__all__ = ["autocast_dtype", "lower_precision"]
+_SHARED = contextvars.ContextVar("dgl_accel_shared_casts", default=None)
+
+
+@contextlib.contextmanager
+def shared_casts():
+    """Within it, :func:`cast_for_products` casts each tensor (and version) once: a container's
+    forward whose modules read the same features (``HeteroGraphConv``'s relations)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+class _SharedCast(torch.autograd.Function):
+    """One use of a shared cast: forward the cast (``low``), backward widen the gradient to ``x``'s
+    dtype, as each of autocast's own casts does: uses' gradients add up in ``x``'s dtype."""
+
+    @staticmethod
+    def forward(ctx, x, low):
+        ctx.dtype = x.dtype
+        return low.view_as(low)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.to(ctx.dtype), None
+
+
+def cast_for_products(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as the autocast-lowered products will read it: cast to the autocast dtype of its device
+    when autocast is on there and ``x`` is fp32 (else ``x`` itself); within :func:`shared_casts` each
+    tensor is cast once.  Only for tensors whose every use below is such a product (``nn.Linear``):
+    the numbers are then autocast's own, forward and backward.
+
+    >>> x = torch.ones(2, 3, requires_grad=True)
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16), shared_casts():
+    ...     a, b = cast_for_products(x), cast_for_products(x)
+    >>> a.dtype, a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    (torch.bfloat16, True)
+    >>> (a.float().sum() + b.float().sum()).backward(); x.grad.dtype, x.grad[0, 0].item()
+    (torch.float32, 2.0)
+    """
+    if x.dtype != torch.float32:
+        return x
+    dtype = autocast_dtype(x.device.type)
+    if dtype is None:
+        return x
+    cache = _SHARED.get()
+    key = (id(x), x._version, dtype)
+    hit = None if cache is None else cache.get(key)
+    if hit is not None and hit[0] is x:
+        low = hit[1]
+    else:
+        low = x.detach().to(dtype)
+        if cache is not None:
+            cache[key] = (x, low)  # x kept: its id stays unique while the entry lives
+    return _SharedCast.apply(x, low) if x.requires_grad and torch.is_grad_enabled() else low
+
+
+__all__ = ["autocast_dtype", "lower_precision", "shared_casts", "cast_for_products"]

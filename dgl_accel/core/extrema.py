@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 import torch
 
 from . import backend
@@ -155,19 +156,38 @@ def extrema_native(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: t
     return out.to(x.dtype), arg
 
 
+def _loop_array(t: torch.Tensor | None, acc: torch.dtype) -> np.ndarray:
+    """A tensor as the compiled loops read it: bf16 as its bits (read in place, widened per value),
+    other dtypes in ``acc``; None as a [1, 1] dummy the loop never reads."""
+    if t is None:
+        return np.zeros((1, 1), dtype=np.float32 if acc == torch.float32 else np.float64)
+    t = t.detach()
+    if t.dtype == torch.bfloat16 and acc == torch.float32:
+        return jit_runtime.bf16_bits(t.contiguous())
+    return t.to(acc).contiguous().numpy()
+
+
 def extrema_compiled(rows: Structure, op: str, negate: bool, x: torch.Tensor, w: torch.Tensor | None,
                      fill: float, want_arg: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """:func:`extrema_native` as one compiled pass per row (CPU tensors; half types in fp32)."""
+    """:func:`extrema_native` as one compiled pass per row (CPU tensors; bf16 read and written as
+    its bits, fp16 in fp32).  ``arg`` is int32 where every CSR position fits."""
     acc = acc_dtype(x.dtype)
-    xa = x.detach().to(acc).contiguous().numpy()
-    wa = (torch.zeros((1, 1), dtype=acc) if w is None else w.detach().to(acc).contiguous()).numpy()
+    xa = _loop_array(x, acc)
+    wa = _loop_array(w, acc)
     cols = rows.eids if op == "copy_e" else rows.indices
     arrays = (np64(rows.indptr), np64(cols), np64(rows.eids), xa, wa, _LOOP_OP[_KERNEL_OP[op]], bool(negate),
               float(fill))
     if not want_arg:
-        return torch.from_numpy(loops.extrema_values(*arrays)).to(x.dtype), None
+        return _from_loop(loops.extrema_values(*arrays), x.dtype), None
     out, arg = loops.extrema_rows(*arrays)
-    return torch.from_numpy(out).to(x.dtype), torch.from_numpy(arg)
+    return _from_loop(out, x.dtype), torch.from_numpy(arg)
+
+
+def _from_loop(out: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """A loop's result as a tensor of ``dtype`` (bf16 bits viewed, not copied)."""
+    if out.dtype == np.uint16:
+        return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(out).to(dtype)
 
 
 def _fill_empty(rows: Structure, best: torch.Tensor, fill: float) -> torch.Tensor:
@@ -216,18 +236,14 @@ def extrema_backward(rows: Structure, op: str, arg: torch.Tensor, x: torch.Tenso
 
 def extrema_backward_compiled(rows: Structure, op: str, arg: torch.Tensor, x, w, grad: torch.Tensor, x_shape,
                               w_shape, need_x: bool, need_w: bool):
-    """:func:`extrema_backward` as one compiled serial pass over the results (CPU, not differentiable)."""
+    """:func:`extrema_backward` as one compiled serial pass over the results (CPU, not differentiable;
+    bf16 gradients and operands read as their bits), accumulating in fp32 (fp64 for fp64)."""
     acc = acc_dtype(grad.dtype)
-
-    def array(t):  # x [N, F], w [E, 1|F] as saved (u_mul_e), else a dummy the loop never reads
-        return (torch.zeros((1, 1), dtype=acc) if t is None else t.detach().to(acc)).contiguous()
-
-    xa, wa = array(x), array(w)
     grad_x = torch.zeros(x_shape if need_x else (0, 1), dtype=acc)
     grad_w = torch.zeros(w_shape if need_w else (0, 1), dtype=acc)
     cols = rows.eids if op == "copy_e" else rows.indices
-    loops.extrema_scatter(np64(cols), np64(rows.eids), arg.numpy(), grad.detach().to(acc).contiguous().numpy(),
-                          xa.numpy(), wa.numpy(), _LOOP_OP[_KERNEL_OP[op]], w_shape is not None and w_shape[1] != 1,
+    loops.extrema_scatter(np64(cols), np64(rows.eids), arg.numpy(), _loop_array(grad, acc), _loop_array(x, acc),
+                          _loop_array(w, acc), _LOOP_OP[_KERNEL_OP[op]], w_shape is not None and w_shape[1] != 1,
                           grad_x.numpy(), grad_w.numpy())
     return (grad_x if need_x else None), (grad_w if need_w else None)
 
@@ -246,6 +262,7 @@ class ExtremaFunction(torch.autograd.Function):
             out, arg = (extrema_compiled if compiled else extrema_native)(rows, op, negate, x, w, fill, want_arg)
             arg = torch.empty((0, out.shape[1]), dtype=torch.int64, device=out.device) if arg is None else arg
         ctx.mark_non_differentiable(arg)
+        ctx.set_materialize_grads(False)  # arg's gradient stays None: no [R, F] int64 zeros each backward
         ctx.rows, ctx.op, ctx.name = rows, op, f"{op}_{'min' if negate else 'max'}"
         ctx.x_meta = (tuple(x.shape), x.dtype)
         ctx.w_meta = None if w is None else (tuple(w.shape), w.dtype)
@@ -256,6 +273,8 @@ class ExtremaFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad, _grad_arg):
         arg, x, w = ctx.saved_tensors
+        if grad is None:  # out reached no loss (only arg was used)
+            return None, None, None, None, None, None, None, None
         need_x, need_w = ctx.needs_input_grad[6], ctx.needs_input_grad[7]
         backend.record(f"{ctx.name}_backward", "native", grad.device)  # torch ops or the compiled loop
         compiled = (not torch.is_grad_enabled() and grad.device.type == "cpu"  # create_graph: torch ops
@@ -307,7 +326,7 @@ def aggregate_extrema(views: GraphViews, op: str, reduce: str, ufeat: torch.Tens
     want_arg = return_arg or (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w)))
     out, arg = ExtremaFunction.apply(rows, op, reduce == "min", float(fill), path, want_arg, x, w)
     shape = (rows.num_rows,) + feat
-    return (out.reshape(shape), arg.reshape(shape)) if return_arg else out.reshape(shape)
+    return (out.reshape(shape), arg.long().reshape(shape)) if return_arg else out.reshape(shape)
 
 
 def extrema_reference(rows: Structure, op: str, reduce: str, ufeat, efeat=None, fill: float = 0.0):

@@ -32,6 +32,7 @@ import dgl.nn
 import torch
 import torch.nn.functional as F
 
+from ..core.autocast import cast_for_products
 from ..core.dense import onednn_enabled
 from ..functional import copy_u_sum_self, dense, gspmm
 from ..graph.structure import cached, is_supported_graph
@@ -77,12 +78,20 @@ class SAGEConv(dgl.nn.SAGEConv):
         """DGL's mean or pool forward (the same operations in the same order) with the aggregation
         called directly, not through ``update_all`` (its Python is most of a small graph's step),
         and the self half added into the product's fresh output rather than into a new tensor."""
+        # under autocast the products' input is cast once (not once per product), the same numbers;
+        # feat_src only where its first use is a product (pool, and mean with DGL's lin_before_mp)
+        src_products = self._aggre_type == "pool" or self._in_src_feats > self._out_feats
         if isinstance(feat, tuple):
-            feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+            feat_src, feat_dst = self.feat_drop(feat[0]), cast_for_products(self.feat_drop(feat[1]))
+            feat_src = cast_for_products(feat_src) if src_products else feat_src
         else:
             feat_src = feat_dst = self.feat_drop(feat)
+            if src_products:
+                feat_src = feat_dst = cast_for_products(feat_src)
             if graph.is_block:
                 feat_dst = feat_src[: graph.num_dst_nodes()]
+            if not src_products:
+                feat_dst = cast_for_products(feat_dst)
         op = "copy_u" if edge_weight is None else "u_mul_e"
         if self._aggre_type == "pool":
             neigh = self.fc_neigh(gspmm(graph, op, "max", F.relu(self.fc_pool(feat_src)), edge_weight))

@@ -145,3 +145,42 @@ def test_bf16_aggregation_on_dgl_graphs_runs_dgls_bf16_kernel(monkeypatch):
     assert seen == [torch.bfloat16, torch.float32] and got.dtype == torch.bfloat16
     want = dgl_accel.functional.gspmm(g, "copy_u", "sum", x.double(), None, norm="both")
     assert (got.double() - want).abs().max() <= 2 ** -7 * want.abs().max()  # within a bf16 ulp or so
+
+
+def test_hetero_relations_share_one_cast_of_each_node_types_features():
+    """Under autocast a swapped HeteroGraphConv of SAGE (mean, narrowing) casts each node type's
+    features to bf16 once for all its relations' products; DGL casts them once per product (six
+    here: autocast caches casts of leaves that require grad only, weights, not features).  With
+    features that require grad, their gradients still come back in fp32."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class CountCasts(TorchDispatchMode):
+        def __init__(self, shapes):
+            super().__init__()
+            self.shapes, self.casts = shapes, []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if (func is torch.ops.aten._to_copy.default and kwargs.get("dtype") == torch.bfloat16
+                    and args[0].dtype == torch.float32 and tuple(args[0].shape) in self.shapes):
+                self.casts.append(tuple(args[0].shape))
+            return func(*args, **kwargs)
+
+    g = _hetero()
+    x = {t: torch.randn(g.num_nodes(t), IN) for t in g.ntypes}
+    shapes = {tuple(v.shape) for v in x.values()}
+    counts = {}
+    for who in ("dgl", "ours"):
+        torch.manual_seed(0)
+        conv = _hetero_sage()
+        if who == "ours":
+            dgl_accel.swap(conv)
+        with CountCasts(shapes) as mode, torch.autocast("cpu", dtype=torch.bfloat16):
+            conv(g, x)
+        counts[who] = sorted(mode.casts)
+    assert counts["ours"] == sorted(shapes) and len(counts["dgl"]) == 6
+    leaves = {t: v.clone().requires_grad_(True) for t, v in x.items()}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = conv(g, leaves)
+    sum(v.float().sum() for v in out.values()).backward()
+    assert all(v.grad is not None and v.grad.dtype == torch.float32 for v in leaves.values())

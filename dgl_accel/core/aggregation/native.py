@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 
 from .. import scratch
+from ..jit import runtime as jit_runtime
+from ..jit.aggregation import scale_rows_bf16
 from .scales import acc_dtype
 from .views import torch_sddmm
 
@@ -18,8 +20,18 @@ def scaled_rows(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         return x * scale[:, None]  # (double backward records this product)
     out = scratch.tensor("gspmm.scaled", x.shape, x.dtype)
     if x.dtype != scale.dtype:  # bf16 rows, fp32 scale: widen, scale, round once (a mixed-dtype mul is 3x slower)
-        return out.copy_(x.to(scale.dtype).mul_(scale[:, None]))
+        return scale_bf16(x.contiguous(), scale, out)
     return torch.mul(x, scale[:, None], out=out)
+
+
+def scale_bf16(x: torch.Tensor, scale: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``out`` = bf16 rows ``x`` times the fp32 ``scale[:, None]``, rounded once (``out`` may be
+    ``x``): one compiled pass over the bits where the loops run, else widen, scale and round."""
+    if (jit_runtime.worth(x.numel()) and scale.dtype == torch.float32 and x.is_contiguous()
+            and out.is_contiguous()):
+        scale_rows_bf16(jit_runtime.bf16_bits(x), scale.contiguous().numpy(), jit_runtime.bf16_bits(out))
+        return out
+    return out.copy_(x.to(scale.dtype).mul_(scale[:, None]))
 
 
 def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:
@@ -36,7 +48,9 @@ def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> to
     if dst_scale is not None:
         if out.dtype == dst_scale.dtype:
             out.mul_(dst_scale[:, None])
-        else:  # bf16 sums, fp32 scale: widen, scale, round once (3x faster than a mixed-dtype mul_)
+        elif out.dtype == torch.bfloat16 and out.device.type == "cpu":  # bf16 sums, fp32 scale: round once
+            out = scale_bf16(out, dst_scale, out)
+        else:
             out = out.to(dst_scale.dtype).mul_(dst_scale[:, None])
     return out.to(ufeat.dtype)
 

@@ -18,7 +18,10 @@ try:  # pragma: no branch
     if os.environ.get("DGL_ACCEL_NUMBA", "1") == "0":
         raise ImportError("disabled by DGL_ACCEL_NUMBA=0")
     import numba
+    from llvmlite import ir
     from numba import njit, prange
+    from numba import types as nbtypes
+    from numba.extending import intrinsic, overload
     AVAILABLE = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
     AVAILABLE = False
@@ -31,7 +34,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
         return lambda fn: fn
 
 __all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "twins", "pick", "follow_torch_threads",
-           "njit", "prange", "philox", "M32", "S32"]
+           "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen", "narrow", "as_float", "cast_like"]
 
 # Work (sampled slots, gathered entries) below which the numpy path is used: a compiled call has
 # ~10 us of dispatch overhead, a thread fork-join more; tiny batches gain nothing.
@@ -160,3 +163,77 @@ def philox(k0, k1, counter):
         k0 = (k0 + _KA) & M32
         k1 = (k1 + _KB) & M32
     return c0, c1, c2, c3
+
+
+# ------------------------------------------------------------------------------------------- bfloat16
+# numpy has no bfloat16: a bf16 tensor reaches a loop as its bits (``bf16_bits``: a uint16 view, no
+# copy), and the loop widens each value to fp32 where it reads it (exact: bf16 is fp32's upper half)
+# and narrows a result with round-to-nearest-even (torch's ``.to(torch.bfloat16)``).
+# Half the bytes of a widened copy, and no N x F fp32 tensor to allocate per call.
+
+def bf16_bits(t: torch.Tensor) -> np.ndarray:
+    """The bits of a contiguous CPU bf16 tensor as a uint16 numpy array sharing its memory."""
+    return t.view(torch.int16).numpy().view(np.uint16)
+
+
+def as_float(v):
+    """A loop's read of an array element in float arithmetic: a float as it is, bf16 bits widened
+    (:func:`widen`).  Lets one loop body serve float32/float64 arrays and bf16 bits alike."""
+    return widen(v) if isinstance(v, np.uint16) else v
+
+
+def cast_like(v, arr):
+    """``v`` (a float) as an element of ``arr``: bf16 bits (:func:`narrow`) for a uint16 array."""
+    return narrow(np.float32(v)) if arr.dtype == np.uint16 else arr.dtype.type(v)
+
+
+if AVAILABLE:
+    @intrinsic
+    def widen(typingctx, bits):
+        """bf16 bits (uint16) -> the float32 they denote, in registers (a shift and a bitcast)."""
+        if bits != nbtypes.uint16:
+            return None
+
+        def codegen(context, builder, sig, args):
+            i32 = ir.IntType(32)
+            return builder.bitcast(builder.shl(builder.zext(args[0], i32), ir.Constant(i32, 16)), ir.FloatType())
+        return nbtypes.float32(nbtypes.uint16), codegen
+
+    @intrinsic
+    def narrow(typingctx, value):
+        """float32 -> bf16 bits (uint16), rounded to nearest, ties to even; NaN -> the quiet NaN."""
+        if value != nbtypes.float32:
+            return None
+
+        def codegen(context, builder, sig, args):
+            i32 = ir.IntType(32)
+            b = builder.bitcast(args[0], i32)
+            odd = builder.and_(builder.lshr(b, ir.Constant(i32, 16)), ir.Constant(i32, 1))
+            b = builder.add(builder.add(b, ir.Constant(i32, 0x7FFF)), odd)
+            bits = builder.trunc(builder.lshr(b, ir.Constant(i32, 16)), ir.IntType(16))
+            nan = builder.fcmp_unordered("uno", args[0], args[0])  # rounding could carry a NaN into inf
+            return builder.select(nan, ir.Constant(ir.IntType(16), 0x7FC0), bits)
+        return nbtypes.uint16(nbtypes.float32), codegen
+
+    @overload(as_float, inline="always")
+    def _as_float(v):
+        if v == nbtypes.uint16:
+            return lambda v: widen(v)
+        if isinstance(v, nbtypes.Float):
+            return lambda v: v
+        return None
+
+    @overload(cast_like, inline="always")
+    def _cast_like(v, arr):
+        if arr.dtype == nbtypes.uint16:
+            return lambda v, arr: narrow(np.float32(v))
+        return lambda v, arr: v
+else:  # pragma: no cover - exercised where numba is absent (the loops then run as Python)
+    def widen(bits):
+        return np.array([int(bits) << 16], dtype=np.uint32).view(np.float32)[0]
+
+    def narrow(value):
+        if value != value:
+            return np.uint16(0x7FC0)
+        b = int(np.array([value], dtype=np.float32).view(np.uint32)[0])
+        return np.uint16(((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF)

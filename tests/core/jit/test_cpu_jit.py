@@ -115,3 +115,29 @@ def test_count_nonzero_rows_matches_torch(dtype):
     t = torch.from_numpy(x)
     want = int((t[torch.from_numpy(rows)] != 0).any(1).sum())  # NaN != 0 is True; -0.0 != 0 is False
     assert count_nonzero_rows(x, rows) == want
+
+
+@pytest.mark.threads(2)
+@pytest.mark.parametrize("in_place", [False, True])
+def test_bf16_row_scaling_rounds_as_torch(in_place):
+    """``scale_rows_bf16`` on bf16 bits gives torch's widen, multiply, round-to-nearest-even bit for
+    bit: on ties to both sides (every third row: powers of two times scales whose low 16 bits are
+    0x8000, so each product lies halfway between two bf16 values), signed zeros, subnormals, inf
+    and NaN; parallel == serial."""
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.standard_normal((300, 37)).astype(np.float32)).bfloat16()
+    x[::3] = torch.from_numpy(np.ldexp(rng.choice([-1.0, 1.0], (100, 37)), rng.integers(-20, 20, (100, 37)))
+                              .astype(np.float32)).bfloat16()
+    specials = torch.tensor([0.0, -0.0, 1e-40, -1e-39, float("inf"), float("-inf"), float("nan"), 3.0e38])
+    x[1:9, :8] = specials.bfloat16()[torch.randint(0, 8, (8, 8), generator=torch.Generator().manual_seed(0))]
+    scale = torch.from_numpy(rng.random(300).astype(np.float32) * 4)
+    scale[::3] = torch.from_numpy((scale[::3].numpy().view(np.uint32) & 0xFFFF0000 | 0x8000).view(np.float32))
+    want = (x.float() * scale[:, None]).bfloat16()
+    for parallel in (True, False):
+        src = x.clone()
+        out = src if in_place else torch.empty_like(x)
+        with mock.patch.object(runtime, "parallel_allowed", lambda p=parallel: p):
+            aggregation.scale_rows_bf16(runtime.bf16_bits(src), scale.numpy(), runtime.bf16_bits(out))
+        nan = want.isnan()
+        assert torch.equal(out.isnan(), nan)
+        assert torch.equal(out.view(torch.int16)[~nan], want.view(torch.int16)[~nan])
