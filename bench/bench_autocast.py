@@ -3,15 +3,16 @@
 A row per module: one training step (forward and loss under ``torch.autocast("cpu",
 dtype=torch.bfloat16)``, backward, Adam step) of the peer's module and of a deep copy swapped by
 dgl-accel, from the same weights, interleaved repeat by repeat, each timed step starting from the
-state the warm-up left (``bench.harness.TrainingStep``).  Ratio = the peer's median / ours (> 1: ours
-is faster).
+state the warm-up left (``bench.harness.TrainingStep``).  Ratio = the best peer's median / ours (> 1:
+ours is faster).
 
 * DGL (where DGL is installed): the drop-in matrix's modules (``bench.dropin_cases``) at its defaults
   (input 128, hidden 64, attention 4 heads x 32), and the GAT paper's first layer (767 -> 8 x 8) for
   the attention modules.  DGL's ``GATConv`` and ``GATv2Conv`` raise under autocast; their peer step
   then runs in fp32, the best a DGL user has (the row says so: ``peer_precision``).
 * PyG (where torch_geometric is installed): GCNConv, SAGEConv, GINConv(Linear), GATConv and GATv2Conv
-  (4 heads x 32) at the same widths, through ``dgl_accel.pyg.swap``, against PyG eager.
+  (4 heads x 32) at the same widths, through ``dgl_accel.pyg.swap``, against PyG eager and PyG under
+  ``torch.compile`` (``--no-compile`` leaves the latter out); the ratio is against the faster of the two.
 
 Graphs: the shared npz graphs (``--graphs``, default Amazon-CS), self-loops added, random features.
 Rows: bench/results/autocast.jsonl (and .csv), with the CPU model, threads and precisions.
@@ -78,7 +79,7 @@ def _pyg_graph(name: str):
     return torch.stack([torch.cat([g.src, loops]), torch.cat([g.dst, loops])]), g.num_nodes
 
 
-def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
+def pyg_cells(graphs: list[str], modules: str | None, width: int = 128, compiled: bool = True):
     import torch_geometric.nn as pyg_nn
 
     import dgl_accel.pyg
@@ -107,12 +108,13 @@ def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
                 diff = float((ours(x, edge_index).float() - out.float()).abs().max())
             labels = torch.randint(0, out.shape[1], (num_nodes,), generator=gen)[rows]
 
-            def step(model):
+            def step(model, call=None):
                 opt = torch.optim.Adam(model.parameters(), lr=0.01)
+                call = model if call is None else call
 
                 def run():
                     with torch.autocast("cpu", dtype=DTYPE):
-                        loss = F.cross_entropy(model(x, edge_index)[rows], labels)
+                        loss = F.cross_entropy(call(x, edge_index)[rows], labels)
                     loss.backward()
                     opt.step()
                     opt.zero_grad(set_to_none=True)
@@ -121,7 +123,12 @@ def pyg_cells(graphs: list[str], modules: str | None, width: int = 128):
             facts = {"adapter": "pyg", "module": conv, "graph": name, "nodes": num_nodes,
                      "edges": edge_index.shape[1], "in_feats": width, "max_abs_diff": diff,
                      "precision": "autocast bfloat16", "peer_precision": "autocast bfloat16", "peer_error": ""}
-            yield f"pyg {conv} {name} in{width}", {"pyg": step(theirs), "dgl_accel": step(ours)}, facts
+            steps = {"pyg": step(theirs)}
+            if compiled:  # PyG's module under torch.compile (inductor), from the same weights
+                twin = copy.deepcopy(theirs)
+                steps["pyg_compiled"] = step(twin, torch.compile(twin))
+            steps["dgl_accel"] = step(ours)
+            yield f"pyg {conv} {name} in{width}", steps, facts
 
 
 def main(argv=None) -> int:
@@ -131,6 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--modules", default=None, help="comma-separated: DGL matrix keys (graphconv, sage, ...) "
                                                     "and PyG convs (gcn, sage, gin, gat, gatv2); default all")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-compile", action="store_true", help="PyG rows: leave out the torch.compile'd peer")
     ap.add_argument("--repeat", type=int, default=10, help="timed steps per provider, interleaved")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--results-dir", default=None)
@@ -152,7 +160,7 @@ def main(argv=None) -> int:
     if "pyg" in adapters:
         try:
             import torch_geometric  # noqa: F401
-            sources.append(pyg_cells(graphs, args.modules))
+            sources.append(pyg_cells(graphs, args.modules, compiled=not args.no_compile))
         except ImportError:
             print("no torch_geometric here: the PyG drop-ins are left out", file=sys.stderr)
     started, rows = time.perf_counter(), []
@@ -160,19 +168,20 @@ def main(argv=None) -> int:
     for source in sources:
         for case, steps, facts in source:
             times = _time(steps, args.warmup, args.repeat)
-            peer = next(p for p in steps if p != "dgl_accel")
+            peer = min((p for p in steps if p != "dgl_accel"), key=lambda p: times[p]["median"])  # the best peer
             ratio = times[peer]["median"] / times["dgl_accel"]["median"]
             cell = [{"case": case, "provider": p, **times[p], **facts, **common} for p in steps]
-            cell[-1]["ratio"] = ratio
+            cell[-1].update(ratio=ratio, best_peer=peer)
             rows += record(BENCH, cell, args.results_dir)
             note = f" (peer in fp32: {facts['peer_error'][:60]})" if facts["peer_error"] else ""
-            print(f"{case}: {peer} {times[peer]['median'] * 1e3:.1f} ms, ours {times['dgl_accel']['median'] * 1e3:.1f} "
-                  f"ms, {ratio:.2f}x{note}; {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            peers = ", ".join(f"{p} {times[p]['median'] * 1e3:.1f} ms" for p in steps if p != "dgl_accel")
+            print(f"{case}: {peers}, ours {times['dgl_accel']['median'] * 1e3:.1f} ms, {ratio:.2f}x the best "
+                  f"({peer}){note}; {time.perf_counter() - started:.0f} s", file=sys.stderr)
     ours = [r for r in rows if r["provider"] == "dgl_accel"]
     if not ours:
         print("summary: nothing ran (no DGL nor torch_geometric, or no graphs)")
         return 0
-    print_table(rows, columns=["ratio", "peer_precision"])
+    print_table(rows, columns=["ratio", "best_peer", "peer_precision"])
     low = min(ours, key=lambda r: r["ratio"])
     geo = statistics.geometric_mean(r["ratio"] for r in ours)
     print(f"summary: {len(ours)} modules in {time.perf_counter() - started:.0f} s on {common['cpu_model']}, "

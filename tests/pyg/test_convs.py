@@ -24,7 +24,7 @@ from dgl_accel.testing.tolerances import assert_close, assert_matches_reference 
 
 EXAMPLES = max(1, settings.default.max_examples // 2)  # per test: 12 under "ci" (seconds per lane), 100 "local"
 HALF = (torch.float16, torch.bfloat16)
-CORE_OPS = ("copy_u_sum", "copy_u_mean", "copy_u_max", "copy_u_min", "u_mul_e_sum", "u_mul_e_mean",
+CORE_OPS = ("copy_u_sum", "copy_u_sum_self", "copy_u_mean", "copy_u_max", "copy_u_min", "u_mul_e_sum", "u_mul_e_mean",
             "gat_attention", "gatv2_attention")
 
 

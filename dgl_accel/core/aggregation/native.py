@@ -38,12 +38,13 @@ def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> to
     """out = dst_scale * (A (src_scale * x)) with A the in-adjacency (``"in"``) or its transpose
     (``"out"``), weighted by ``efeat`` ([E, 1] or [E, F], edge-id order) when given.  Features of a
     dtype the views' kernel sums itself (``views.native_dtypes``: DGL's reads bf16) go to it as they
-    are when unweighted; other half types are widened to fp32 around the kernel."""
-    native = efeat is None and ufeat.device.type == "cpu" and ufeat.dtype in views.native_dtypes
+    are when unweighted, and bf16 with or without weights to the compiled loops of plain-tensor
+    views (``views.native_accepts``); other half types are widened to fp32 around the kernel."""
+    native = ufeat.device.type == "cpu" and views.native_accepts(ufeat.dtype, efeat is not None)
     acc = ufeat.dtype if native else acc_dtype(ufeat.dtype)
     x = ufeat.to(acc)
     x = scaled_rows(x, src_scale) if src_scale is not None else x.contiguous()
-    w = None if efeat is None else efeat.to(acc).contiguous()
+    w = None if efeat is None else efeat.to(acc_dtype(acc)).contiguous()  # bf16 rows: fp32 weights
     out = views.native_spmm(direction, x, w)
     if dst_scale is not None:
         if out.dtype == dst_scale.dtype:

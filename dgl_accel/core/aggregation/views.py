@@ -19,7 +19,7 @@ from ..grouping.degree_stats import DegreeStats, degree_stats_of
 from ..grouping.size import choose_group_size
 from ..groups import Groups, build_groups
 from ..jit import runtime as jit_runtime
-from ..jit.aggregation import rows_spmm
+from ..jit.aggregation import rows_spmm, weighted_rows_spmm
 from .checks import check_edge_list
 from .launchers import time_grouped_forward
 from .scales import acc_dtype, degree_scales
@@ -96,15 +96,29 @@ class GraphViews:
         group-size autotuner's default timer (:func:`~dgl_accel.core.grouping.size.time_on_views`)."""
         return time_grouped_forward(self, feat_dim, dtype, gs)
 
+    def native_accepts(self, dtype: torch.dtype, weighted: bool) -> bool:
+        """Whether :meth:`native_spmm` takes features of ``dtype`` as they are (else the caller
+        widens them to their accumulation dtype): fp32 and fp64 always; bf16 on the CPU where the
+        compiled loops run (read as bits, summed in fp32), or unweighted in ``native_dtypes``."""
+        if dtype in (torch.float32, torch.float64) or (not weighted and dtype in self.native_dtypes):
+            return True
+        return (dtype == torch.bfloat16 and self.device.type == "cpu" and type(self).native_spmm is GraphViews.native_spmm
+                and jit_runtime.worth(self.num_edges))
+
     def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
-        """sum over the ``direction`` view's entries of x[col] (* w[eid]); x, w contiguous, one dtype
-        (float32/64), w of shape [E, 1] or [E, F].  Subclasses may run their own library's kernel."""
+        """sum over the ``direction`` view's entries of x[col] (* w[eid]); x, w contiguous, w of
+        shape [E, 1] or [E, F]; one dtype (float32/64), or bf16 x (read as bits, summed and returned
+        in fp32) with float32 w where :meth:`native_accepts` says so.  Subclasses may run their own
+        library's kernel."""
         s = self.csr(direction)
         out_rows = s.num_rows
-        if (w is None and x.device.type == "cpu" and jit_runtime.enabled()
-                and s.num_edges >= jit_runtime.MIN_WORK and x.dtype in (torch.float32, torch.float64)):
-            out = torch.empty((out_rows, x.shape[1]), dtype=x.dtype)
-            rows_spmm(s.indptr.numpy(), s.indices.numpy(), x.numpy(), None, None, out.numpy())
+        if x.device.type == "cpu" and jit_runtime.worth(s.num_edges) and x.dtype in _LOOP_DTYPES:
+            out = torch.empty((out_rows, x.shape[1]), dtype=acc_dtype(x.dtype))  # bf16: fp32 sums, rounded once by the caller
+            if w is None:
+                rows_spmm(s.indptr.numpy(), s.indices.numpy(), _loop_view(x), None, None, _loop_view(out))
+            else:
+                weighted_rows_spmm(s.indptr.numpy(), s.indices.numpy(), s.eids.numpy(), _loop_view(x),
+                                   _loop_view(w), _loop_view(out))
             return out
         values = x.index_select(0, s.indices.long())
         if w is not None:
@@ -115,6 +129,14 @@ class GraphViews:
     def native_sddmm(self, x: torch.Tensor, g: torch.Tensor, per_feat: bool) -> torch.Tensor:
         """Per edge (edge-id order): x[src] * g[dst] (``per_feat``) or its row sum: [E, F] or [E, 1]."""
         return torch_sddmm(self, x, g, per_feat)
+
+
+_LOOP_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+
+
+def _loop_view(t: torch.Tensor):
+    """A contiguous CPU tensor as the compiled loops take it: bf16 as its bits, else its numpy view."""
+    return jit_runtime.bf16_bits(t) if t.dtype == torch.bfloat16 else t.numpy()
 
 
 def torch_sddmm(views: GraphViews, x: torch.Tensor, g: torch.Tensor, per_feat: bool) -> torch.Tensor:

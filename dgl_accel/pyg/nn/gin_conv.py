@@ -4,7 +4,9 @@ buffer as ``train_eps`` says, state_dict keys) with its neighbour sum on dgl-acc
 PyG's forward step for step: ``x`` or ``(x_src, x_dst)``, the aggregation of the source rows into
 every target (``aggr`` add/sum and mean on :func:`dgl_accel.core.aggregation.function.aggregate`,
 max/min on the extrema op, as :mod:`.sage_conv` describes), plus ``(1 + eps) * x_dst`` when there
-are target features, then ``nn``.  A ``torch.sparse`` adjacency (CSR or coalesced COO) aggregates
+are target features, then ``nn``.  A sum over one node set (``x`` a tensor) runs the sum and the
+scaled own row as one op (:func:`dgl_accel.core.aggregation.copy_u_sum_self.copy_u_sum_self`: one
+fresh [N, F] tensor instead of three), in PyG's order of operations.  A ``torch.sparse`` adjacency (CSR or coalesced COO) aggregates
 its values as edge weights, as PyG's ``spmm`` does.
 
 Left to PyG's forward (``pyg.GINConv: fallthrough: <reason>``): other aggregations, max/min over a
@@ -16,7 +18,8 @@ from __future__ import annotations
 
 import torch_geometric.nn as pyg_nn
 
-from .inputs import dropin, fall_back, prepare, run_aggregation
+from ...core.aggregation.copy_u_sum_self import copy_u_sum_self
+from .inputs import dropin, fall_back, prepare, reduce_of, run_aggregation
 
 PygGINConv = pyg_nn.GINConv
 
@@ -28,6 +31,9 @@ class GINConv(PygGINConv):
         if isinstance(found, str):
             return fall_back(self, PygGINConv, found, x, edge_index, size)
         x_src, x_dst, edges, views = found
+        if (x_dst is x_src and reduce_of(self) == "sum" and not edges.sparse
+                and views.num_dst == views.num_src == x_src.shape[0]):  # one graph: the fused op
+            return self.nn(copy_u_sum_self(views, x_src, self_scale=1 + self.eps))
         out = run_aggregation(self, edges, views, edge_index, x_src)
         if x_dst is not None:
             out = out + (1 + self.eps) * x_dst

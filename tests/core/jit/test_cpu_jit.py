@@ -141,3 +141,36 @@ def test_bf16_row_scaling_rounds_as_torch(in_place):
         nan = want.isnan()
         assert torch.equal(out.isnan(), nan)
         assert torch.equal(out.view(torch.int16)[~nan], want.view(torch.int16)[~nan])
+
+
+@pytest.mark.threads(2)
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 400), m=st.integers(0, 3000), feats=st.integers(1, 20), wide=st.booleans(),
+       dtype=st.sampled_from(["float32", "float64", "bfloat16"]), seed=st.integers(0, 2**31))
+def test_weighted_rows_spmm_matches_dense_reference(n, m, feats, wide, dtype, seed):
+    """GCN's weighted sum in one pass: every row written (empty rows 0), parallel == serial bit for
+    bit, equal to the dense product in float64 within the accumulation's rounding; bf16 features
+    are read as bits and summed in fp32 (the fp32 sum of the widened values)."""
+    rng = np.random.default_rng(seed)
+    row, col = rng.integers(0, n, m), rng.integers(0, n, m)
+    order = np.argsort(row, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.bincount(row, minlength=n))
+    indices, eids = col[order].astype(np.int64), order.astype(np.int64)
+    x = torch.from_numpy(rng.standard_normal((n, feats))).to(getattr(torch, dtype))
+    acc = torch.float64 if dtype == "float64" else torch.float32
+    w = torch.from_numpy(rng.random((m, feats if wide else 1))).to(acc)
+    xs = runtime.bf16_bits(x) if dtype == "bfloat16" else x.numpy()
+    outs = []
+    for parallel in (True, False):
+        out = np.full((n, feats), np.nan, dtype=np.float64 if dtype == "float64" else np.float32)
+        with mock.patch.object(runtime, "parallel_allowed", lambda p=parallel: p):
+            aggregation.weighted_rows_spmm(indptr, indices, eids, xs, w.numpy(), out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    a = np.zeros((n, n, feats))
+    np.add.at(a, (row, col), w.double().numpy())
+    ref = np.einsum("rcf,cf->rf", a, x.double().numpy())
+    tol = 1e-4 if acc == torch.float32 else 1e-10
+    np.testing.assert_allclose(outs[0], ref, rtol=tol, atol=tol * max(1, m // max(n, 1)))
+    assert np.all(outs[0][np.diff(indptr) == 0] == 0)
