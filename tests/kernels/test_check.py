@@ -44,8 +44,9 @@ def test_every_registered_kernel_compiles_for_sm80_and_sm90_without_spills(tmp_p
     assert "kernel" in proc.stdout.splitlines()[0] and "registers" in proc.stdout.splitlines()[0]
 
 
-# the 128 x 128 tile: 6 s on 2 cores (ptxas on its spills), the slow case; the 64 x 64 one spills too, in 2 to 3 s
-@pytest.mark.parametrize("tile", quick_first([64, 128]))
+# a 64 x 64 tile with three such tiles live spills (2 to 3 s of ptxas); a 128 x 128 tile proved
+# nothing more at a minute of CI time, so it is not run
+@pytest.mark.parametrize("tile", [64])
 def test_check_reports_spills_and_compile_errors(tmp_path, tile):
     # A kernel that keeps a tile x tile fp32 tile live in one warp (128 x 128: 512 values per thread; 64 x 64:
     # 128, three such tiles live) must spill, and a kernel with a type error must be reported as an error

@@ -102,7 +102,8 @@ class GraphViews:
         compiled loops run (read as bits, summed in fp32), or unweighted in ``native_dtypes``."""
         if dtype in (torch.float32, torch.float64) or (not weighted and dtype in self.native_dtypes):
             return True
-        return (dtype == torch.bfloat16 and self.device.type == "cpu" and type(self).native_spmm is GraphViews.native_spmm
+        return (dtype == torch.bfloat16 and self.device.type == "cpu"
+                and type(self).native_spmm is GraphViews.native_spmm
                 and jit_runtime.worth(self.num_edges))
 
     def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
@@ -113,7 +114,8 @@ class GraphViews:
         s = self.csr(direction)
         out_rows = s.num_rows
         if x.device.type == "cpu" and jit_runtime.worth(s.num_edges) and x.dtype in _LOOP_DTYPES:
-            out = torch.empty((out_rows, x.shape[1]), dtype=acc_dtype(x.dtype))  # bf16: fp32 sums, rounded once by the caller
+            # bf16: fp32 sums, rounded once by the caller
+            out = torch.empty((out_rows, x.shape[1]), dtype=acc_dtype(x.dtype))
             if w is None:
                 rows_spmm(s.indptr.numpy(), s.indices.numpy(), _loop_view(x), None, None, _loop_view(out))
             else:

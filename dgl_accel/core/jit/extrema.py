@@ -2,8 +2,9 @@
 
 Same contract as the Triton kernel and the vectorised torch path: messages in the accumulation
 dtype (float32 or float64; bf16 arrays come as their bits, uint16, widened where read and the
-results narrowed, exact: a max is one of its inputs), the first entry of a row taken, then a later one only when strictly larger
-(``negate``: strictly smaller, the min; ties stay with the first CSR position); rows without
+results narrowed, exact: a max is one of its inputs), the first entry of a row taken, then a later
+one only when strictly larger (``negate``: strictly smaller, the min; ties stay with the first CSR
+position); rows without
 entries hold ``fill`` and arg -1.  :func:`extrema_values` is the same pass without the positions,
 for callers no gradient will reach (half the bytes written, a shorter vectorised loop).
 """
@@ -281,6 +282,7 @@ def _extrema_scatter(cols, eids, arg, grad, x, w, op, wide, grad_x, grad_w):
 
 def extrema_scatter(cols, eids, arg, grad, x, w, op: int, wide: bool, grad_x, grad_w) -> None:
     """The arg-based backward of :func:`extrema_rows` into ``grad_x`` / ``grad_w`` (zeroed arrays of
-    the accumulation dtype; ``grad``, ``x``, ``w`` may be bf16 bits; an empty [0, 1] array for a gradient not needed); ``wide``: one edge operand per
-    feature (else one per edge); ``x``, ``w`` are read for op 1 only ([1, 1] dummies otherwise)."""
+    the accumulation dtype; an empty [0, 1] array for a gradient not needed; ``grad``, ``x``, ``w``
+    may be bf16 bits); ``wide``: one edge operand per feature (else one per edge); ``x``, ``w`` are
+    read for op 1 only ([1, 1] dummies otherwise)."""
     _extrema_scatter(cols, eids, arg, grad, x, w, op, wide, grad_x, grad_w)

@@ -6,8 +6,8 @@ every target (``aggr`` add/sum and mean on :func:`dgl_accel.core.aggregation.fun
 max/min on the extrema op, as :mod:`.sage_conv` describes), plus ``(1 + eps) * x_dst`` when there
 are target features, then ``nn``.  A sum over one node set (``x`` a tensor) runs the sum and the
 scaled own row as one op (:func:`dgl_accel.core.aggregation.copy_u_sum_self.copy_u_sum_self`: one
-fresh [N, F] tensor instead of three), in PyG's order of operations.  A ``torch.sparse`` adjacency (CSR or coalesced COO) aggregates
-its values as edge weights, as PyG's ``spmm`` does.
+fresh [N, F] tensor instead of three), in PyG's order of operations.  A ``torch.sparse`` adjacency
+(CSR or coalesced COO) aggregates its values as edge weights, as PyG's ``spmm`` does.
 
 Left to PyG's forward (``pyg.GINConv: fallthrough: <reason>``): other aggregations, max/min over a
 sparse adjacency, features other than [N, F] floats of one dtype, ``torch_sparse.SparseTensor`` and

@@ -216,8 +216,10 @@ def test_degree_statistics_on_the_device_equal_numpys_with_one_host_read(degrees
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("sign", ["positive", "mixed"])
-@pytest.mark.parametrize("path", ["native", pytest.param("triton", marks=pytest.mark.slow)])  # interpreter: 20 s each
+# the interpreter takes 20-30 s a case: the Triton path on the positive inputs only (where the
+# storage-dtype sum is shown to fail), both signs on the native path
+@pytest.mark.parametrize("path,sign", [("native", "positive"), ("native", "mixed"),
+                                       pytest.param("triton", "positive", marks=pytest.mark.slow)])
 def test_low_precision_sums_of_a_hub_with_over_100000_in_edges_stay_accurate(path, dtype, sign):
     """bf16 / fp16 sums over a hub of 120,000 in-edges stay within the dtype's tolerance of the exact
     sum of the same rounded inputs (float64), on both paths: the accumulation is fp32 whatever the

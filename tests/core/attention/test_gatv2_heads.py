@@ -54,8 +54,9 @@ def test_all_heads_kernels_match_the_reference(heads, dim, dtype, slope):
 @pytest.mark.interpreter
 # a hub of 1,096 in-edges (more than 1,024): over 2 s on 2 cores under the interpreter, the slow cases; the quick
 # case runs the same kernels on a hub of 36 (three chunks of 16)
-@pytest.mark.parametrize("degree", quick_first([40, 1100]))
-@pytest.mark.parametrize("dtype", quick_first([torch.float32, torch.bfloat16]))
+# bf16 on the big hub only: the dtype and the 1,024 boundary are separate concerns, and fp32 on a
+# hub of 1,100 proved nothing the other three do not, at 30-50 s of the interpreter
+@pytest.mark.parametrize("degree,dtype", quick_first([(40, torch.float32), (40, torch.bfloat16), (1100, torch.bfloat16)]))
 def test_all_heads_kernels_on_a_hub_above_1024_in_edges(degree, dtype):
     _check(av.star(degree, extra=4), 8, 8, dtype, 0.2)
 
