@@ -1,0 +1,142 @@
+"""The user's training step (issue 48): whole training steps and evaluations of the models users
+train, through the front door they use, against the best peer in the same environment.
+
+A cell is (front door, model, graph, precision, mode); its providers run interleaved step by step
+from the same weights (``bench.harness.interleaved``; each timed step from the state the warm-up
+left).  Front doors, each where its stack is installed:
+
+* ``dgl`` (the main lane: torch 2.2.1, DGL 2.1.0): DGL's modules and, for minibatches, DGL's sampler,
+  against ``dgl_accel.swap`` with our sampler;
+* ``pyg`` (the core lane: torch 2.11, PyG 2.8): PyG eager and PyG under ``torch.compile`` against
+  ``dgl_accel.pyg.swap`` (minibatches: PyG's ``NodeLoader`` fed by our sampler for all three).
+
+Models and steps: :mod:`bench.training_cases` (GCN, GraphSAGE, GIN, the GAT paper's model on the
+full graph; DGL's GraphSAGE minibatch recipe).  Precisions ``fp32`` and ``autocast-bf16`` (CPU
+bf16 autocast: forward and loss); modes ``train`` and ``eval`` (the whole graph's forward).  Each
+row: median / min / max of the step, each part's median (sample, gather, forward, backward,
+optimiser), the peak resident memory the step added, the loss after the timed steps, the threads
+and the CPU model.  Ratio = the best peer's median / ours.  Rows: ``bench/results/training.jsonl``.
+
+Usage: DGL_ACCEL_DATASETS=../shared/datasets python bench/bench_training.py [--quick]
+    [--graphs cora,amazon_cs,flickr,slashdot,cornell5] [--models gcn,sage,gin,gat,sage_mb]
+    [--dtypes fp32,autocast-bf16] [--modes train,eval] [--repeat 5] [--threads 1]
+``--quick``: Cora and Amazon-CS, both precisions, training steps, 3 repeats (under 10 minutes
+per front door); the full matrix: every graph, model, precision and mode.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from bench.harness import cpu_model, interleaved, print_table, record  # noqa: E402
+from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
+
+BENCH = "training"
+
+
+def front_doors(wanted: list[str]) -> dict:
+    doors = {}
+    if "dgl" in wanted:
+        try:
+            from bench import training_dgl
+            doors["dgl"] = training_dgl.providers
+        except ImportError:
+            print("no DGL here: the DGL front door is left out", file=sys.stderr)
+    if "pyg" in wanted:
+        try:
+            from bench import training_pyg
+            doors["pyg"] = training_pyg.providers
+        except ImportError:
+            print("no torch_geometric here: the PyG front door is left out", file=sys.stderr)
+    return doors
+
+
+def time_cell(steps: dict, warmup: int, repeat: int) -> dict:
+    """{provider: {median, min, max, repeat, parts medians, peak_bytes, loss}}, interleaved."""
+    for _ in range(warmup):
+        for fn in steps.values():
+            fn()
+    for fn in steps.values():
+        fn.snapshot()
+    parts = {p: [] for p in steps}
+    peaks = {p: 0 for p in steps}
+
+    def recorded(p, fn):
+        def run():
+            peaks[p] = max(peaks[p], peak_rss_during(fn))
+            parts[p].append(fn.parts)
+        run.reset = fn.reset  # interleaved resets each provider, untimed, before each timed call
+        return run
+    times = interleaved({p: recorded(p, fn) for p, fn in steps.items()}, warmup=0, repeat=repeat)
+    for p, fn in steps.items():  # the loss each provider reaches in one step from the same state
+        fn.reset()
+        fn()
+        times[p].update({f"{k}_s": statistics.median(s[k] for s in parts[p]) for k in PARTS},
+                        peak_bytes=peaks[p], loss=fn.loss)
+    return times
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--front-doors", default="dgl,pyg")
+    ap.add_argument("--graphs", default=None, help=f"comma-separated, from {', '.join(NPZ)}")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--dtypes", default="fp32,autocast-bf16")
+    ap.add_argument("--modes", default=None, help="train,eval (quick: train)")
+    ap.add_argument("--repeat", type=int, default=None, help="timed steps per provider (quick 3, else 5)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-compile", action="store_true", help="PyG: leave out the torch.compile'd peer")
+    ap.add_argument("--results-dir", default=None)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    graphs = (args.graphs or ("cora,amazon_cs" if args.quick else ",".join(NPZ))).split(",")
+    modes = (args.modes or ("train" if args.quick else "train,eval")).split(",")
+    repeat = args.repeat or (3 if args.quick else 5)
+    doors = front_doors(args.front_doors.split(","))
+    common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__}
+    started, rows = time.perf_counter(), []
+    cells = [(d, g, m, t, mode) for d in doors for g in graphs for m in args.models.split(",")
+             for t in args.dtypes.split(",") for mode in modes if not (mode == "eval" and m == "sage_mb")]
+    loaded = {}
+    for i, (door, gname, model, dtype, mode) in enumerate(cells):
+        graph = loaded.setdefault(gname, Graph.load(gname))
+        kwargs = {"compiled": not args.no_compile} if door == "pyg" else {}
+        steps = doors[door](graph, model, dtype, mode, **kwargs)
+        times = time_cell(steps, args.warmup, repeat)
+        peer = min((p for p in steps if p != "dgl_accel"), key=lambda p: times[p]["median"])
+        ratio = times[peer]["median"] / times["dgl_accel"]["median"]
+        case = f"{door} {model} {gname} {dtype} {mode}"
+        facts = {"front_door": door, "model": model, "graph": gname, "dtype": dtype, "mode": mode,
+                 "nodes": graph.num_nodes, "edges": graph.num_edges}
+        cell = [{"case": case, "provider": p, **times[p], **facts, **common} for p in steps]
+        gap = abs(times["dgl_accel"]["loss"] - times[peer]["loss"]) / max(abs(times[peer]["loss"]), 1e-12)
+        cell[-1].update(ratio=ratio, best_peer=peer, loss_gap=gap)
+        rows += record(BENCH, cell, args.results_dir)
+        split = " ".join(f"{k} {times['dgl_accel'][f'{k}_s'] * 1e3:.0f}" for k in PARTS if times["dgl_accel"][f"{k}_s"])
+        print(f"[{i + 1}/{len(cells)}] {case}: " + ", ".join(f"{p} {times[p]['median'] * 1e3:.1f} ms" for p in steps)
+              + f" -> {ratio:.2f}x the best ({peer}); ours: {split} ms; {time.perf_counter() - started:.0f} s",
+              file=sys.stderr)
+    ours = [r for r in rows if r["provider"] == "dgl_accel"]
+    if not ours:
+        print("summary: nothing ran (neither DGL nor torch_geometric here)")
+        return 0
+    print_table(rows, columns=["ratio", "best_peer", "loss_gap"])
+    low = min(ours, key=lambda r: r["ratio"])
+    geo = statistics.geometric_mean(r["ratio"] for r in ours)
+    print(f"summary: {len(ours)} cells in {time.perf_counter() - started:.0f} s on {common['cpu_model']}, "
+          f"{args.threads} thread(s), torch {torch.__version__}: geomean {geo:.2f}x, min {low['ratio']:.2f}x "
+          f"({low['case']}); bars: every cell >= 0.97x, geomean >= 1.3x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
