@@ -21,9 +21,11 @@ features with extra dimensions ``(N, *, D)``, graphs with several relations, and
 the routed ops are faster than the fused op (several narrow heads on the CPU:
 :func:`dgl_accel.policies.attention.choose_attention`, printed by ``dgl_accel.explain(graph, D,
 heads=H)``; on Intel CPUs that forward routes only the edge softmax, the one routed op faster than
-DGL's there). So on the CPU a run from ``torch.manual_seed`` gives DGL's numbers with dropout on too
-(both dropouts draw DGL's masks); with the Triton kernels single runs differ by the mask, whose
-distribution is DGL's.
+DGL's there).  Under autocast at those shapes the projections run in the autocast dtype and their
+outputs are widened to fp32 before DGL's attention code reads them (``inputs.widened_projections``):
+DGL's own forward raises there on the mixed dtypes.  So on the CPU a run from ``torch.manual_seed``
+gives DGL's numbers with dropout on too (both dropouts draw DGL's masks); with the Triton kernels
+single runs differ by the mask, whose distribution is DGL's.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from dgl.base import DGLError
 from ..functional import gat_attention, gat_layer
 from ..patching import enabled
 from ..policies.attention import choose_attention
-from .inputs import plain_features
+from .inputs import plain_features, widened_projections
 
 ZERO_IN_DEGREE = ("There are 0-in-degree nodes in the graph, output for those nodes will be invalid. This is harmful "
                   "for some applications, causing silent performance regression. Adding self-loop on the input graph "
@@ -45,7 +47,7 @@ class GATConv(dgl.nn.GATConv):
     def forward(self, graph, feat, edge_weight=None, get_attention=False):
         choice = self._choice(graph, feat, edge_weight)
         if choice is None or not choice.fused:  # DGL's forward, on the routes the choice names (None: all)
-            with enabled(None if choice is None else choice.routes):
+            with enabled(None if choice is None else choice.routes), widened_projections(self, choice):
                 return super().forward(graph, feat, edge_weight=edge_weight, get_attention=get_attention)
         if not self._allow_zero_in_degree and bool((graph.in_degrees() == 0).any()):
             raise DGLError(ZERO_IN_DEGREE)  # DGL's check and message, before any work

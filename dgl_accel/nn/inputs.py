@@ -2,6 +2,8 @@
 path computes exactly as DGL's forward would; anything else takes DGL's forward (and DGL's errors)."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from ..graph.structure import is_supported_graph
@@ -35,3 +37,33 @@ def one_weight_per_edge(graph, edge_weight) -> bool:
     """No edge weights, or a 1-D tensor of one per edge."""
     return edge_weight is None or (isinstance(edge_weight, torch.Tensor) and edge_weight.dim() == 1
                                    and edge_weight.shape[0] == graph.num_edges())
+
+
+class _Widened(torch.nn.Module):
+    """A projection whose output is widened to fp32 (it runs in the autocast dtype as before)."""
+
+    def __init__(self, inner: torch.nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        out = self.inner(x)
+        return out.float() if out.dtype in (torch.float16, torch.bfloat16) else out
+
+
+@contextlib.contextmanager
+def widened_projections(module: torch.nn.Module, choice):
+    """Inside: the attention module's projections (``fc``, ``fc_src``, ``fc_dst``) give fp32 outputs
+    when ``choice.widen`` says so (DGL's forward under autocast on the routed ops); restored after,
+    also on an error.  The parameters and ``state_dict`` are untouched."""
+    if choice is None or not getattr(choice, "widen", False):
+        yield
+        return
+    names = [n for n in ("fc", "fc_src", "fc_dst") if isinstance(module._modules.get(n), torch.nn.Module)]
+    saved = {n: module._modules[n] for n in names}
+    try:
+        for n in names:
+            module._modules[n] = _Widened(saved[n])
+        yield
+    finally:
+        module._modules.update(saved)

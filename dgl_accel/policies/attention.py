@@ -30,9 +30,14 @@ the edge softmax still wins: GAT fused 1.03, routed 0.91, DGL's forward with onl
 routed 1.07 (1.34 on Amazon-CS; the GAT recipe's 767 -> 8 x 8 with dropout on Cora: 0.96 / 0.95 /
 1.03); GATv2 fused 1.28, routed 1.02 (recipe: 1.02 / 0.99).
 
-Under ``torch.autocast`` on the features' device: fused, at every shape (DGL's own forward raises there:
-its projected features come out in the autocast dtype, its scores in fp32, and its message passing wants
-one dtype; the fused op runs in the autocast dtype, as torch's ``scaled_dot_product_attention`` does).
+Under ``torch.autocast`` on the features' device DGL's own forward raises (its projected features come
+out in the autocast dtype, its scores in fp32, and its message passing wants one dtype): the fused op
+runs, in the autocast dtype as torch's ``scaled_dot_product_attention`` does, wherever it would run in
+fp32, and for GATv2 and the dot product at every shape (their fused ops beat DGL's fp32 step under
+autocast at 8 x 8 too); for GAT at the CPU shapes where the routed ops win (several narrow heads),
+DGL's forward runs with the projection in the autocast dtype and its output widened to fp32
+(``widen``), the attention routed in fp32 (the GAT paper's 767 -> 8 x 8 layer on Amazon-CS, one
+thread: 323 ms a training step fused in bf16, DGL's 313 ms in fp32).
 Otherwise (CPU tensors on the native path): fused where one head, or heads of at least :func:`fused_min_dim`
 (op) features (:data:`FUSED_MIN_DIM`; on Intel CPUs :data:`FUSED_MIN_DIM_INTEL`); otherwise DGL's
 forward with the routes of :data:`ROUTES_INTEL` on Intel CPUs, every route elsewhere. CUDA tensors and
@@ -94,7 +99,9 @@ def fused_min_dim(op: str) -> int:
 class AttentionChoice:
     """``fused``: whether the fused op runs; ``path``: the backend path (native / triton); ``reason``;
     ``routes``: where DGL's forward runs instead, the ops it routes (names of ``dgl_accel.patching.ROUTES``
-    for ``dgl_accel.enabled(routes)``; None: every one)."""
+    for ``dgl_accel.enabled(routes)``; None: every one); ``widen``: under autocast, DGL's forward
+    with the projection in the autocast dtype and its output widened to fp32, so the attention
+    runs in one dtype (DGL's own forward raises there)."""
 
     op: str
     heads: int
@@ -103,6 +110,7 @@ class AttentionChoice:
     fused: bool
     reason: str
     routes: tuple | None = None
+    widen: bool = False  # DGL's forward under autocast: the projection's output widened to fp32 first
 
     def __str__(self) -> str:
         what = "the fused op" if self.fused else (
@@ -124,8 +132,14 @@ def choose_attention(op: str, heads: int, dim: int, like: torch.Tensor) -> Atten
     path = backend.choose_path(like)
     if _mode != "auto":
         return AttentionChoice(op, heads, dim, path, _mode == "fused", f"use_attention_path({_mode!r})")
-    if autocast_dtype(like.device.type) is not None:
+    amp = autocast_dtype(like.device.type) is not None
+    if amp and (op != "gat" or path != "native" or like.device.type != "cpu" or heads == 1 or dim >= fused_min_dim(op)):
         return AttentionChoice(op, heads, dim, path, True, "torch.autocast: DGL's forward raises on the mixed dtypes")
+    if amp:  # several narrow heads on the CPU: the routed ops win in fp32 too
+        return AttentionChoice(op, heads, dim, path, False,
+                               f"torch.autocast, {heads} heads of {dim} < {fused_min_dim(op)} features: the "
+                               f"projection in the autocast dtype, the routed attention on its output in fp32",
+                               ROUTES_INTEL.get(op) if intel_cpu() else None, widen=True)
     if path != "native" or like.device.type != "cpu":
         return AttentionChoice(op, heads, dim, path, True, f"the Triton kernels, {_grid(op, heads, dim)}")
     if heads == 1:

@@ -89,15 +89,38 @@ def test_dropin_under_autocast(name, warm, jit):
     assert stats, f"{name}: nothing ran on dgl-accel"
 
 
-def test_attention_runs_fused_under_autocast():
-    """Under autocast the attention drop-ins take the fused op whatever the shape (DGL's forward, which
-    the CPU rule takes for several narrow heads, would raise); outside it the rule is unchanged."""
+def test_attention_under_autocast_never_takes_dgls_raising_forward():
+    """Under autocast the attention drop-ins take the fused op (GATv2 and the dot product at every shape,
+    GAT wherever it would in fp32), or, for GAT's several narrow heads on the CPU, DGL's forward with the
+    projection widened to fp32 (DGL's own forward would raise on the mixed dtypes); outside autocast the
+    rule is unchanged."""
     from dgl_accel.policies.attention import choose_attention
     like = torch.zeros(1)
     assert not choose_attention("gat", 8, 8, like).fused
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        choice = choose_attention("gat", 8, 8, like)
-    assert choice.fused and "autocast" in choice.reason
+        narrow, wide = choose_attention("gat", 8, 8, like), choose_attention("gat", 4, 32, like)
+        v2, dot = choose_attention("gatv2", 8, 8, like), choose_attention("dot", 8, 8, like)
+    assert not narrow.fused and narrow.widen and "autocast" in narrow.reason
+    assert wide.fused and v2.fused and dot.fused and not (wide.widen or v2.widen or dot.widen)
+
+
+def test_narrow_gat_under_autocast_widens_the_projection_and_restores_it():
+    """The narrow-headed GAT under autocast: the projection runs in bf16, DGL's attention code reads its
+    output in fp32 (so DGL's message passing sees one dtype), the output is fp32, gradients reach every
+    parameter, and the module's ``fc`` is its own again after the call (and its state_dict unchanged)."""
+    g, x = _graph(), torch.randn(60, IN)
+    conv = dgl.nn.GATConv(IN, 8, 8)
+    dgl_accel.swap(conv)
+    keys, fc = list(conv.state_dict()), conv.fc
+    seen = []
+    hook = conv.fc.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = conv(g, x)
+    hook.remove()
+    out.float().sum().backward()
+    assert seen == [torch.bfloat16] and out.dtype == torch.float32
+    assert conv.fc is fc and list(conv.state_dict()) == keys
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in conv.parameters())
 
 
 def test_graphconv_product_in_autocast_dtype():
