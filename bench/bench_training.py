@@ -20,7 +20,7 @@ and the CPU model.  Ratio = the best peer's median / ours.  Rows: ``bench/result
 Usage: DGL_ACCEL_DATASETS=../shared/datasets python bench/bench_training.py [--quick]
     [--graphs cora,amazon_cs,flickr,slashdot,cornell5] [--models gcn,sage,gin,gat,sage_mb]
     [--dtypes fp32,autocast-bf16] [--modes train,eval] [--repeat 5] [--threads 1]
-``--quick``: Cora and Amazon-CS, both precisions, training steps, 3 repeats (under 10 minutes
+``--quick``: Cora and Amazon-CS, both precisions, training steps, 7 repeats (under 10 minutes
 per front door); the full matrix: every graph, model, precision and mode.
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--dtypes", default="fp32,autocast-bf16")
     ap.add_argument("--modes", default=None, help="train,eval (quick: train)")
-    ap.add_argument("--repeat", type=int, default=None, help="timed steps per provider (quick 3, else 5)")
+    ap.add_argument("--repeat", type=int, default=None, help="timed steps per provider (quick 7, else 9)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-compile", action="store_true", help="PyG: leave out the torch.compile'd peer")
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     graphs = (args.graphs or ("cora,amazon_cs" if args.quick else ",".join(NPZ))).split(",")
     modes = (args.modes or ("train" if args.quick else "train,eval")).split(",")
-    repeat = args.repeat or (3 if args.quick else 5)
+    repeat = args.repeat or (7 if args.quick else 9)
     doors = front_doors(args.front_doors.split(","))
     common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__}
     started, rows = time.perf_counter(), []
@@ -117,9 +117,10 @@ def main(argv=None) -> int:
         case = f"{door} {model} {gname} {dtype} {mode}"
         facts = {"front_door": door, "model": model, "graph": gname, "dtype": dtype, "mode": mode,
                  "nodes": graph.num_nodes, "edges": graph.num_edges}
-        cell = [{"case": case, "provider": p, **times[p], **facts, **common} for p in steps]
+        cell = [{"case": case, "provider": p, **times[p], **facts, **common,
+                 "precision": getattr(steps[p], "precision", dtype)} for p in steps]
         gap = abs(times["dgl_accel"]["loss"] - times[peer]["loss"]) / max(abs(times[peer]["loss"]), 1e-12)
-        cell[-1].update(ratio=ratio, best_peer=peer, loss_gap=gap)
+        cell[-1].update(ratio=ratio, best_peer=peer, loss_gap=gap, peer_precision=cell[0]["precision"])
         rows += record(BENCH, cell, args.results_dir)
         split = " ".join(f"{k} {times['dgl_accel'][f'{k}_s'] * 1e3:.0f}" for k in PARTS if times["dgl_accel"][f"{k}_s"])
         print(f"[{i + 1}/{len(cells)}] {case}: " + ", ".join(f"{p} {times[p]['median'] * 1e3:.1f} ms" for p in steps)

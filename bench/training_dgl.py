@@ -1,6 +1,8 @@
 """DGL's front door for :mod:`bench.bench_training`: DGL's modules (and, for minibatches, DGL's
 ``NeighborSampler`` and ``DataLoader``) against the same model after ``dgl_accel.swap`` with our
-sampler, each a :class:`~bench.harness.TrainingStep` from the same weights."""
+sampler, each a :class:`~bench.harness.TrainingStep` from the same weights.  Where DGL's model
+raises under autocast (``GATConv``: bf16 features, fp32 scores), DGL's step runs in fp32, the best
+its user has (the row's ``peer_precision`` says so)."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +13,7 @@ import dgl.nn
 import torch
 import torch.nn.functional as F
 
-from bench.training_cases import BATCH, CLASSES, FANOUTS, FEATS, HIDDEN, make_step
+from bench.training_cases import BATCH, CLASSES, FANOUTS, FEATS, HIDDEN, make_step, precision_context
 
 
 class Net(torch.nn.Module):
@@ -86,6 +88,9 @@ def providers(graph, key: str, dtype: str, mode: str) -> dict:
         raise RuntimeError(f"dgl_accel.swap left the {key} model alone")
     g = dgl.graph((graph.src, graph.dst), num_nodes=graph.num_nodes)
     samplers = {"dgl": dgl.dataloading.NeighborSampler(FANOUTS), "dgl_accel": NeighborSampler(FANOUTS, seed=0)}
+    precision = {"dgl": dtype, "dgl_accel": dtype}
+    if dtype != "fp32" and key != "sage_mb" and not _runs_under(base, g, graph.x, dtype):
+        precision["dgl"] = "fp32"  # DGL raises under autocast (GATConv): its user trains in fp32
     steps = {}
     for name, model in (("dgl", base), ("dgl_accel", ours)):
         if key == "sage_mb" and mode == "train":
@@ -97,8 +102,20 @@ def providers(graph, key: str, dtype: str, mode: str) -> dict:
         else:
             def call(parts, model=model):
                 return model(g, graph.x)[graph.train], graph.y[graph.train]
-        steps[name] = make_step(model, call, dtype, mode)
+        steps[name] = make_step(model, call, precision[name], mode)
+        steps[name].precision = precision[name]
     return steps
+
+
+def _runs_under(model, g, x, dtype: str) -> bool:
+    """Whether DGL's model runs its forward in ``dtype`` (DGL's GATConv raises under autocast)."""
+    from dgl.base import DGLError
+    try:
+        with torch.no_grad(), precision_context(dtype):
+            model(g, x)
+        return True
+    except DGLError:
+        return False
 
 
 __all__ = ["providers", "build", "Batches"]
