@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bench.harness import TrainingStep, cpu_model, interleaved, print_table, record  # noqa: E402
+from bench.harness import TrainingStep, cpu_model, interleaved, ratio_summary, record  # noqa: E402
 
 BENCH = "autocast"
 DTYPE = torch.bfloat16
@@ -177,16 +176,8 @@ def main(argv=None) -> int:
             peers = ", ".join(f"{p} {times[p]['median'] * 1e3:.1f} ms" for p in steps if p != "dgl_accel")
             print(f"{case}: {peers}, ours {times['dgl_accel']['median'] * 1e3:.1f} ms, {ratio:.2f}x the best "
                   f"({peer}){note}; {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    ours = [r for r in rows if r["provider"] == "dgl_accel"]
-    if not ours:
-        print("summary: nothing ran (no DGL nor torch_geometric, or no graphs)")
-        return 0
-    print_table(rows, columns=["ratio", "best_peer", "peer_precision"])
-    low = min(ours, key=lambda r: r["ratio"])
-    geo = statistics.geometric_mean(r["ratio"] for r in ours)
-    print(f"summary: {len(ours)} modules in {time.perf_counter() - started:.0f} s on {common['cpu_model']}, "
-          f"{args.threads} thread(s), torch {torch.__version__}: geomean {geo:.2f}x, "
-          f"min {low['ratio']:.2f}x ({low['case']}); bar: every module >= 1.0x")
+    ratio_summary(rows, noun="modules", bar="bar: every module >= 1.0x", started=started,
+                  columns=["ratio", "best_peer", "peer_precision"], nothing="no DGL nor torch_geometric, or no graphs")
     return 0
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from bench.harness import cpu_model, interleaved, print_table, record  # noqa: E402
+from bench.harness import cpu_model, interleaved, ratio_summary, record  # noqa: E402
 from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
 
 BENCH = "training"
@@ -126,16 +126,9 @@ def main(argv=None) -> int:
         print(f"[{i + 1}/{len(cells)}] {case}: " + ", ".join(f"{p} {times[p]['median'] * 1e3:.1f} ms" for p in steps)
               + f" -> {ratio:.2f}x the best ({peer}); ours: {split} ms; {time.perf_counter() - started:.0f} s",
               file=sys.stderr)
-    ours = [r for r in rows if r["provider"] == "dgl_accel"]
-    if not ours:
-        print("summary: nothing ran (neither DGL nor torch_geometric here)")
-        return 0
-    print_table(rows, columns=["ratio", "best_peer", "loss_gap"])
-    low = min(ours, key=lambda r: r["ratio"])
-    geo = statistics.geometric_mean(r["ratio"] for r in ours)
-    print(f"summary: {len(ours)} cells in {time.perf_counter() - started:.0f} s on {common['cpu_model']}, "
-          f"{args.threads} thread(s), torch {torch.__version__}: geomean {geo:.2f}x, min {low['ratio']:.2f}x "
-          f"({low['case']}); bars: every cell >= 0.97x, geomean >= 1.3x")
+    ratio_summary(rows, noun="cells", bar="bars: every cell >= 0.97x, geomean >= 1.3x", started=started,
+                  columns=["ratio", "best_peer", "peer_precision", "loss_gap"],
+                  nothing="neither DGL nor torch_geometric here")
     return 0
 
 

@@ -264,3 +264,19 @@ def print_table(rows: Iterable[dict], columns: list[str] | None = None, file=Non
     print("  ".join("-" * w for w in widths), file=out)
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)), file=out)
+
+
+def ratio_summary(rows: list[dict], *, noun: str, bar: str, started: float, columns: list[str], nothing: str) -> None:
+    """The table of ``rows`` and one summary line over dgl-accel's rows (their ``ratio``: the best
+    peer's median / ours): how many ``noun``, the time since ``started``, the machine, geomean and
+    min, and the ``bar``; or ``summary: nothing ran (<nothing>)``."""
+    ours = [r for r in rows if r["provider"] == "dgl_accel"]
+    if not ours:
+        print(f"summary: nothing ran ({nothing})")
+        return
+    print_table(rows, columns=columns)
+    low = min(ours, key=lambda r: r["ratio"])
+    geo = statistics.geometric_mean(r["ratio"] for r in ours)
+    print(f"summary: {len(ours)} {noun} in {time.perf_counter() - started:.0f} s on {low['cpu_model']}, "
+          f"{low['threads']} thread(s), torch {low['torch']}: geomean {geo:.2f}x, min {low['ratio']:.2f}x "
+          f"({low['case']}); {bar}")
