@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bench.harness import TrainingStep, cpu_model, interleaved, ratio_summary, record  # noqa: E402
+from bench.harness import TrainingStep, cpu_model, interleaved, ratio_summary, record, warm_up  # noqa: E402
 
 BENCH = "autocast"
 DTYPE = torch.bfloat16
@@ -44,11 +44,7 @@ NPZ = {"cora": "planetoid_cora", "amazon_cs": "graphdata_amazon_cs", "cornell5":
 
 
 def _time(steps: dict, warmup: int, repeat: int) -> dict:
-    for _ in range(warmup):
-        for fn in steps.values():
-            fn()
-    for fn in steps.values():
-        fn.snapshot()
+    warm_up(steps, warmup)
     return interleaved(steps, warmup=0, repeat=repeat)
 
 

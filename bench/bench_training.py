@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from bench.harness import cpu_model, interleaved, ratio_summary, record  # noqa: E402
+from bench.harness import cpu_model, interleaved, ratio_summary, record, warm_up  # noqa: E402
 from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
 
 BENCH = "training"
@@ -60,11 +60,7 @@ def front_doors(wanted: list[str]) -> dict:
 
 def time_cell(steps: dict, warmup: int, repeat: int) -> dict:
     """{provider: {median, min, max, repeat, parts medians, peak_bytes, loss}}, interleaved."""
-    for _ in range(warmup):
-        for fn in steps.values():
-            fn()
-    for fn in steps.values():
-        fn.snapshot()
+    warm_up(steps, warmup)
     parts = {p: [] for p in steps}
     peaks = {p: 0 for p in steps}
 

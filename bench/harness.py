@@ -123,6 +123,16 @@ def interleaved(fns: dict, warmup: int, repeat, raw: bool = False) -> dict:
             for k, v in times.items()}
 
 
+def warm_up(steps: dict, warmup: int) -> None:
+    """``warmup`` rounds of every :class:`TrainingStep` in ``steps`` (in turn), then each one's
+    ``snapshot()``: the state every timed step starts from."""
+    for _ in range(warmup):
+        for fn in steps.values():
+            fn()
+    for fn in steps.values():
+        fn.snapshot()
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
