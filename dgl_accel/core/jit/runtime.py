@@ -169,7 +169,9 @@ def philox(k0, k1, counter):
 # numpy has no bfloat16: a bf16 tensor reaches a loop as its bits (``bf16_bits``: a uint16 view, no
 # copy), and the loop widens each value to fp32 where it reads it (exact: bf16 is fp32's upper half)
 # and narrows a result with round-to-nearest-even (torch's ``.to(torch.bfloat16)``).
-# Half the bytes of a widened copy, and no N x F fp32 tensor to allocate per call.
+# Half the bytes of a widened copy, and no N x F fp32 tensor to allocate per call.  numba's disk
+# cache keys a loop by its own file's timestamp: after editing these helpers, delete
+# dgl_accel/core/jit/__pycache__/*.nbi and *.nbc, or the loops that inline them keep the old code.
 
 def bf16_bits(t: torch.Tensor) -> np.ndarray:
     """The bits of a contiguous CPU bf16 tensor as a uint16 numpy array sharing its memory."""
