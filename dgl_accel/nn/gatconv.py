@@ -32,6 +32,7 @@ from __future__ import annotations
 import dgl.nn
 from dgl.base import DGLError
 
+from ..core.autocast import widened_output
 from ..functional import gat_attention, gat_layer
 from ..patching import enabled
 from ..policies.attention import choose_attention
@@ -75,8 +76,10 @@ class GATConv(dgl.nn.GATConv):
         return self._finish(out, x[: graph.number_of_dst_nodes()] if graph.is_block else x, late_bias, get_attention)
 
     def _finish(self, out, h_dst, add_bias: bool, get_attention: bool):
-        """DGL's tail: residual of ``h_dst``, then the bias (if ``add_bias``), then the activation."""
+        """DGL's tail: residual of ``h_dst``, then the bias (if ``add_bias``), then the activation; under
+        autocast on fp32 (``core.autocast.widened_output``)."""
         rst, attention = out if get_attention else (out, None)
+        rst = widened_output(rst)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, self._out_feats)
         if add_bias:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dgl.nn
 
+from ..core.autocast import widened_output
 from ..functional import gatv2_attention
 from .fused_attention import FusedAttentionForward
 from .inputs import plain_features
@@ -45,6 +46,7 @@ class GATv2Conv(FusedAttentionForward, dgl.nn.GATv2Conv):
         out = gatv2_attention(graph, feat_src, feat_dst, attn, self.leaky_relu.negative_slope,
                               return_attention=get_attention)
         rst, attention = out if get_attention else (out, None)
+        rst = widened_output(rst)  # under autocast in fp32, as the peers' GATv2 (core.autocast.widened_output)
         if self.res_fc is not None:
             rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out_feats)
         if self.activation:
