@@ -13,7 +13,7 @@ own ``test/conftest.py`` (its fixtures) still loads, then from DIR:
         test/nn/conv/test_gin_conv.py test/nn/conv/test_gat_conv.py test/nn/conv/test_gatv2_conv.py
     SAMPLER=1 python -m pytest -q test/loader/test_neighbor_loader.py test/loader/test_link_neighbor_loader.py
 
-and the same without NN / SAMPLER for plain PyG's counts (docs/pyg.md has both).
+and the same without NN / SAMPLER for plain PyG's counts (docs/history/pyg-2026-11-27.md has both).
 """
 import os
 
