@@ -81,6 +81,9 @@ def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True) -> 
     from torch_geometric.data import Data
 
     import dgl_accel.pyg
+    # a fresh dynamo per cell: every cell's Net.forward is one code object, and past
+    # torch._dynamo.config.cache_size_limit (8) compiled models it silently runs eager
+    torch._dynamo.reset()
     torch.manual_seed(0)
     base = build(key)
     edge_index = torch.stack([graph.src, graph.dst])
