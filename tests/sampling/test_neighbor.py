@@ -499,7 +499,14 @@ def test_graphsage_accuracy_matches_dgl_sampler():
         theirs.append(train_eval(g, train, test, lambda s: dgl.dataloading.NeighborSampler([10, 10]), seed))
     ours_m, theirs_m = float(np.mean(ours)), float(np.mean(theirs))
     assert ours_m > 0.8, (ours, theirs)
-    assert abs(ours_m - theirs_m) <= 0.01, (ours, theirs)
+    # Each side's accuracy spreads ~1 point across seeds (DGL's sampler draws from its own
+    # threads' streams), so a fixed 1-point bound on the difference of the means failed about
+    # one run in ten (CI: 0.840 vs 0.829). The bound is three standard errors of that
+    # difference, and never under 1 point. It guards against a sampler that trains badly, not
+    # small biases: fanouts [1, 1] for ours lose 1.5 points and pass (3 se was 3.7 points then);
+    # the blocks themselves are checked against DGL's definitions by the tests above.
+    se = float(np.sqrt(np.var(ours, ddof=1) / len(ours) + np.var(theirs, ddof=1) / len(theirs)))
+    assert abs(ours_m - theirs_m) <= max(0.01, 3 * se), (ours, theirs, se)
 
 
 @pytest.mark.interpreter
