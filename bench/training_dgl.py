@@ -35,7 +35,8 @@ class Net(torch.nn.Module):
         return x
 
 
-def build(key: str) -> Net:
+def build(key: str, dropout: float = 0.6) -> Net:
+    """The model ``key``; ``dropout``: the GAT recipe's (0 for :func:`bench.bench_training.check_losses`)."""
     nn = dgl.nn
     if key == "gcn":
         return Net([nn.GraphConv(FEATS, HIDDEN), nn.GraphConv(HIDDEN, CLASSES)])
@@ -45,8 +46,8 @@ def build(key: str) -> Net:
         return Net([nn.GINConv(torch.nn.Linear(FEATS, HIDDEN), "sum"),
                     nn.GINConv(torch.nn.Linear(HIDDEN, CLASSES), "sum")])
     if key == "gat":
-        return Net([nn.GATConv(FEATS, 8, 8, feat_drop=0.6, attn_drop=0.6, activation=F.elu),
-                    nn.GATConv(64, CLASSES, 1, feat_drop=0.6, attn_drop=0.6)], gat=True)
+        return Net([nn.GATConv(FEATS, 8, 8, feat_drop=dropout, attn_drop=dropout, activation=F.elu),
+                    nn.GATConv(64, CLASSES, 1, feat_drop=dropout, attn_drop=dropout)], gat=True)
     if key == "sage_mb":
         return Net([nn.SAGEConv(FEATS, HIDDEN, "mean"), nn.SAGEConv(HIDDEN, HIDDEN, "mean"),
                     nn.SAGEConv(HIDDEN, CLASSES, "mean")])
@@ -58,9 +59,9 @@ class Batches:
     returns (blocks, input features, labels), the loader's seconds (sampling) in ``parts['sample']``
     and the feature and label gather in ``parts['gather']``."""
 
-    def __init__(self, g, x, y, train, sampler):
+    def __init__(self, g, x, y, train, sampler, shuffle: bool = True):
         self.x, self.y = x, y
-        self.loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=BATCH, shuffle=True, drop_last=False)
+        self.loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=BATCH, shuffle=shuffle, drop_last=False)
         self.it = None
 
     def next(self, parts):
@@ -77,24 +78,27 @@ class Batches:
         return blocks, x, y
 
 
-def providers(graph, key: str, dtype: str, mode: str) -> dict:
-    """{provider: TrainingStep} for DGL and for dgl-accel (``swap`` and our sampler)."""
+def providers(graph, key: str, dtype: str, mode: str, deterministic: bool = False) -> dict:
+    """{provider: TrainingStep} for DGL and for dgl-accel (``swap`` and our sampler), from one set of
+    weights; ``deterministic``: no dropout, and both draw the same unshuffled batches from our
+    seeded sampler (for the loss check)."""
     import dgl_accel
     from dgl_accel.sampling import NeighborSampler
     torch.manual_seed(0)
-    base = build(key)
+    base = build(key, dropout=0.0 if deterministic else 0.6)
     ours = copy.deepcopy(base)
     if not dgl_accel.swap(ours).swapped:
         raise RuntimeError(f"dgl_accel.swap left the {key} model alone")
     g = dgl.graph((graph.src, graph.dst), num_nodes=graph.num_nodes)
-    samplers = {"dgl": dgl.dataloading.NeighborSampler(FANOUTS), "dgl_accel": NeighborSampler(FANOUTS, seed=0)}
+    samplers = {"dgl": NeighborSampler(FANOUTS, seed=0) if deterministic else dgl.dataloading.NeighborSampler(FANOUTS),
+                "dgl_accel": NeighborSampler(FANOUTS, seed=0)}
     precision = {"dgl": dtype, "dgl_accel": dtype}
     if dtype != "fp32" and key != "sage_mb" and not _runs_under(base, g, graph.x, dtype):
         precision["dgl"] = "fp32"  # DGL raises under autocast (GATConv): its user trains in fp32
     steps = {}
     for name, model in (("dgl", base), ("dgl_accel", ours)):
         if key == "sage_mb" and mode == "train":
-            batches = Batches(g, graph.x, graph.y, graph.train, samplers[name])
+            batches = Batches(g, graph.x, graph.y, graph.train, samplers[name], shuffle=not deterministic)
 
             def call(parts, model=model, batches=batches):
                 blocks, x, y = batches.next(parts)

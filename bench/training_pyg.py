@@ -14,21 +14,22 @@ from bench.training_cases import BATCH, CLASSES, FANOUTS, FEATS, HIDDEN, make_st
 class Net(torch.nn.Module):
     """Convs with ReLU between (the GAT recipe: dropout 0.6 on the inputs of both layers, ELU)."""
 
-    def __init__(self, convs, gat: bool = False):
+    def __init__(self, convs, gat: bool = False, dropout: float = 0.6):
         super().__init__()
-        self.convs, self.gat = torch.nn.ModuleList(convs), gat
+        self.convs, self.gat, self.dropout = torch.nn.ModuleList(convs), gat, dropout
 
     def forward(self, x, edge_index):
         for i, conv in enumerate(self.convs):
             if self.gat:
-                x = F.dropout(x, 0.6, self.training)
+                x = F.dropout(x, self.dropout, self.training)
             x = conv(x, edge_index)
             if i + 1 < len(self.convs):
                 x = F.elu(x) if self.gat else F.relu(x)
         return x
 
 
-def build(key: str) -> Net:
+def build(key: str, dropout: float = 0.6) -> Net:
+    """The model ``key``; ``dropout``: the GAT recipe's (0 for :func:`bench.bench_training.check_losses`)."""
     from torch_geometric import nn as pyg_nn
     if key == "gcn":
         return Net([pyg_nn.GCNConv(FEATS, HIDDEN), pyg_nn.GCNConv(HIDDEN, CLASSES)])
@@ -37,8 +38,8 @@ def build(key: str) -> Net:
     if key == "gin":
         return Net([pyg_nn.GINConv(torch.nn.Linear(FEATS, HIDDEN)), pyg_nn.GINConv(torch.nn.Linear(HIDDEN, CLASSES))])
     if key == "gat":
-        return Net([pyg_nn.GATConv(FEATS, 8, heads=8, dropout=0.6), pyg_nn.GATConv(64, CLASSES, heads=1, dropout=0.6)],
-                   gat=True)
+        return Net([pyg_nn.GATConv(FEATS, 8, heads=8, dropout=dropout),
+                    pyg_nn.GATConv(64, CLASSES, heads=1, dropout=dropout)], gat=True, dropout=dropout)
     if key == "sage_mb":
         return Net([pyg_nn.SAGEConv(FEATS, HIDDEN), pyg_nn.SAGEConv(HIDDEN, HIDDEN), pyg_nn.SAGEConv(HIDDEN, CLASSES)])
     raise ValueError(f"expected a model among gcn, sage, gin, gat, sage_mb (got {key!r})")
@@ -49,7 +50,7 @@ class Batches:
     returns a batch, the sampler's seconds in ``parts['sample']`` and the loader's rest (feature and
     label gather, collation) in ``parts['gather']``."""
 
-    def __init__(self, data, train: torch.Tensor, seed: int):
+    def __init__(self, data, train: torch.Tensor, seed: int, shuffle: bool = True):
         from torch_geometric.loader import NodeLoader
 
         import dgl_accel.pyg
@@ -62,7 +63,7 @@ class Batches:
             self.sampled += time.perf_counter() - t0
             return out
         self.sampler.sample_from_nodes = sample_from_nodes
-        self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=train, batch_size=BATCH, shuffle=True)
+        self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=train, batch_size=BATCH, shuffle=shuffle)
         self.it = None
 
     def next(self, parts):
@@ -76,8 +77,9 @@ class Batches:
         return batch
 
 
-def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True) -> dict:
-    """{provider: TrainingStep} for PyG eager, PyG compiled and ours, from one set of weights."""
+def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True, deterministic: bool = False) -> dict:
+    """{provider: TrainingStep} for PyG eager, PyG compiled and ours, from one set of weights;
+    ``deterministic``: no dropout, batches unshuffled, no compiled peer (for the loss check)."""
     from torch_geometric.data import Data
 
     import dgl_accel.pyg
@@ -85,11 +87,11 @@ def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True) -> 
     # torch._dynamo.config.cache_size_limit (8) compiled models it silently runs eager
     torch._dynamo.reset()
     torch.manual_seed(0)
-    base = build(key)
+    base = build(key, dropout=0.0 if deterministic else 0.6)
     edge_index = torch.stack([graph.src, graph.dst])
     data = Data(x=graph.x, y=graph.y, edge_index=edge_index, num_nodes=graph.num_nodes)
     models = {"pyg": base, "pyg_compiled": copy.deepcopy(base), "dgl_accel": copy.deepcopy(base)}
-    if not compiled:
+    if not compiled or deterministic:
         del models["pyg_compiled"]
     if not dgl_accel.pyg.swap(models["dgl_accel"]).swapped:
         raise RuntimeError(f"dgl_accel.pyg.swap left the {key} model alone")
@@ -97,7 +99,7 @@ def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True) -> 
     for name, model in models.items():
         run = torch.compile(model, dynamic=key == "sage_mb") if name == "pyg_compiled" else model
         if key == "sage_mb" and mode == "train":
-            batches = Batches(data, graph.train, seed=0)
+            batches = Batches(data, graph.train, seed=0, shuffle=not deterministic)
 
             def call(parts, run=run, batches=batches):
                 b = batches.next(parts)
