@@ -123,14 +123,19 @@ def interleaved(fns: dict, warmup: int, repeat, raw: bool = False) -> dict:
             for k, v in times.items()}
 
 
-def warm_up(steps: dict, warmup: int) -> None:
+def warm_up(steps: dict, warmup: int) -> dict:
     """``warmup`` rounds of every :class:`TrainingStep` in ``steps`` (in turn), then each one's
-    ``snapshot()``: the state every timed step starts from."""
+    ``snapshot()``: the state every timed step starts from.  Returns {name: seconds of its last
+    warm-up step} (a compiled model's first step compiles; the last one shows its pace)."""
+    last = {}
     for _ in range(warmup):
-        for fn in steps.values():
+        for name, fn in steps.items():
+            t0 = time.perf_counter()
             fn()
+            last[name] = time.perf_counter() - t0
     for fn in steps.values():
         fn.snapshot()
+    return last
 
 
 def _version(dist: str) -> str:

@@ -43,9 +43,7 @@ class SAGEConv(PygSAGEConv):
         if projects_first(self, x_src):
             out = project_then_aggregate(self, edges, views, edge_index, x_src, x_dst)
         else:
-            out = self.lin_l(run_aggregation(self, edges, views, edge_index, x_src))
-            if self.root_weight and x_dst is not None:
-                out = out + self.lin_r(x_dst)
+            out = aggregate_then_project(self, run_aggregation(self, edges, views, edge_index, x_src), x_dst)
         if self.normalize:
             out = F.normalize(out, p=2.0, dim=-1)
         return out
@@ -58,6 +56,17 @@ def projects_first(module, x_src: torch.Tensor) -> bool:
     weight = module.lin_l.weight
     return (reduce_of(module) in ("sum", "mean") and not is_lazy(weight)
             and weight.shape[0] < weight.shape[1] == x_src.shape[-1])
+
+
+def aggregate_then_project(module, aggregated: torch.Tensor, x_dst) -> torch.Tensor:
+    """``lin_l(aggregated) + lin_r(x_dst)``, the root's product accumulated into by the neighbours'
+    (``addmm``: no separate [N, out] sum, and its backward passes the gradient through)."""
+    lin_l, lin_r = module.lin_l, module.lin_r if module.root_weight and x_dst is not None else None
+    if lin_r is None or is_lazy(lin_l.weight) or is_lazy(lin_r.weight) or lin_r.bias is not None:
+        out = lin_l(aggregated)
+        return out if lin_r is None else out + lin_r(x_dst)
+    own = F.linear(x_dst, lin_r.weight, lin_l.bias)
+    return torch.addmm(own, aggregated, lin_l.weight.t())
 
 
 def project_then_aggregate(module, edges, views, edge_index, x_src, x_dst) -> torch.Tensor:
