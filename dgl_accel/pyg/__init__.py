@@ -13,14 +13,16 @@ only when these names are used: ``import dgl_accel`` never loads it, nor does ``
 * ``graph``: ``edge_index`` -> the core's views, cached per graph;
 * ``NeighborSampler``: the core's neighbour sampling as a ``torch_geometric.sampler.BaseSampler``
   for PyG's ``NodeLoader`` / ``LinkLoader`` / ``NeighborLoader(neighbor_sampler=...)``, no pyg-lib
-  needed (:mod:`.sampler`).
+  needed (:mod:`.sampler`);
+* ``NeighborLoader``, ``LinkNeighborLoader``: PyG's loaders with PyG's signatures on that sampler
+  (:mod:`.loader`): a user changes only the import.
 """
 import importlib as _importlib
 
 # name -> submodule that defines it; loaded on first access (each imports torch_geometric)
 _LAZY = {"swap": "swapping", "unswap": "swapping", "SwapReport": "swapping",
          "GCNConv": "nn", "SAGEConv": "nn", "GINConv": "nn", "GATConv": "nn", "GATv2Conv": "nn",
-         "NeighborSampler": "sampler"}
+         "NeighborSampler": "sampler", "NeighborLoader": "loader", "LinkNeighborLoader": "loader"}
 _SUBPACKAGES = ("nn", "graph", "swapping")
 
 
@@ -38,4 +40,4 @@ def __dir__():
 
 
 __all__ = ["swap", "unswap", "SwapReport", "GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv",
-           "NeighborSampler"]
+           "NeighborSampler", "NeighborLoader", "LinkNeighborLoader"]

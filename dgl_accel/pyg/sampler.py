@@ -8,7 +8,9 @@ sampled global ids per node type, seeds first, then each hop's new nodes; ``row`
 indices into ``node`` of each sampled edge's source and destination (messages flow row -> col, the
 seeds are destinations of hop 0); ``edge`` the original edge ids (positions in ``edge_index``, so
 ``edge_permutation`` is None and ``e_id`` / edge attributes come out right); ``num_sampled_nodes``
-(seeds, then per hop) and ``num_sampled_edges`` (per hop); ``batch`` None (``disjoint=False``).
+(seeds, then per hop) and ``num_sampled_edges`` (per hop); ``batch`` None, or with
+``disjoint=True`` each node's seed (its position among the seeds of its type): one subgraph per
+seed, a node reached from two seeds listed once in each.
 Within a hop the new nodes are listed in increasing id (PyG's sampler: first appearance).
 
 The graph is read once (:mod:`.sampler_graph`: one in-CSR per edge type, on the device of its
@@ -27,8 +29,8 @@ to a draw from torch's generator at construction, so ``torch.manual_seed`` makes
 Supported: homogeneous graphs and heterographs (``num_neighbors`` a list for every edge type, or a
 dict {edge type: list} as in PyG), ``subgraph_type`` "directional" and "bidirectional" (PyG's own
 conversion), ``replace``, node-wise and link-wise loaders (negative sampling through PyG's helper),
-``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``.  Refused with ``NotImplementedError``,
-before any sampling: ``subgraph_type="induced"`` (or ``directed=False``), ``disjoint=True``,
+``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``, ``disjoint``.  Refused with
+``NotImplementedError``, before any sampling: ``subgraph_type="induced"`` (or ``directed=False``),
 temporal sampling (``time_attr``, seed times) and ``sample_direction="backward"``.
 
 ``weight_attr`` (PyG's biased sampling; pyg-lib >= 0.3 there) names an edge attribute of
@@ -108,9 +110,9 @@ class NeighborSampler(CallSeeds, BaseSampler):
             raise _refuse("subgraph_type='induced' (directed=False)",
                           "use subgraph_type='directional' or 'bidirectional', or torch_geometric's own "
                           "NeighborSampler with torch-sparse installed")
-        if disjoint is not False:
-            raise _refuse(f"disjoint={disjoint!r} (one subgraph per seed)",
-                          f"pass disjoint=False: one shared subgraph per mini-batch, {PYG_FIX}")
+        if not isinstance(disjoint, bool):
+            raise expected("disjoint to be a bool", repr(disjoint), "pass disjoint=True or disjoint=False.")
+        self._disjoint = disjoint
         if time_attr is not None:
             raise _refuse(f"temporal sampling (time_attr={time_attr!r})", f"drop time_attr, {PYG_FIX}")
         if sample_direction != "forward":
@@ -153,7 +155,7 @@ class NeighborSampler(CallSeeds, BaseSampler):
 
     @property
     def disjoint(self) -> bool:
-        return False
+        return self._disjoint
 
     @property
     def is_temporal(self) -> bool:
@@ -192,7 +194,7 @@ class NeighborSampler(CallSeeds, BaseSampler):
         return out
 
     def sample_from_edges(self, inputs, neg_sampling=None):
-        out = edge_sample(inputs, self._sample, self.num_nodes, False, None, neg_sampling)
+        out = edge_sample(inputs, self._sample, self.num_nodes, self.disjoint, None, neg_sampling)
         if self.subgraph_type == SubgraphType.bidirectional:
             out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
         return out
@@ -227,13 +229,16 @@ class NeighborSampler(CallSeeds, BaseSampler):
         seeds = self._seeds(seed)
         g = self.graph
         with self.counted_call() as key:  # only a call that sampled counts
-            hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes)
+            hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes,
+                               disjoint=self.disjoint)
         if not self.is_hetero:
             return SamplerOutput(node=hops.nodes[0], row=hops.row[0], col=hops.col[0], edge=hops.edge[0],
+                                 batch=hops.batch[0] if self.disjoint else None,
                                  num_sampled_nodes=hops.num_sampled_nodes[0],
                                  num_sampled_edges=hops.num_sampled_edges[0])
         return HeteroSamplerOutput(
             node=dict(zip(g.node_types, hops.nodes)), row=dict(zip(g.edge_types, hops.row)),
             col=dict(zip(g.edge_types, hops.col)), edge=dict(zip(g.edge_types, hops.edge)),
+            batch=dict(zip(g.node_types, hops.batch)) if self.disjoint else None,
             num_sampled_nodes=dict(zip(g.node_types, hops.num_sampled_nodes)),
             num_sampled_edges=dict(zip(g.edge_types, hops.num_sampled_edges)))

@@ -3,7 +3,9 @@
 ``torch_geometric.nn`` and ``torch_geometric.nn.conv`` before the tests import them), our sampler
 for PyG's (SAMPLER=1: ``dgl_accel.pyg.NeighborSampler`` in ``NeighborLoader`` and
 ``LinkNeighborLoader``, and the ``onlyNeighborSampler`` guard lifted: PyG skips those tests when
-neither pyg-lib nor torch-sparse is installed, and ours needs neither), or plain PyG (neither).
+neither pyg-lib nor torch-sparse is installed, and ours needs neither), our loaders for PyG's
+(LOADER=1: ``dgl_accel.pyg.NeighborLoader`` and ``LinkNeighborLoader`` bound in
+``torch_geometric.loader``, the guard lifted as with SAMPLER), or plain PyG (none).
 
 Put this file in the folder ABOVE a copy of PyG's ``test/`` folder at tag 2.8.0 (``fetch``
 github:pyg-team/pytorch_geometric, then ``git archive 2.8.0 test | tar -x -C DIR``), so that PyG's
@@ -12,6 +14,7 @@ own ``test/conftest.py`` (its fixtures) still loads, then from DIR:
     NN=1 python -m pytest -q test/nn/conv/test_gcn_conv.py test/nn/conv/test_sage_conv.py \\
         test/nn/conv/test_gin_conv.py test/nn/conv/test_gat_conv.py test/nn/conv/test_gatv2_conv.py
     SAMPLER=1 python -m pytest -q test/loader/test_neighbor_loader.py test/loader/test_link_neighbor_loader.py
+    LOADER=1 python -m pytest -q test/loader/test_neighbor_loader.py test/loader/test_link_neighbor_loader.py
 
 and the same without NN / SAMPLER for plain PyG's counts (docs/history/pyg-2026-11-27.md has both).
 """
@@ -27,7 +30,7 @@ if os.environ.get("NN") == "1":
         setattr(torch_geometric.nn, _name, getattr(ours_nn, _name))
         setattr(torch_geometric.nn.conv, _name, getattr(ours_nn, _name))
 
-if os.environ.get("SAMPLER") == "1":
+if os.environ.get("SAMPLER") == "1" or os.environ.get("LOADER") == "1":
     import torch_geometric.loader.link_neighbor_loader as _link_loader
     import torch_geometric.loader.neighbor_loader as _node_loader
     import torch_geometric.testing
@@ -44,3 +47,11 @@ if os.environ.get("SAMPLER") == "1":
     # PyG's weighted-sampling tests are skipped without pyg-lib >= 0.3; ours samples by weight
     torch_geometric.typing.WITH_WEIGHTED_NEIGHBOR_SAMPLE = True
     _node_loader.NeighborSampler = _link_loader.NeighborSampler = NeighborSampler
+
+if os.environ.get("LOADER") == "1":
+    import torch_geometric.loader
+
+    from dgl_accel.pyg import LinkNeighborLoader, NeighborLoader
+
+    torch_geometric.loader.NeighborLoader = _node_loader.NeighborLoader = NeighborLoader
+    torch_geometric.loader.LinkNeighborLoader = _link_loader.LinkNeighborLoader = LinkNeighborLoader

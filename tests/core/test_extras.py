@@ -12,7 +12,7 @@ import dgl_accel
 
 DGL_ENTRIES = ["patching", "functional", "dgl_rules", "grouping", "graph", "nn", "nn.graphconv", "sampling", "data",
                "routes", "distributed", "train_gcn"]
-PYG_ENTRIES = ["pyg.nn", "pyg.nn.gcn_conv", "pyg.sampler", "pyg.swapping"]
+PYG_ENTRIES = ["pyg.nn", "pyg.nn.gcn_conv", "pyg.sampler", "pyg.loader", "pyg.swapping"]
 
 PROBE = """
 import importlib, json, sys
@@ -44,7 +44,7 @@ def _probe(blocked: str, entries: list[str], lazy: list[str]) -> dict:
 
 @pytest.mark.parametrize("blocked, entries, lazy, extra", [
     ("dgl", DGL_ENTRIES, ["swap", "enable"], "dgl"),
-    ("torch_geometric", PYG_ENTRIES, ["pyg.swap", "pyg.GCNConv", "pyg.NeighborSampler"], "pyg"),
+    ("torch_geometric", PYG_ENTRIES, ["pyg.swap", "pyg.GCNConv", "pyg.NeighborSampler", "pyg.NeighborLoader"], "pyg"),
 ])
 def test_adapter_without_its_library_names_the_extra(blocked, entries, lazy, extra):
     results = _probe(blocked, entries, lazy)

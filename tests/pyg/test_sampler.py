@@ -204,6 +204,65 @@ def test_bidirectional_subgraphs_are_undirected():
         assert all((u, v) in ends or (v, u) in ends for u, v in b.n_id[b.edge_index].t().tolist())
 
 
+# ------------------------------------------------------------------------------- disjoint
+def check_disjoint(b, data, fanouts, seeds, replace=False):
+    """PyG's disjoint batch: seed i starts subgraph i (``batch``), every edge stays inside one
+    subgraph, a subgraph lists each node once, and each subgraph is what sampling its seed alone
+    gives by the hop rule (each node first reached at hop k-1 in it: wanted(...) in-edges)."""
+    n_id, ei, e_id, batch = b.n_id, b.edge_index, b.e_id, b.batch
+    bs = seeds.numel()
+    assert torch.equal(n_id[:bs], seeds) and torch.equal(batch[:bs], torch.arange(bs))
+    assert torch.equal(data.edge_index[:, e_id], n_id[ei]) and torch.equal(b.x, data.x[n_id])
+    assert torch.equal(batch[ei[0]], batch[ei[1]])  # subgraphs share no edge, hence no node
+    keys = batch * data.num_nodes + n_id
+    assert keys.unique().numel() == keys.numel()
+    in_deg = torch.bincount(data.edge_index[1], minlength=data.num_nodes)
+    assert check_hops(n_id, ei[0], ei[1], e_id, b.num_sampled_nodes, b.num_sampled_edges, fanouts, replace,
+                      in_deg) == sum(b.num_sampled_nodes[:-1])
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_disjoint_batches_are_one_subgraph_per_seed(replace):
+    data = graph()
+    seeds = torch.tensor([3, 3, 17, 42, 7, 0])  # a repeated seed: two subgraphs
+    loader = NeighborLoader(data, [3, 2], input_nodes=seeds, batch_size=6, disjoint=True,
+                            neighbor_sampler=NeighborSampler(data, [3, 2], disjoint=True, replace=replace, seed=2))
+    b = next(iter(loader))
+    check_disjoint(b, data, [3, 2], seeds, replace)
+    shared = next(iter(NodeLoader(data, node_sampler=NeighborSampler(data, [3, 2], seed=2), input_nodes=seeds,
+                                  batch_size=6)))
+    assert b.n_id.numel() > shared.n_id.numel()  # nodes reached from several seeds appear once per seed
+
+
+def test_disjoint_full_fanout_gives_each_seed_its_k_hop_subgraph():
+    data = graph(n=80, e=300, seed=4)
+    seeds = torch.tensor([3, 17, 42, 17])
+    b = next(iter(NodeLoader(data, node_sampler=NeighborSampler(data, [-1, -1], disjoint=True, seed=0),
+                             input_nodes=seeds, batch_size=4)))
+    check_disjoint(b, data, [-1, -1], seeds)
+    for i, s in enumerate(seeds.tolist()):
+        subset = k_hop_subgraph(s, 2, data.edge_index, num_nodes=data.num_nodes)[0]
+        assert sorted(b.n_id[b.batch == i].tolist()) == subset.tolist()
+
+
+def test_disjoint_hetero_and_links_follow_pygs_layout():
+    h = hetero(2)
+    b = next(iter(NeighborLoader(h, [2, 2], input_nodes=("author", torch.tensor([1, 1, 4])), batch_size=3,
+                                 neighbor_sampler=NeighborSampler(h, [2, 2], disjoint=True, seed=0))))
+    assert torch.equal(b["author"].batch[:3], torch.arange(3)) and torch.equal(b["author"].n_id[:3], torch.tensor([1, 1, 4]))
+    for (src, rel, dst) in h.edge_types:
+        ei = b[src, rel, dst].edge_index
+        assert torch.equal(b[src].batch[ei[0]], b[dst].batch[ei[1]])
+    data = graph()
+    pos = data.edge_index[:, 40:50]
+    lb = next(iter(LinkNeighborLoader(data, [3, 2], edge_label_index=pos, batch_size=10, disjoint=True,
+                                      neg_sampling="binary",
+                                      neighbor_sampler=NeighborSampler(data, [3, 2], disjoint=True, seed=0))))
+    assert torch.equal(lb.n_id[lb.edge_label_index[:, :10]], pos)
+    pairs = lb.batch[lb.edge_label_index]  # PyG: an edge's two endpoints form one subgraph
+    assert torch.equal(pairs[0], pairs[1]) and torch.equal(lb.batch[lb.edge_index[0]], lb.batch[lb.edge_index[1]])
+
+
 # ------------------------------------------------------------------------------- heterographs
 def hetero(seed=0) -> HeteroData:
     g = torch.Generator().manual_seed(seed)
@@ -285,7 +344,7 @@ def test_link_loader_maps_seed_edges_back(neg):
     (dict(num_neighbors=[2.0]), ValueError, r"num_neighbors\[0\]"),
     (dict(num_neighbors=[-2]), ValueError, r"num_neighbors\[0\]"),
     (dict(num_neighbors={("v", "to", "v"): [1]}), ValueError, "homogeneous"),
-    (dict(disjoint=True), NotImplementedError, "disjoint=False"),
+    (dict(disjoint=1), ValueError, "disjoint to be a bool"),
     (dict(subgraph_type="induced"), NotImplementedError, "induced"),
     (dict(directed=False), NotImplementedError, "induced"),
     (dict(subgraph_type="sideways"), ValueError, "subgraph_type"),
@@ -412,13 +471,14 @@ def same(a, b):
 @pytest.mark.interpreter
 @pytest.mark.parametrize("replace", [False, True])
 def test_device_pipeline_gives_the_cpu_paths_batches(replace):
-    """The Triton path (the device pipeline of a CUDA graph, its kernels interpreted here)."""
+    """The Triton path (the device pipeline of a CUDA graph, its kernels interpreted here);
+    ``replace`` also samples disjoint subgraphs (one case each)."""
     data = graph(n=40, e=200)
     with dgl_accel.use_backend("native"):
-        cpu = sample_all(data, replace=replace)
+        cpu = sample_all(data, replace=replace, disjoint=replace)
     dgl_accel.reset_stats()
     with dgl_accel.use_backend("triton"):
-        dev = sample_all(data, replace=replace)
+        dev = sample_all(data, replace=replace, disjoint=replace)
     assert same(cpu, dev)
     assert dgl_accel.stats()["neighbor_choice"] == {"triton-interpreter": 4}  # 2 batches x 2 hops
 

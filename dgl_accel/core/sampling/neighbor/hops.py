@@ -92,6 +92,7 @@ class Hops:
     edge: list[torch.Tensor]             # per relation: its position in the relation's edge_index
     num_sampled_nodes: list[list[int]]   # per node type: the seeds, then the new nodes of each hop
     num_sampled_edges: list[list[int]]   # per relation: the edges of each hop
+    batch: list[torch.Tensor] | None = None  # disjoint: per node type, each node's seed (position)
 
 
 def _hop_edges(rel: Relation, frontier: torch.Tensor, first: int, fanout: int, *, key: int, step: int,
@@ -127,36 +128,56 @@ def _relabel(src: torch.Tensor, nodes: torch.Tensor, num_nodes: int, on_device: 
 
 
 def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts: Sequence[Sequence[int]], *,
-                key: int, replace: bool, num_nodes: Sequence[int]) -> Hops:
+                key: int, replace: bool, num_nodes: Sequence[int], disjoint: bool = False) -> Hops:
     """Sample ``len(fanouts[0])`` hops from ``seeds`` (one 1-D id tensor per node type, checked by
     the caller; duplicates stay, each copy its own node with its own in-edges) over ``rels``;
     ``fanouts[r][k]``: relation r's fanout at hop k (-1 = every in-edge, 0 = none); ``key``: the
-    call's Philox key; ``num_nodes``: per node type."""
+    call's Philox key; ``num_nodes``: per node type.
+
+    ``disjoint``: one subgraph per seed (PyG's ``disjoint=True``): seed i of a node type starts
+    subgraph i, a sampled source joins its destination's subgraph, and a node is new where it is
+    new to that subgraph, so a node reached from two seeds is listed twice; ``batch`` holds each
+    node's subgraph.  Inside, a node is the key ``subgraph * num_nodes + id``, relabelled as
+    :func:`relabel_device` does (sorts, no node-sized array): the new nodes of a hop come in
+    increasing (subgraph, id)."""
     device = rels[0].csr.device if rels else seeds[0].device
     on_device = bool(rels) and choose_path(rels[0].csr.indptr) == "triton"
     nodes = [s.to(device=device, dtype=torch.int64) for s in seeds]
+    if disjoint:
+        num_nodes = [max(int(n), 1) for n in num_nodes]  # key arithmetic: a type without nodes has no keys
+        nodes = [torch.arange(n.numel(), device=device) * num_nodes[t] + n for t, n in enumerate(nodes)]
     frontier, first = list(nodes), [0] * len(nodes)
     counts = [[int(n.numel())] for n in nodes]
     row, col, edge = ([[] for _ in rels] for _ in range(3))
     for k in range(len(fanouts[0]) if rels else 0):
         by_src: list[list] = [[] for _ in nodes]  # (relation, global sources) per source node type
         for r, rel in enumerate(rels):
-            src, dst, eid = _hop_edges(rel, frontier[rel.dst], first[rel.dst], fanouts[r][k], key=key,
+            at = frontier[rel.dst] % num_nodes[rel.dst] if disjoint else frontier[rel.dst]
+            src, dst, eid = _hop_edges(rel, at, first[rel.dst], fanouts[r][k], key=key,
                                        step=k * len(rels) + r, replace=replace, on_device=on_device)
+            if disjoint:  # the source joins its destination's subgraph
+                src = nodes[rel.dst][dst] // num_nodes[rel.dst] * num_nodes[rel.src] + src
             by_src[rel.src].append((r, src))
             col[r].append(dst)
             edge[r].append(eid)
         for t, pieces in enumerate(by_src):
             srcs = [s for _, s in pieces]
-            new, local = _relabel(_joined(srcs, device), nodes[t], num_nodes[t], on_device)
+            if disjoint:
+                new, local = relabel_device(_joined(srcs, device), nodes[t], distinct=True)
+            else:
+                new, local = _relabel(_joined(srcs, device), nodes[t], num_nodes[t], on_device)
             for (r, _), part in zip(pieces, torch.split(local, [s.numel() for s in srcs])):
                 row[r].append(part)
             first[t], frontier[t] = nodes[t].numel(), new
             nodes[t] = torch.cat([nodes[t], new])
             counts[t].append(int(new.numel()))
+    batch = None
+    if disjoint:
+        batch = [n // num_nodes[t] for t, n in enumerate(nodes)]
+        nodes = [n % num_nodes[t] for t, n in enumerate(nodes)]
     num_edges = [[int(c.numel()) for c in col[r]] for r in range(len(rels))]
     return Hops(nodes, [_joined(p, device) for p in row], [_joined(p, device) for p in col],
-                [_joined(p, device) for p in edge], counts, num_edges)
+                [_joined(p, device) for p in edge], counts, num_edges, batch)
 
 
 def _joined(parts: list, device) -> torch.Tensor:
