@@ -65,8 +65,9 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
 
 from ..core.sampling.checks import check_fanout, check_nodes, expected
 from ..core.sampling.neighbor.hops import sample_hops
+from ..core.sampling.neighbor.temporal import STRATEGIES
 from ..core.sampling.seeds import CallSeeds
-from .sampler_graph import read_graph, with_weights
+from .sampler_graph import read_graph, with_times, with_weights
 
 __all__ = ["NeighborSampler"]
 
@@ -113,8 +114,12 @@ class NeighborSampler(CallSeeds, BaseSampler):
         if not isinstance(disjoint, bool):
             raise expected("disjoint to be a bool", repr(disjoint), "pass disjoint=True or disjoint=False.")
         self._disjoint = disjoint
-        if time_attr is not None:
-            raise _refuse(f"temporal sampling (time_attr={time_attr!r})", f"drop time_attr, {PYG_FIX}")
+        if temporal_strategy not in STRATEGIES:
+            raise expected(f"temporal_strategy among {STRATEGIES}", repr(temporal_strategy),
+                           "pass temporal_strategy='uniform' or 'last'.")
+        if time_attr is not None and weight_attr is not None:
+            raise _refuse(f"temporal and weighted sampling together (time_attr={time_attr!r}, "
+                          f"weight_attr={weight_attr!r})", "drop one of the two")
         if sample_direction != "forward":
             raise _refuse(f"sample_direction={sample_direction!r}", "sample in-edges (sample_direction='forward'), "
                           "or reverse the edges (edge_index.flip(0)) to sample out-edges")
@@ -123,8 +128,12 @@ class NeighborSampler(CallSeeds, BaseSampler):
         self.replace = replace
         self.temporal_strategy = temporal_strategy
         self.keep_orig_edges = False
-        self.graph = read_graph(data) if weight_attr is None else with_weights(read_graph(data), data, weight_attr)
-        self.weight_attr = weight_attr
+        self.graph, self.node_time = read_graph(data), None
+        if weight_attr is not None:
+            self.graph = with_weights(self.graph, data, weight_attr)
+        if time_attr is not None:
+            self.graph, self.node_time = with_times(self.graph, data, time_attr)
+        self.weight_attr, self.time_attr = weight_attr, time_attr
         self.num_neighbors = num_neighbors
         self.init_seeds(seed)
         for rel in self.graph.rels:
@@ -155,11 +164,17 @@ class NeighborSampler(CallSeeds, BaseSampler):
 
     @property
     def disjoint(self) -> bool:
-        return self._disjoint
+        return self._disjoint or self.is_temporal  # PyG's rule: temporal sampling is disjoint
 
     @property
     def is_temporal(self) -> bool:
-        return False
+        return self.time_attr is not None
+
+    def _node_time_arg(self):
+        """PyG's ``node_time`` for negative sampling: a tensor, or {node type: tensor}."""
+        if self.node_time is None:
+            return None
+        return dict(zip(self.graph.node_types, self.node_time)) if self.is_hetero else self.node_time[0]
 
     @property
     def num_neighbors(self) -> NumNeighbors:
@@ -194,7 +209,7 @@ class NeighborSampler(CallSeeds, BaseSampler):
         return out
 
     def sample_from_edges(self, inputs, neg_sampling=None):
-        out = edge_sample(inputs, self._sample, self.num_nodes, self.disjoint, None, neg_sampling)
+        out = edge_sample(inputs, self._sample, self.num_nodes, self.disjoint, self._node_time_arg(), neg_sampling)
         if self.subgraph_type == SubgraphType.bidirectional:
             out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
         return out
@@ -221,16 +236,44 @@ class NeighborSampler(CallSeeds, BaseSampler):
             out.append(ids)
         return out
 
+    def _seed_time(self, seeds: list[torch.Tensor], seed_time) -> torch.Tensor | None:
+        """The time of each subgraph (seed ``i`` of any type starts subgraph ``i``): the given seed
+        times, else (node-level time) the seeds' own times; None without ``time_attr``."""
+        if not self.is_temporal:
+            if seed_time is not None:
+                raise expected("seed times only with time_attr", "input_time / edge_label_time without time_attr",
+                               "pass time_attr=<the time attribute> to the loader, or drop the seed times.")
+            return None
+        if seed_time is None:
+            if self.node_time is None:
+                raise expected("seed times for edge-level temporal sampling", "none",
+                               "pass input_time (NeighborLoader) or edge_label_time (LinkNeighborLoader).")
+            per_type = [None if t is None else t[s.long()] for t, s in zip(self.node_time, seeds)]
+        elif isinstance(seed_time, dict):
+            per_type = [seed_time.get(nt) for nt in self.graph.node_types]
+        else:
+            per_type = [seed_time]
+        counts = [s.numel() for s in seeds]
+        times = None
+        for t, s, n in zip(per_type, seeds, counts):
+            if t is None or n == 0:
+                continue
+            if not isinstance(t, torch.Tensor) or t.shape != s.shape:
+                raise expected(f"one seed time per seed node ({n})", f"{getattr(t, 'shape', type(t).__name__)}",
+                               "pass input_time with one time per input node.")
+            if times is None or t.numel() > times.numel():
+                times = t  # seeds of two types (links between types) carry the same times, edge by edge
+        return times if times is not None else torch.empty(0)
+
     def _sample(self, seed, seed_time=None, **kwargs):
         """One mini-batch (``node_sample`` / ``edge_sample`` call this): seeds as a tensor, or a dict
         {node type: ids} on a heterograph."""
-        if seed_time is not None:
-            raise _refuse("temporal sampling (seed times)", f"drop input_time / edge_label_time, {PYG_FIX}")
         seeds = self._seeds(seed)
         g = self.graph
+        times = self._seed_time(seeds, seed_time)
         with self.counted_call() as key:  # only a call that sampled counts
             hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes,
-                               disjoint=self.disjoint)
+                               disjoint=self.disjoint, seed_time=times, strategy=self.temporal_strategy)
         if not self.is_hetero:
             return SamplerOutput(node=hops.nodes[0], row=hops.row[0], col=hops.col[0], edge=hops.edge[0],
                                  batch=hops.batch[0] if self.disjoint else None,

@@ -24,6 +24,7 @@ try:
 except ModuleNotFoundError as error:
     raise missing_extra(error, __name__) from None
 
+import copy
 from dataclasses import dataclass, replace
 
 import torch
@@ -34,8 +35,9 @@ from ..core.sampling.arrays import np64
 from ..core.sampling.checks import check_prob, expected
 from ..core.sampling.neighbor.choice import WeightTables
 from ..core.sampling.neighbor.hops import Relation
+from ..core.sampling.neighbor.temporal import by_time
 
-__all__ = ["SamplerGraph", "read_graph", "relation_csr", "with_weights"]
+__all__ = ["SamplerGraph", "read_graph", "relation_csr", "with_weights", "with_times"]
 
 DATA_FIX = "pass a torch_geometric.data.Data, a HeteroData or a (FeatureStore, GraphStore) tuple."
 
@@ -128,6 +130,78 @@ def with_weights(g: SamplerGraph, data, weight_attr: str) -> SamplerGraph:
         check_prob(w, rel.csr.num_edges, f"{name}.{weight_attr}")
         rels.append(replace(rel, weights=WeightTables(np64(rel.csr.indptr), np64(rel.csr.eids), w)))
     return replace(g, rels=rels)
+
+
+def with_times(g: SamplerGraph, data, time_attr: str):
+    """(``g`` with every relation's rows sorted by entry time, node times per node type or None)
+    for PyG's ``time_attr``, read as PyG reads it: on a ``Data`` a node or an edge attribute; on a
+    ``HeteroData`` node attributes (types without one are not constrained) or edge attributes;
+    from a feature store the tensors of that name, node-level where the name is ``'time'`` (homogeneous)
+    or they belong to node types.  An entry's time is its source node's or its edge's."""
+    node_time, edge_time = _read_times(g, data, time_attr)
+    rels = []
+    for r, rel in enumerate(g.rels):
+        if node_time is not None:
+            t = node_time[rel.src]
+            entry = _unconstrained(node_time, rel.csr.num_edges) if t is None else t[rel.csr.indices.long()]
+        else:
+            entry = edge_time[r][rel.csr.eids.long()]
+        csr, times = by_time(rel.csr, entry.to(rel.csr.device))
+        rels.append(Relation(csr, rel.src, rel.dst, times=times))
+    return replace(g, rels=rels), node_time
+
+
+def _read_times(g: SamplerGraph, data, time_attr: str):
+    """(node times per node type, or None; edge times per relation, or None): exactly one is set."""
+    if isinstance(data, Data):
+        on_nodes = time_attr in data and data.is_node_attr(time_attr)
+        on_edges = time_attr in data and data.is_edge_attr(time_attr)
+        node_found, edge_found = [data[time_attr] if on_nodes else None], [data[time_attr] if on_edges else None]
+    elif isinstance(data, HeteroData):
+        node_found = [data[nt][time_attr] if time_attr in data[nt] else None for nt in g.node_types]
+        edge_found = [data[et][time_attr] if time_attr in data[et] else None for et in g.edge_types]
+    else:  # (FeatureStore, GraphStore)
+        found = {}
+        for attr in data[0].get_all_tensor_attrs():
+            if attr.attr_name == time_attr:
+                attr = copy.copy(attr)
+                attr.index = None
+                found[attr.group_name] = data[0].get_tensor(attr)
+        if g.node_types is None:
+            t = next(iter(found.values()), None)
+            node_found, edge_found = ([t], [None]) if time_attr == "time" else ([None], [t])
+        else:
+            node_found = [found.get(nt) for nt in g.node_types]
+            edge_found = [found.get(et) for et in g.edge_types]
+    on_nodes, on_edges = any(t is not None for t in node_found), any(t is not None for t in edge_found)
+    if on_nodes == on_edges:
+        got = "both node and edge attributes" if on_nodes else "neither a node nor an edge attribute"
+        raise expected(f"time_attr {time_attr!r} to name one time per node or one per edge", got,
+                       f"set data.{time_attr} (per node) or an edge attribute of that name, one of the two.")
+    if on_nodes:
+        return [None if t is None else _times(t, n, f"node times {time_attr!r}")
+                for t, n in zip(node_found, g.num_nodes)], None
+    missing = [et for et, t in zip(g.edge_types or ["edges"], edge_found) if t is None]
+    if missing:
+        raise expected(f"edge times {time_attr!r} on every edge type", f"none on {missing}",
+                       f"set {time_attr} on every edge type.")
+    return None, [_times(t, rel.csr.num_edges, f"edge times {time_attr!r}") for t, rel in zip(edge_found, g.rels)]
+
+
+def _times(t, n: int, what: str) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.numel() != n or t.dtype == torch.bool \
+            or t.is_complex() or (t.is_floating_point() and not torch.isfinite(t).all()):
+        got = f"{t.dtype} of shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+        raise expected(f"{what} as a 1-D tensor of {n} finite numbers", got,
+                       f"store one time per {'node' if 'node' in what else 'edge'} (an int64 timestamp or a float).")
+    return t
+
+
+def _unconstrained(node_time: list, n: int) -> torch.Tensor:
+    """Entry times of a source type without node times: the lowest value, so every limit admits them."""
+    like = next(t for t in node_time if t is not None)
+    low = torch.finfo(like.dtype).min if like.is_floating_point() else torch.iinfo(like.dtype).min
+    return torch.full((n,), low, dtype=like.dtype, device=like.device)
 
 
 def _read_store(feature_store: FeatureStore, graph_store: GraphStore) -> SamplerGraph:

@@ -1,7 +1,7 @@
 """``dgl_accel.pyg.NeighborLoader`` / ``LinkNeighborLoader``: PyG 2.8's signatures (a user changes only
 the import), the loader's own arguments reach our sampler (PyG builds its sampler from them too),
 the batches are our sampler's in PyG's loader and follow PyG's contract, PyG's argument checks and
-the sampler's refusals come when the loader is built."""
+the sampler's refusals come when the loader is built (disjoint and temporal batches: test_sampler.py)."""
 import inspect
 
 import pytest
@@ -98,8 +98,8 @@ def test_link_neighbor_loader_samples_around_the_seed_edges(neg):
     (lambda d: LinkNeighborLoader(d, [2], edge_label_time=torch.zeros(3)), ValueError, "conflicting 'edge_label_time'"),
     (lambda d: NeighborLoader(d, [2], disjoint=1), ValueError, "disjoint to be a bool"),
     (lambda d: NeighborLoader(d, [2], subgraph_type="induced"), NotImplementedError, "induced"),
-    (lambda d: LinkNeighborLoader(d, [2], time_attr="t", edge_label_time=torch.zeros(3)), NotImplementedError,
-     "temporal"),
+    (lambda d: LinkNeighborLoader(d, [2], time_attr="t", edge_label_time=torch.zeros(3)), ValueError,
+     "time_attr 't' to name one time per node or one per edge"),
     (lambda d: NeighborLoader(d, 2), ValueError, "num_neighbors to be a list of ints"),
 ], ids=["input_time", "edge_label_time", "disjoint", "induced", "temporal", "fanouts"])
 def test_pygs_checks_and_the_samplers_refusals_come_at_construction(make, error, match):

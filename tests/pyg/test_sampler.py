@@ -24,6 +24,7 @@ from torch_geometric.sampler import NodeSamplerInput  # noqa: E402
 from torch_geometric.utils import is_undirected, k_hop_subgraph  # noqa: E402
 
 import dgl_accel  # noqa: E402
+from dgl_accel.pyg import loader  # noqa: E402  (ours: PyG's loaders with the sampler built from their arguments)
 from dgl_accel.pyg.sampler import NeighborSampler  # noqa: E402
 from dgl_accel.testing import tensors as tst  # noqa: E402
 
@@ -263,6 +264,96 @@ def test_disjoint_hetero_and_links_follow_pygs_layout():
     assert torch.equal(pairs[0], pairs[1]) and torch.equal(lb.batch[lb.edge_index[0]], lb.batch[lb.edge_index[1]])
 
 
+# ------------------------------------------------------------------------------- temporal
+def timed_graph(seed=0, n=60, e=400):
+    data = graph(n, e, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    data.time = torch.randint(0, 20, (n,), generator=g)            # node-level
+    data.edge_time = torch.randint(0, 20, (e,), generator=g)       # edge-level
+    return data
+
+
+def entry_times(data, time_attr, e_id):
+    return data.time[data.edge_index[0, e_id]] if time_attr == "time" else data.edge_time[e_id]
+
+
+@pytest.mark.parametrize("time_attr", ["time", "edge_time"])
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+@pytest.mark.parametrize("replace", [False, True])
+def test_temporal_batches_take_only_edges_up_to_their_seeds_time(time_attr, strategy, replace):
+    """PyG's temporal rule (pyg-lib's): subgraph b draws only in-edges whose time (the source node's,
+    or the edge's) is at most seed b's time; per node min(fanout, allowed) of them (replace: fanout
+    where any is allowed); ``last``: the allowed ones of greatest time."""
+    data = timed_graph()
+    seeds = torch.arange(0, 50, 3)
+    seed_time = torch.randint(5, 20, (seeds.numel(),), generator=torch.Generator().manual_seed(3))
+    kw = dict(input_time=seed_time) if time_attr == "edge_time" else {}
+    b = next(iter(loader.NeighborLoader(data, [3, 2], input_nodes=seeds, batch_size=seeds.numel(), time_attr=time_attr,
+                                 temporal_strategy=strategy, replace=replace, seed=0, **kw)))
+    limit = seed_time if time_attr == "edge_time" else data.time[seeds]
+    n_id, (row, col), e_id, batch = b.n_id, b.edge_index, b.e_id, b.batch
+    assert torch.equal(n_id[:seeds.numel()], seeds) and torch.equal(batch[row], batch[col])
+    assert torch.equal(data.edge_index[:, e_id], n_id[b.edge_index])
+    times = entry_times(data, time_attr, e_id)
+    assert (times <= limit[batch[col]]).all() and e_id.numel() > 0
+    fanouts = {0: 3, 1: 2}
+    hop_of_node = torch.repeat_interleave(torch.arange(len(b.num_sampled_nodes)), torch.tensor(b.num_sampled_nodes))
+    for v in range(n_id.numel() - b.num_sampled_nodes[-1]):  # every node whose in-edges were drawn
+        allowed = ((data.edge_index[1] == n_id[v]) & (entry_times(data, time_attr, torch.arange(data.num_edges))
+                                                       <= limit[batch[v]])).nonzero().flatten()
+        mine = e_id[col == v]
+        f = fanouts[int(hop_of_node[v])]
+        want = (f if allowed.numel() else 0) if replace and strategy == "uniform" else min(f, allowed.numel())
+        assert mine.numel() == want, (v, mine, allowed)
+        assert set(mine.tolist()) <= set(allowed.tolist())
+        if strategy == "last":  # the latest allowed times, as many as taken
+            top = entry_times(data, time_attr, allowed).sort(descending=True).values[:want]
+            assert torch.equal(entry_times(data, time_attr, mine).sort(descending=True).values, top)
+
+
+def test_temporal_uniform_draws_every_allowed_edge_alike():
+    ei = torch.tensor([[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 0]])
+    data = Data(edge_index=ei, num_nodes=7, edge_time=torch.tensor([1, 2, 3, 9, 9, 2]))
+    sampler = NeighborSampler(data, [2], time_attr="edge_time", seed=4)
+    counts = torch.zeros(6)
+    runs = 1200
+    for _ in range(runs):
+        out = sampler.sample_from_nodes(NodeSamplerInput(None, torch.tensor([0]), time=torch.tensor([5])))
+        counts[out.edge] += 1
+    assert counts[3] == counts[4] == 0  # after the seed's time
+    share = counts[[0, 1, 2, 5]] / (2 * runs)  # 2 of the 4 allowed edges each call: 1/4 each
+    assert (share - 0.25).abs().max() < 0.05, share
+
+
+def test_temporal_hetero_and_links_follow_pygs_layout():
+    h = hetero(3)
+    g = torch.Generator().manual_seed(0)
+    h["paper"].time = torch.randint(0, 10, (h["paper"].num_nodes,), generator=g)  # authors carry no time
+    b = next(iter(loader.NeighborLoader(h, [2, 2], input_nodes=("paper", torch.arange(6)), batch_size=6, time_attr="time",
+                                 seed=0)))
+    limit = h["paper"].time[:6]
+    for (src, rel, dst) in h.edge_types:
+        row, col = b[src, rel, dst].edge_index
+        assert torch.equal(b[src].batch[row], b[dst].batch[col])
+        if src == "paper":
+            assert (h["paper"].time[b[src].n_id[row]] <= limit[b[dst].batch[col]]).all()
+    data = timed_graph(1)
+    pos = data.edge_index[:, :12]
+    t = torch.full((12,), 10)
+    lb = next(iter(loader.LinkNeighborLoader(data, [3, 2], edge_label_index=pos, edge_label_time=t, time_attr="edge_time",
+                                      batch_size=12, neg_sampling="binary", seed=0)))
+    assert torch.equal(lb.n_id[lb.edge_label_index[:, :12]], pos)
+    assert (data.edge_time[lb.e_id] <= 10).all() and torch.equal(lb.batch[lb.edge_index[0]], lb.batch[lb.edge_index[1]])
+
+
+def test_temporal_seed_times_are_checked():
+    data = timed_graph()
+    with pytest.raises(ValueError, match="seed times for edge-level temporal sampling"):
+        next(iter(loader.NeighborLoader(data, [2], time_attr="edge_time", batch_size=4, seed=0)))
+    with pytest.raises(ValueError, match="conflicting 'input_time'"):
+        loader.NeighborLoader(data, [2], input_time=torch.zeros(data.num_nodes), batch_size=4)
+
+
 # ------------------------------------------------------------------------------- heterographs
 def hetero(seed=0) -> HeteroData:
     g = torch.Generator().manual_seed(seed)
@@ -348,7 +439,10 @@ def test_link_loader_maps_seed_edges_back(neg):
     (dict(subgraph_type="induced"), NotImplementedError, "induced"),
     (dict(directed=False), NotImplementedError, "induced"),
     (dict(subgraph_type="sideways"), ValueError, "subgraph_type"),
-    (dict(time_attr="t"), NotImplementedError, "temporal"),
+    (dict(time_attr="t"), ValueError, "time_attr 't' to name one time per node or one per edge"),
+    (dict(time_attr="x"), ValueError, r"node times 'x' as a 1-D tensor"),
+    (dict(time_attr="t", temporal_strategy="first"), ValueError, "temporal_strategy"),
+    (dict(time_attr="edge_attr", weight_attr="edge_attr"), NotImplementedError, "temporal and weighted"),
     (dict(weight_attr="w"), ValueError, r"edge attribute data\.w"),
     (dict(sample_direction="backward"), NotImplementedError, "forward"),
     (dict(replace="yes"), ValueError, "replace to be a bool"),
@@ -472,7 +566,7 @@ def same(a, b):
 @pytest.mark.parametrize("replace", [False, True])
 def test_device_pipeline_gives_the_cpu_paths_batches(replace):
     """The Triton path (the device pipeline of a CUDA graph, its kernels interpreted here);
-    ``replace`` also samples disjoint subgraphs (one case each)."""
+    ``replace`` also samples disjoint subgraphs (one case each), and temporal ones below."""
     data = graph(n=40, e=200)
     with dgl_accel.use_backend("native"):
         cpu = sample_all(data, replace=replace, disjoint=replace)
@@ -481,6 +575,15 @@ def test_device_pipeline_gives_the_cpu_paths_batches(replace):
         dev = sample_all(data, replace=replace, disjoint=replace)
     assert same(cpu, dev)
     assert dgl_accel.stats()["neighbor_choice"] == {"triton-interpreter": 4}  # 2 batches x 2 hops
+    data = timed_graph(2, n=40, e=200)
+    temporal = {}
+    for backend in ("native", "triton"):
+        with dgl_accel.use_backend(backend):
+            temporal[backend] = [(b.n_id, b.edge_index, b.e_id, b.batch) for b in NodeLoader(
+                data, node_sampler=NeighborSampler(data, [3, -1], time_attr="time", replace=replace, seed=5),
+                batch_size=25)]
+    assert same(temporal["native"], temporal["triton"])
+    assert dgl_accel.stats()["neighbor_choice_temporal"] == {"native-cpu": 4, "triton-interpreter": 4}
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -50,6 +50,7 @@ from ...csr import Structure
 from ..arrays import np64
 from .sample import choose_positions, gather_pairs, pack_pairs, relabel_sources
 from .sample_device import WEIGHTED_EXTRA_READS, choose_device, relabel_device
+from .temporal import temporal_positions
 
 __all__ = ["Relation", "Hops", "sample_hops", "HOST_READS_PER_CHOICE", "HOST_READS_PER_RELABEL", "host_read_bound"]
 
@@ -74,6 +75,7 @@ class Relation:
     dst: int        # the destination node type
     cache: dict = field(default_factory=dict, repr=False)  # the CPU path's host arrays, built on first use
     weights: object = field(default=None, repr=False)      # WeightTables of csr: weighted choice (None: uniform)
+    times: object = field(default=None, repr=False)        # temporal.EntryTimes of csr (rows sorted by time)
 
     def host(self):
         """(indptr, packed (source, edge id) pairs) as numpy arrays, for the CPU path."""
@@ -96,13 +98,25 @@ class Hops:
 
 
 def _hop_edges(rel: Relation, frontier: torch.Tensor, first: int, fanout: int, *, key: int, step: int,
-               replace: bool, on_device: bool):
+               replace: bool, on_device: bool, limits: torch.Tensor | None = None, strategy: str = "uniform"):
     """(sources as global ids, destinations as local ids, edge ids) of one relation at one hop;
-    ``first``: where the frontier starts in its node type's list."""
+    ``first``: where the frontier starts in its node type's list; ``limits``: temporal sampling,
+    each frontier node's time limit (:mod:`.temporal`)."""
     empty = torch.empty(0, dtype=torch.int64, device=frontier.device)
     if fanout == 0 or frontier.numel() == 0:
         return empty, empty, empty
-    if on_device:  # the frontier is the sampler's own: no range check
+    if limits is not None:
+        def choose(virtual, transits):
+            if on_device:
+                return choose_device(virtual, transits, fanout, key, step, replace, None)
+            return choose_positions(virtual, np64(transits), fanout, seed=key, step=step, num_nodes=virtual.num_rows,
+                                    replace=replace)
+        record("neighbor_choice_temporal", "triton" if on_device else "native", frontier.device)
+        flat, counts = temporal_positions(rel.csr, rel.times, frontier.to(rel.csr.device), limits.to(rel.csr.device),
+                                          fanout, strategy, choose)
+        src, eid = rel.csr.indices[flat].to(frontier.device), rel.csr.eids[flat].to(frontier.device)
+        counts = counts.to(frontier.device)
+    elif on_device:  # the frontier is the sampler's own: no range check
         record("neighbor_choice", "triton", frontier.device)
         weights = None if rel.weights is None else rel.weights.on(rel.csr.device)
         flat, counts = choose_device(rel.csr, frontier, fanout, key, step, replace, weights)
@@ -128,7 +142,8 @@ def _relabel(src: torch.Tensor, nodes: torch.Tensor, num_nodes: int, on_device: 
 
 
 def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts: Sequence[Sequence[int]], *,
-                key: int, replace: bool, num_nodes: Sequence[int], disjoint: bool = False) -> Hops:
+                key: int, replace: bool, num_nodes: Sequence[int], disjoint: bool = False,
+                seed_time: torch.Tensor | None = None, strategy: str = "uniform") -> Hops:
     """Sample ``len(fanouts[0])`` hops from ``seeds`` (one 1-D id tensor per node type, checked by
     the caller; duplicates stay, each copy its own node with its own in-edges) over ``rels``;
     ``fanouts[r][k]``: relation r's fanout at hop k (-1 = every in-edge, 0 = none); ``key``: the
@@ -139,7 +154,12 @@ def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts
     new to that subgraph, so a node reached from two seeds is listed twice; ``batch`` holds each
     node's subgraph.  Inside, a node is the key ``subgraph * num_nodes + id``, relabelled as
     :func:`relabel_device` does (sorts, no node-sized array): the new nodes of a hop come in
-    increasing (subgraph, id)."""
+    increasing (subgraph, id).
+
+    ``seed_time`` (temporal sampling, which is disjoint): the time of each subgraph (seed ``i`` of
+    any node type starts subgraph ``i``); a node of subgraph ``b`` draws only in-edges of time at
+    most ``seed_time[b]``, by ``strategy`` (:mod:`.temporal`; every relation carries ``times``)."""
+    disjoint = disjoint or seed_time is not None
     device = rels[0].csr.device if rels else seeds[0].device
     on_device = bool(rels) and choose_path(rels[0].csr.indptr) == "triton"
     nodes = [s.to(device=device, dtype=torch.int64) for s in seeds]
@@ -153,8 +173,9 @@ def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts
         by_src: list[list] = [[] for _ in nodes]  # (relation, global sources) per source node type
         for r, rel in enumerate(rels):
             at = frontier[rel.dst] % num_nodes[rel.dst] if disjoint else frontier[rel.dst]
-            src, dst, eid = _hop_edges(rel, at, first[rel.dst], fanouts[r][k], key=key,
-                                       step=k * len(rels) + r, replace=replace, on_device=on_device)
+            limits = None if seed_time is None else seed_time.to(device)[frontier[rel.dst] // num_nodes[rel.dst]]
+            src, dst, eid = _hop_edges(rel, at, first[rel.dst], fanouts[r][k], key=key, step=k * len(rels) + r,
+                                       replace=replace, on_device=on_device, limits=limits, strategy=strategy)
             if disjoint:  # the source joins its destination's subgraph
                 src = nodes[rel.dst][dst] // num_nodes[rel.dst] * num_nodes[rel.src] + src
             by_src[rel.src].append((r, src))
