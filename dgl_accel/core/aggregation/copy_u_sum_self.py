@@ -9,9 +9,12 @@ over it (see :mod:`dgl_accel.core.scratch`).  Here, on the native CPU path, the 
 the rest in place, and the backward's divided gradient lives in a scratch buffer: one fresh tensor
 each way.  Measured on Slashdot (82k nodes, 1.09M edges, F = 64, one thread): see docs/dropins.md.
 
-Other paths (CUDA, the Triton backend, half precision) and a backward that is itself recorded
-(``create_graph=True``) run the composed ops on :func:`~.function.aggregate`: same results,
-differentiable to any order.
+bf16 features (autocast's) take the native path where the compiled loops read them as bits: the
+sums, the own row, the division and the bias in fp32, rounded once to the dtype the composed ops
+give (:func:`composed_dtype`), so within half a bf16 ulp of the exact result where the composed
+ops round three times.  Other paths (CUDA, the Triton backend, fp16, bf16 without the compiled
+loops) and a backward that is itself recorded (``create_graph=True``) run the composed ops on
+:func:`~.function.aggregate`: the same results up to that rounding, differentiable to any order.
 """
 from __future__ import annotations
 
@@ -42,19 +45,32 @@ def _scaled(own: torch.Tensor, scale: Scale) -> torch.Tensor:
     return own if isinstance(scale, float) and scale == 1.0 else scale * own
 
 
+def composed_dtype(x: torch.Tensor, scale: Scale, bias: torch.Tensor | None) -> torch.dtype:
+    """The dtype the composed ops give: torch's promotion of the sum (x's dtype), the scaled own row
+    (a one-element tensor s of shape [1] promotes it) and the bias."""
+    dtype = x.dtype
+    if isinstance(scale, torch.Tensor):
+        dtype = torch.promote_types(dtype, torch.result_type(scale, torch.empty((1, 1), dtype=x.dtype)))
+    return dtype if bias is None else torch.promote_types(dtype, bias.dtype)
+
+
 class _CopyUSumSelf(torch.autograd.Function):
     @staticmethod
     def forward(ctx, views, x, scale: Scale, divisor, bias):
         learned = isinstance(scale, torch.Tensor)
         ctx.views, ctx.has_bias, ctx.float_scale = views, bias is not None, None if learned else scale
         ctx.save_for_backward(divisor, x if learned else None, scale if learned else None)
-        out = views.native_spmm("in", x, None)  # fresh [num_dst, F]: the only one
-        out.add_(_scaled(x[: views.num_dst], float(scale) if learned else scale))
+        out = views.native_spmm("in", x, None)  # fresh [num_dst, F]: the only one (bf16 x: fp32 sums)
+        s = float(scale) if learned else scale
+        if x.dtype == out.dtype:
+            out.add_(_scaled(x[: views.num_dst], s))
+        else:  # bf16: the own row joins the fp32 sums, one rounding at the end
+            out.add_(x[: views.num_dst], alpha=s)
         if divisor is not None:
             out.div_(divisor.unsqueeze(-1))
         if bias is not None:
             out.add_(bias)
-        return out
+        return out.to(composed_dtype(x, scale, bias))
 
     @staticmethod
     def backward(ctx, grad):
@@ -77,8 +93,12 @@ class _CopyUSumSelf(torch.autograd.Function):
             grad_x = run_aggregation(views, "copy_u", "sum", gd, None, "none", None, None, TRANSPOSED)
             grad_x = torch.cat([grad_x[:nd] + _scaled(gd, scale), grad_x[nd:]])
         elif ctx.needs_input_grad[1]:
-            grad_x = views.native_spmm("out", gd, None)  # fresh [num_src, F]
-            grad_x[:nd].add_(_scaled(gd, float(scale) if ctx.float_scale is None else scale))
+            grad_x = views.native_spmm("out", gd, None)  # fresh [num_src, F] (bf16 gd: fp32 sums)
+            s = float(scale) if ctx.float_scale is None else scale
+            if grad_x.dtype == gd.dtype:
+                grad_x[:nd].add_(_scaled(gd, s))
+            else:
+                grad_x[:nd].add_(gd, alpha=s)
         return None, grad_x, grad_scale, None, grad_bias
 
 
@@ -102,7 +122,8 @@ def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor:
     if divisor is not None:
         divisor = divisor.to(x.dtype)
     scale = self_scale if isinstance(self_scale, torch.Tensor) else float(self_scale)
-    native = (x.device.type == "cpu" and x.dtype in NATIVE_DTYPES and backend.choose_path(x) == "native")
+    native = (x.device.type == "cpu" and backend.choose_path(x) == "native"
+              and (x.dtype in NATIVE_DTYPES or (x.dtype == torch.bfloat16 and views.native_accepts(x.dtype, False))))
     if not native:
         return copy_u_sum_self_reference(views.num_dst, lambda t: aggregate(views, "copy_u", "sum", t), x,
                                          scale, divisor, bias)

@@ -140,3 +140,39 @@ def test_bad_input_gets_a_clear_error(bad, needle):
     args = dict(x=torch.randn(3, 2), self_scale=1.0, divisor=None, bias=None) | bad
     with pytest.raises(ValueError, match=needle.replace("[", r"\[").replace("]", r"\]")):
         copy_u_sum_self(g, args.pop("x"), **args)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.3, "learned"])
+@pytest.mark.parametrize("divisor, bias", [(False, False), (True, True), (False, True)])
+def test_bf16_features_round_once_in_the_composed_dtype(scale, divisor, bias):
+    """bf16 features (autocast's) on the compiled loops (a graph above their work threshold): fp32
+    sums with the own row, divided and biased in fp32, rounded once, in the dtype the composed ops
+    give (a learned s of shape [1] or a float bias promotes it to fp32); forward and backward
+    within one bf16 rounding of fp32's."""
+    from dgl_accel.core.jit import runtime
+    gen = torch.Generator().manual_seed(5)
+    n, m, f = 400, 4000, 16
+    src, dst = torch.randint(0, n, (m,), generator=gen), torch.randint(0, n, (m,), generator=gen)
+    g = TensorGraph(src, dst, num_nodes=n)
+    x = torch.randn(n, f, generator=gen).to(torch.bfloat16)
+    scale = torch.tensor([1.2]) if scale == "learned" else scale
+    divisor = torch.bincount(dst, minlength=n).float() + 1 if divisor else None
+    bias = torch.randn(f, generator=gen) if bias else None
+    grad_out = torch.randn(n, f, generator=gen)
+    dgl_accel.reset_stats()
+    with dgl_accel.use_backend("native"):
+        a = leaves(x, scale, bias)
+        out = copy_u_sum_self(g, a[0], self_scale=a[1], divisor=divisor, bias=a[2])
+        got = grads_of(out, *a, grad_out.to(out.dtype))
+        b = leaves(x, scale, bias)
+        ref = composed(g, b[0], b[1], divisor, b[2])
+    assert dgl_accel.stats().get("copy_u_sum_self", {}) == ({"native-cpu": 1} if runtime.enabled() else {})
+    assert out.dtype == ref.dtype  # the composed ops' promotion
+    c = leaves(x.float(), scale, bias)
+    exact = (torch.zeros(n, f).index_add_(0, dst, c[0][src]) + c[1] * c[0])
+    exact = exact if divisor is None else exact / divisor.to(torch.bfloat16).float().unsqueeze(-1)
+    exact = exact if bias is None else exact + c[2]
+    want = grads_of(exact, *c, grad_out.to(out.dtype).float())  # the gradient autograd hands in
+    assert ((out.detach().float() - exact.detach()).abs() <= 2.0 ** -8 * exact.detach().abs() + 1e-6).all()
+    for k, (p, q) in enumerate(zip(got, want)):
+        assert torch.allclose(p.float(), q, rtol=2.0 ** -7, atol=1e-5 * q.abs().max()), k
