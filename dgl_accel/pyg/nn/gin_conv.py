@@ -6,7 +6,10 @@ every target (``aggr`` add/sum and mean on :func:`dgl_accel.core.aggregation.fun
 max/min on the extrema op, as :mod:`.sage_conv` describes), plus ``(1 + eps) * x_dst`` when there
 are target features, then ``nn``.  A sum over one node set (``x`` a tensor) runs the sum and the
 scaled own row as one op (:func:`dgl_accel.core.aggregation.copy_u_sum_self.copy_u_sum_self`: one
-fresh [N, F] tensor instead of three), in PyG's order of operations.  A ``torch.sparse`` adjacency
+fresh [N, F] tensor instead of three), in PyG's order of operations; where ``nn`` starts with a
+linear layer that narrows the features (``Linear(256, 16)``, or a ``Sequential`` whose first
+layer does), that product runs first and the narrower rows are summed (:func:`narrowing_linear`:
+the same sum in another order).  A ``torch.sparse`` adjacency
 (CSR or coalesced COO) aggregates its values as edge weights, as PyG's ``spmm`` does.
 
 Left to PyG's forward (``pyg.GINConv: fallthrough: <reason>``): other aggregations, max/min over a
@@ -16,7 +19,11 @@ sparse adjacency, features other than [N, F] floats of one dtype, ``torch_sparse
 """
 from __future__ import annotations
 
+import torch
+import torch.nn.functional as F
 import torch_geometric.nn as pyg_nn
+from torch.nn.parameter import is_lazy
+from torch_geometric.nn.dense.linear import Linear as PygLinear
 
 from ...core.aggregation.copy_u_sum_self import copy_u_sum_self
 from .inputs import dropin, fall_back, prepare, reduce_of, run_aggregation
@@ -33,11 +40,31 @@ class GINConv(PygGINConv):
         x_src, x_dst, edges, views = found
         if (x_dst is x_src and reduce_of(self) == "sum" and not edges.sparse
                 and views.num_dst == views.num_src == x_src.shape[0]):  # one graph: the fused op
+            first, rest = narrowing_linear(self.nn, x_src)
+            if first is not None:  # the sum commutes with the first product: sum the narrower rows
+                rows = F.linear(x_src, first.weight)
+                h = copy_u_sum_self(views, rows, self_scale=1 + self.eps)
+                return rest((h if first.bias is None else h + first.bias).to(rows.dtype))  # the layer's dtype
             return self.nn(copy_u_sum_self(views, x_src, self_scale=1 + self.eps))
         out = run_aggregation(self, edges, views, edge_index, x_src)
         if x_dst is not None:
             out = out + (1 + self.eps) * x_dst
         return self.nn(out)
+
+
+def narrowing_linear(nn, x: torch.Tensor):
+    """(the first linear layer of ``nn``, the rest of ``nn``) where ``nn`` is a linear layer or a
+    ``Sequential`` that starts with one, its weight materialised and narrowing ``x``'s features
+    (fewer outputs than inputs); (None, None) otherwise."""
+    if isinstance(nn, torch.nn.Sequential) and len(nn) > 0:
+        first, rest = nn[0], nn[1:]
+    else:
+        first, rest = nn, torch.nn.Identity()
+    if not isinstance(first, (torch.nn.Linear, PygLinear)) or is_lazy(first.weight) or first._forward_hooks \
+            or first._forward_pre_hooks:
+        return None, None
+    weight = first.weight
+    return (first, rest) if weight.dim() == 2 and weight.shape[0] < weight.shape[1] == x.shape[-1] else (None, None)
 
 
 __all__ = ["GINConv"]
