@@ -30,6 +30,8 @@ FULL_RUN_ONLY = {
     "tests/distributed/test_distributed.py::test_multi_process_equals_one_process":
         "starts torch.distributed process groups",
     "tests/sampling/test_golden.py::test_sampler_output_is_bit_identical": "recorder subprocesses per mode",
+    "tests/pyg/test_ddp_example.py::test_two_ranks_train_a_swapped_model_in_step":
+        "starts torch.distributed process groups (torchrun, two ranks)",
 }
 
 
