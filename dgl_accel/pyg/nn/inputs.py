@@ -37,14 +37,26 @@ REDUCES = {"add": "sum", "sum": "sum", "mean": "mean", "max": "max", "min": "min
 
 
 def dropin(pyg_class, *calls: str):
-    """Class decorator of a drop-in: ``<call>_type`` for each of ``calls`` (:func:`call_types`) and
-    ``__prepare_scriptable__`` (:func:`scriptable`); the class itself overrides ``forward`` only."""
+    """Class decorator of a drop-in: ``<call>_type`` for each of ``calls`` (:func:`call_types`),
+    ``__prepare_scriptable__`` (:func:`scriptable`), and its ``forward`` a ``torch.compile``
+    boundary (:func:`compile_boundary`); the class itself overrides ``forward`` only."""
     def wrap(cls):
         for call in calls:
             setattr(cls, f"{call}_type", call_types(pyg_class, call))
         cls.__prepare_scriptable__ = lambda self: scriptable(self, pyg_class)
+        cls.forward = compile_boundary(cls.forward)
         return cls
     return wrap
+
+
+def compile_boundary(forward):
+    """``forward`` run eagerly inside a ``torch.compile``d model: dynamo stops at the layer (one
+    graph break each side) and compiles the rest of the model.  Without it dynamo traced into the
+    core's Python, numba's dispatchers and its compiler (torch 2.11: an AssertionError inside
+    numba's parfor lowering for GATConv; torch 2.2: an error on the environment read of the
+    backend choice).  The layer's outputs and gradients are the eager ones."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None) or torch._dynamo.disable
+    return disable(forward)
 
 
 def call_types(pyg_class, call: str) -> dict:
