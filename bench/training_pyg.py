@@ -46,9 +46,10 @@ def build(key: str, dropout: float = 0.6) -> Net:
 
 
 class Batches:
-    """PyG's ``NodeLoader`` over shuffled training seeds, fed by our ``NeighborSampler``: ``next``
-    returns a batch, the sampler's seconds in ``parts['sample']`` and the loader's rest (feature and
-    label gather, collation) in ``parts['gather']``."""
+    """PyG's ``NodeLoader`` over training seeds shuffled from ``seed`` (every provider the same
+    batches, step by step), fed by our ``NeighborSampler``: ``next`` returns a batch, the sampler's
+    seconds in ``parts['sample']`` and the loader's rest (feature and label gather, collation) in
+    ``parts['gather']``."""
 
     def __init__(self, data, train: torch.Tensor, seed: int, shuffle: bool = True):
         from torch_geometric.loader import NodeLoader
@@ -63,7 +64,9 @@ class Batches:
             self.sampled += time.perf_counter() - t0
             return out
         self.sampler.sample_from_nodes = sample_from_nodes
-        self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=train, batch_size=BATCH, shuffle=shuffle)
+        # one seeded shuffle per provider: interleaved providers draw the same batch at each step
+        self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=train, batch_size=BATCH, shuffle=shuffle,
+                                 generator=torch.Generator().manual_seed(seed))
         self.it = None
 
     def next(self, parts):

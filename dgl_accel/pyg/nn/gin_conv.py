@@ -52,6 +52,10 @@ class GINConv(PygGINConv):
         return self.nn(out)
 
 
+def _same(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
 def narrowing_linear(nn, x: torch.Tensor):
     """(the first linear layer of ``nn``, the rest of ``nn``) where ``nn`` is a linear layer or a
     ``Sequential`` that starts with one, its weight materialised and narrowing ``x``'s features
@@ -59,7 +63,7 @@ def narrowing_linear(nn, x: torch.Tensor):
     if isinstance(nn, torch.nn.Sequential) and len(nn) > 0:
         first, rest = nn[0], nn[1:]
     else:
-        first, rest = nn, torch.nn.Identity()
+        first, rest = nn, _same
     if not isinstance(first, (torch.nn.Linear, PygLinear)) or is_lazy(first.weight) or first._forward_hooks \
             or first._forward_pre_hooks:
         return None, None
