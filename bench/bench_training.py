@@ -30,6 +30,7 @@ minutes per front door); the full matrix: every graph, model, precision and mode
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -39,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from bench.harness import cpu_model, interleaved, ratio_summary, record, warm_up  # noqa: E402
+from bench.harness import RESULTS_DIR, cpu_model, interleaved, ratio_summary, record, warm_up  # noqa: E402
 from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
 
 BENCH = "training"
@@ -119,6 +120,72 @@ def check_losses(door, graph, key: str, dtype: str, mode: str, steps: int = 3) -
 LOSS_TOLERANCE = {"fp32": 1e-3, "autocast-bf16": 3e-2}
 
 
+def latest_cells(path: Path) -> dict:
+    """{front door: [our rows]}: the newest row of every cell measured in rounds (``ratio_min``)."""
+    if not path.exists():
+        return {}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    newest = {r["case"]: r for r in rows if r.get("provider") == "dgl_accel" and "ratio_min" in r}
+    doors: dict = {}
+    for r in newest.values():
+        doors.setdefault(r["front_door"], []).append(r)
+    return doors
+
+
+def plot(doors: dict, out: Path) -> Path | None:
+    """One panel per front door: each cell's ratio (the median of its rounds) as a bar from 1x, a
+    whisker down to its lowest round, grouped by model and graph, coloured by precision and mode."""
+    try:  # matplotlib is optional: the numbers are in the results file either way
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    if not doors:
+        return None
+    kinds = [(d, m) for d in ("fp32", "autocast-bf16") for m in ("train", "eval")]
+    colours = dict(zip(kinds, plt.get_cmap("tab10").colors))
+    fig, axes = plt.subplots(len(doors), 1, figsize=(16, 4.2 * len(doors)), squeeze=False)
+    for ax, (door, rows) in zip(axes[:, 0], sorted(doors.items())):
+        order = {m: i for i, m in enumerate(MODELS)}
+        rows = sorted(rows, key=lambda r: (order.get(r["model"], 99), list(NPZ).index(r["graph"]) if r["graph"] in NPZ
+                                           else 99, kinds.index((r["dtype"], r["mode"]))))
+        x, ticks, labels, last, seen = 0.0, [], [], None, set()
+        for r in rows:
+            group = (r["model"], r["graph"])
+            if group != last:
+                x += 0.8 if last is not None else 0.0
+                ticks.append(x + 1.5)
+                labels.append(f"{r['model']} {r['graph']}")
+                last = group
+            kind = (r["dtype"], r["mode"])
+            ax.bar(x, r["ratio"] - 1, 0.9, bottom=1, color=colours[kind], label=None if kind in seen else
+                   f"{kind[0]} {kind[1]}")
+            ax.plot([x, x], [r["ratio_min"], r["ratio"]], color="black", lw=0.7)
+            seen.add(kind)
+            x += 1
+        ratios = [r["ratio"] for r in rows]
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.axhline(0.97, color="red", lw=0.8, ls="--", label="0.97x")
+        ax.set_yscale("log")
+        low, high = min(r["ratio_min"] for r in rows), max(ratios)
+        marks = [t for t in (0.5, 0.75, 0.97, 1.25, 1.5, 2, 3, 5, 8) if low / 1.2 <= t <= high * 1.2]
+        ax.set_yticks(marks, [f"{t:g}x" for t in marks])
+        ax.minorticks_off()
+        ax.set_xticks(ticks, labels, rotation=40, ha="right", fontsize=7)
+        ax.set_ylabel("best peer / ours (median of rounds)")
+        ax.set_title(f"{door} front door ({rows[0]['torch']}): {len(rows)} cells, geomean "
+                     f"{statistics.geometric_mean(ratios):.2f}x, lowest median {min(ratios):.2f}x, lowest round "
+                     f"{min(r['ratio_min'] for r in rows):.2f}x; {rows[0]['cpu_model']}, {rows[0]['threads']} thread",
+                     fontsize=9)
+        ax.legend(fontsize=7, ncol=5)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -133,7 +200,12 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-compile", action="store_true", help="PyG: leave out the torch.compile'd peer")
     ap.add_argument("--results-dir", default=None)
+    ap.add_argument("--replot", action="store_true", help="only draw training.png from the results file's newest cells")
     args = ap.parse_args(argv)
+    results = Path(args.results_dir) if args.results_dir else RESULTS_DIR
+    if args.replot:
+        print(plot(latest_cells(results / f"{BENCH}.jsonl"), results / f"{BENCH}.png") or "nothing to plot")
+        return 0
     torch.set_num_threads(args.threads)
     graphs = (args.graphs or ("cora,amazon_cs" if args.quick else ",".join(NPZ))).split(",")
     modes = (args.modes or ("train" if args.quick else "train,eval")).split(",")
@@ -172,6 +244,9 @@ def main(argv=None) -> int:
                   started=started, columns=["ratio", "ratio_min", "best_peer", "peer_precision", "loss_gap", "loss_ok"],
                   nothing="neither DGL nor torch_geometric here")
     ours = [r for r in rows if r["provider"] == "dgl_accel"]
+    drawn = plot(latest_cells(results / f"{BENCH}.jsonl"), results / f"{BENCH}.png")
+    if drawn:
+        print(f"plot: {drawn}")
     if ours:
         low = min(ours, key=lambda r: r["ratio_min"])
         bad = [r["case"] for r in ours if not r["loss_ok"]]
