@@ -9,7 +9,7 @@ only when these names are used: ``import dgl_accel`` never loads it, nor does ``
 
 * ``swap(model)`` / ``unswap(model)``: the supported ``torch_geometric.nn`` layers of a model become
   dgl-accel's drop-ins in place, and back (:mod:`.swapping`, with a report of what was left alone);
-* ``nn``: the drop-ins ``GCNConv``, ``SAGEConv``, ``GINConv``, ``GATConv``, ``GATv2Conv``;
+* ``nn``: the drop-ins ``GCNConv``, ``SAGEConv``, ``GINConv``, ``GATConv``, ``GATv2Conv``, ``GraphConv``;
 * ``graph``: ``edge_index`` -> the core's views, cached per graph;
 * ``NeighborSampler``: the core's neighbour sampling as a ``torch_geometric.sampler.BaseSampler``
   for PyG's ``NodeLoader`` / ``LinkLoader`` / ``NeighborLoader(neighbor_sampler=...)``, no pyg-lib
@@ -21,7 +21,7 @@ import importlib as _importlib
 
 # name -> submodule that defines it; loaded on first access (each imports torch_geometric)
 _LAZY = {"swap": "swapping", "unswap": "swapping", "SwapReport": "swapping",
-         "GCNConv": "nn", "SAGEConv": "nn", "GINConv": "nn", "GATConv": "nn", "GATv2Conv": "nn",
+         "GCNConv": "nn", "SAGEConv": "nn", "GINConv": "nn", "GATConv": "nn", "GATv2Conv": "nn", "GraphConv": "nn",
          "NeighborSampler": "sampler", "NeighborLoader": "loader", "LinkNeighborLoader": "loader"}
 _SUBPACKAGES = ("nn", "graph", "swapping")
 
@@ -39,5 +39,5 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
 
 
-__all__ = ["swap", "unswap", "SwapReport", "GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv",
+__all__ = ["swap", "unswap", "SwapReport", "GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv",
            "NeighborSampler", "NeighborLoader", "LinkNeighborLoader"]

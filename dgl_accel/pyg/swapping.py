@@ -23,10 +23,10 @@ import torch_geometric.nn as pyg_nn
 from torch_geometric.nn.conv import MessagePassing
 
 from ..swap_report import SwapReport, qualname
-from .nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
+from .nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, SAGEConv
 
 SWAPS = {pyg_nn.GCNConv: GCNConv, pyg_nn.SAGEConv: SAGEConv, pyg_nn.GINConv: GINConv, pyg_nn.GATConv: GATConv,
-         pyg_nn.GATv2Conv: GATv2Conv}
+         pyg_nn.GATv2Conv: GATv2Conv, pyg_nn.GraphConv: GraphConv}
 
 
 def _checked(model) -> torch.nn.Module:

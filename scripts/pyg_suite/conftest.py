@@ -1,5 +1,5 @@
 """Runs PyG 2.8.0's own tests with dgl-accel substituted: our layers for PyG's (NN=1: ``GCNConv``,
-``SAGEConv``, ``GINConv``, ``GATConv``, ``GATv2Conv`` of ``dgl_accel.pyg.nn`` bound in
+``SAGEConv``, ``GINConv``, ``GATConv``, ``GATv2Conv``, ``GraphConv`` of ``dgl_accel.pyg.nn`` bound in
 ``torch_geometric.nn`` and ``torch_geometric.nn.conv`` before the tests import them), our sampler
 for PyG's (SAMPLER=1: ``dgl_accel.pyg.NeighborSampler`` in ``NeighborLoader`` and
 ``LinkNeighborLoader``, and the ``onlyNeighborSampler`` guard lifted: PyG skips those tests when
@@ -12,7 +12,8 @@ github:pyg-team/pytorch_geometric, then ``git archive 2.8.0 test | tar -x -C DIR
 own ``test/conftest.py`` (its fixtures) still loads, then from DIR:
 
     NN=1 python -m pytest -q test/nn/conv/test_gcn_conv.py test/nn/conv/test_sage_conv.py \\
-        test/nn/conv/test_gin_conv.py test/nn/conv/test_gat_conv.py test/nn/conv/test_gatv2_conv.py
+        test/nn/conv/test_gin_conv.py test/nn/conv/test_gat_conv.py test/nn/conv/test_gatv2_conv.py \\
+        test/nn/conv/test_graph_conv.py
     SAMPLER=1 python -m pytest -q test/loader/test_neighbor_loader.py test/loader/test_link_neighbor_loader.py
     LOADER=1 python -m pytest -q test/loader/test_neighbor_loader.py test/loader/test_link_neighbor_loader.py
 
@@ -26,7 +27,7 @@ if os.environ.get("NN") == "1":
 
     import dgl_accel.pyg.nn as ours_nn
 
-    for _name in ("GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv"):
+    for _name in ("GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv"):
         setattr(torch_geometric.nn, _name, getattr(ours_nn, _name))
         setattr(torch_geometric.nn.conv, _name, getattr(ours_nn, _name))
 

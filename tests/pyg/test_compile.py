@@ -55,3 +55,13 @@ def test_compiled_model_with_swapped_convs_equals_eager(name, backend):
     torch.testing.assert_close(got_out, want_out, rtol=1e-5, atol=1e-5)
     for got, want in zip(got_grads, want_grads):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_layer_its_settings_send_to_pyg_is_traced_as_pygs():
+    """PyG's own test_compile_multi_aggr_sage_conv: a multi-aggregation SAGEConv runs PyG's forward,
+    and dynamo traces it whole, swapped or not (the compile boundary is for the core's layers)."""
+    conv = pyg_nn.SAGEConv(8, 32, aggr=["mean", "sum", "max"])
+    dgl_accel.pyg.swap(conv)
+    x, edge_index = torch.randn(4, 8), torch.tensor([[0, 1, 2, 3], [0, 0, 1, 1]])
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(conv)(x, edge_index).graph_break_count == 0

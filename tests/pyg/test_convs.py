@@ -145,6 +145,37 @@ def test_sage(graph, aggr, root_weight, project, normalize, pass_size, jit):
         check(theirs, lambda m, f, w: m(pair_or_one(f), ei, size=size), features(ns, nd, 4, bip, seed))
 
 
+# ---------------------------------------------------------------------------------------------- GraphConv
+@settings(max_examples=EXAMPLES)
+@given(graphs(), st.sampled_from(["add", "mean", "max", "min"]), st.booleans(), st.sampled_from([3, 6]), JIT)
+def test_graph_conv(graph, aggr, weighted, out_channels, jit):
+    """Weighted or not, narrowing (the product first) or widening (the aggregation first); max and
+    min with weights go to PyG (counted)."""
+    ei, ns, nd, bip, seed = graph
+    dgl_accel.reset_stats()  # per example: check() counts the fallthroughs since
+    theirs = build(pyg_nn.GraphConv, 4, out_channels, aggr=aggr)
+    ew = tst.randn((ei.shape[1],), torch.float32, seed + 2) if weighted else None
+    call = lambda m, f, w: m(pair_or_one(f), ei, w, size=(ns, nd) if bip else None)  # noqa: E731
+    feats = features(ns, nd, 4, bip, seed)
+    if weighted and aggr in ("max", "min"):
+        ours = swapped(theirs)
+        assert_close(call(ours, feats, ew), call(theirs, feats, ew))
+        assert dgl_accel.stats()["pyg.GraphConv"][f"fallthrough: aggr {aggr!r} with edge weights"] == 1
+        return
+    with forced_jit(jit):
+        check(theirs, call, feats, ew)
+
+
+def test_graph_conv_takes_pygs_edge_weight_shapes_and_refuses_others():
+    theirs = build(pyg_nn.GraphConv, 4, 3)
+    ours = swapped(theirs)
+    ei = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])
+    x, w = tst.randn((4, 4), torch.float32, 1), torch.rand(4)
+    assert_close(ours(x, ei, w.view(-1, 1)), theirs(x, ei, w.view(-1, 1)))  # [E, 1], as PyG's message reads it
+    with pytest.raises(ValueError, match=r"Expected 'edge_weight' of shape \[4\]"):
+        ours(x, ei, torch.rand(5))
+
+
 # ---------------------------------------------------------------------------------------------- GINConv
 @settings(max_examples=EXAMPLES)
 @given(graphs(), st.sampled_from(["add", "mean", "max"]), st.booleans(), st.floats(-0.5, 0.5), JIT)
@@ -259,6 +290,7 @@ TRITON_CASES = {
     "gat": (lambda: build(pyg_nn.GATConv, 4, 3, heads=2), lambda m, f, w, ei: m(f[0], ei)),
     "gat_pair": (lambda: build(pyg_nn.GATConv, 4, 3, heads=2), lambda m, f, w, ei: m((f[0], f[0][:3]), ei)),
     "gatv2": (lambda: build(pyg_nn.GATv2Conv, 4, 3, heads=2), lambda m, f, w, ei: m(f[0], ei)),
+    "graph_conv": (lambda: build(pyg_nn.GraphConv, 4, 3), lambda m, f, w, ei: m(f[0], ei, w)),
 }
 
 
@@ -268,7 +300,7 @@ def test_on_both_paths(case, path):
     """Each layer on the native path and on the Triton kernels (the interpreter on CPU tensors)."""
     make, call = TRITON_CASES[case]
     ei = torch.tensor([[0, 1, 2, 3, 4, 4, 0, 2], [1, 2, 0, 0, 1, 2, 2, 2]])
-    ew = torch.rand(8) + 0.5 if case == "gcn" else None
+    ew = torch.rand(8) + 0.5 if case in ("gcn", "graph_conv") else None
     check(make(), lambda m, f, w: call(m, f, w, ei), [tst.randn((5, 4), torch.float32, 11)], ew)
     label = {"native": "native-cpu", "triton": "triton-interpreter"}[path]
     ran = {op: paths for op, paths in dgl_accel.stats().items() if op in CORE_OPS}
@@ -283,4 +315,4 @@ def test_graph_without_nodes(case):
     x = torch.zeros((0, 4))
     if case.endswith("pair"):  # the pair cases slice and size for 5 nodes: give them an empty pair
         call = lambda m, f, w, ei: m((f[0], f[0]), ei)  # noqa: E731
-    check(make(), lambda m, f, w: call(m, f, w, ei), [x], torch.zeros(0) if case == "gcn" else None)
+    check(make(), lambda m, f, w: call(m, f, w, ei), [x], torch.zeros(0) if case in ("gcn", "graph_conv") else None)

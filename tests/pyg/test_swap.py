@@ -36,11 +36,12 @@ class Model(torch.nn.Module):
         self.gin = pyg_nn.GINConv(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), train_eps=True)
         self.gat = pyg_nn.GATConv(8, 4, heads=2)
         self.gatv2 = pyg_nn.GATv2Conv(8, 8, heads=2, concat=False, share_weights=True)
+        self.graph = pyg_nn.GraphConv(8, 8, aggr="mean")
         self.cheb = pyg_nn.ChebConv(8, 8, K=2)  # no drop-in
         self.own = Own(8, 3)
 
     def forward(self, x, ei):
-        for conv in (self.gcn, self.sage, self.gin, self.gat, self.gatv2):
+        for conv in (self.gcn, self.sage, self.gin, self.gat, self.gatv2, self.graph):
             x = conv(x, ei).relu()
         return self.own(self.cheb(x, ei), ei)
 
@@ -51,11 +52,11 @@ def test_swap_and_unswap_round_trip():
     x = tst.randn((5, 4), torch.float32, 0)
     want, state = model(x, EI), copy.deepcopy(model.state_dict())
     report = dgl_accel.pyg.swap(model)
-    assert [name for name, _, _ in report.swapped] == ["gcn", "sage", "gin", "gat", "gatv2"]
+    assert [name for name, _, _ in report.swapped] == ["gcn", "sage", "gin", "gat", "gatv2", "graph"]
     assert report.kept == [("cheb", "ChebConv: no dgl-accel drop-in; it runs PyG's own forward"),
                            ("own", f"{__name__}.Own subclasses a torch_geometric.nn layer "
                                    f"(it may override forward itself)")]
-    assert "swapped 5 module(s)" in str(report) and "kept cheb" in str(report)
+    assert "swapped 6 module(s)" in str(report) and "kept cheb" in str(report)
     assert all(type(getattr(model, n)) is SWAPS[type(getattr(Model(), n))] for n, _, _ in report.swapped)
     assert_close(model(x, EI), want)
     assert model.state_dict().keys() == state.keys()

@@ -14,6 +14,7 @@ from .gat_conv import GATConv
 from .gatv2_conv import GATv2Conv
 from .gcn_conv import GCNConv
 from .gin_conv import GINConv
+from .graph_conv import GraphConv
 from .sage_conv import SAGEConv
 
-__all__ = ["GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv"]
+__all__ = ["GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv"]

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 from torch_geometric import EdgeIndex
@@ -54,9 +55,20 @@ def compile_boundary(forward):
     graph break each side) and compiles the rest of the model.  Without it dynamo traced into the
     core's Python, numba's dispatchers and its compiler (torch 2.11: an AssertionError inside
     numba's parfor lowering for GATConv; torch 2.2: an error on the environment read of the
-    backend choice).  The layer's outputs and gradients are the eager ones."""
+    backend choice).  The layer's outputs and gradients are the eager ones.  A layer whose settings
+    alone send it to PyG's forward (:func:`static_reason`) is traced as PyG's is: no break."""
     disable = getattr(getattr(torch, "compiler", None), "disable", None) or torch._dynamo.disable
-    return disable(forward)
+    eager = disable(forward)
+
+    @functools.wraps(forward)
+    def run(self, *args, **kwargs):
+        return (forward if static_reason(self) is not None else eager)(self, *args, **kwargs)
+    return run
+
+
+def static_reason(module) -> str | None:
+    """Why the layer's settings alone (not its inputs) send every call to PyG's forward, or None."""
+    return machinery_reason(module) or (f"aggr {module.aggr!r}" if reduce_of(module) is None else None)
 
 
 def call_types(pyg_class, call: str) -> dict:
