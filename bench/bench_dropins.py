@@ -62,7 +62,7 @@ import torch  # noqa: E402
 
 import dgl_accel  # noqa: E402
 from bench.dropin_cases import GRAPHS, MODULES, QUICK_GRAPHS, SHORT, Graph, matrix, resolve, setup  # noqa: E402
-from bench.harness import RESULTS_DIR, interleaved, print_table, record  # noqa: E402
+from bench.harness import RESULTS_DIR, interleaved, print_table, record, save_figure  # noqa: E402
 from dgl_accel import data  # noqa: E402
 
 BENCH = "dropins"
@@ -238,11 +238,7 @@ def plot(rows: list[dict], out: Path) -> Path | None:
                  f"{geomean(att):.2f}x, min {min(ratios):.2f}x\nrun {env.get('run_id', '')}  {env.get('device', '')}"
                  f"  {str(env.get('git_commit', ''))[:10]}  cpu_count {env.get('cpu_count', '')}", fontsize=9)
     ax.legend(fontsize=8, ncol=4)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def run(args) -> int:

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from bench.harness import RESULTS_DIR, cpu_model, interleaved, ratio_summary, record, warm_up  # noqa: E402
+from bench.harness import RESULTS_DIR, cpu_model, interleaved, ratio_summary, record, save_figure, warm_up  # noqa: E402
 from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
 
 BENCH = "training"
@@ -179,11 +179,7 @@ def plot(doors: dict, out: Path) -> Path | None:
                      f"{min(r['ratio_min'] for r in rows):.2f}x; {rows[0]['cpu_model']}, {rows[0]['threads']} thread",
                      fontsize=9)
         ax.legend(fontsize=7, ncol=5)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def main(argv=None) -> int:

@@ -281,6 +281,16 @@ def print_table(rows: Iterable[dict], columns: list[str] | None = None, file=Non
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)), file=out)
 
 
+def save_figure(fig, out: Path) -> Path:
+    """``fig`` laid out and written to ``out`` (its folder made), then closed."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def ratio_summary(rows: list[dict], *, noun: str, bar: str, started: float, columns: list[str], nothing: str) -> None:
     """The table of ``rows`` and one summary line over dgl-accel's rows (their ``ratio``: the best
     peer's median / ours): how many ``noun``, the time since ``started``, the machine, geomean and

@@ -34,25 +34,16 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 import dgl_accel.pyg
-from dgl_accel.gpu_report.rmat import rmat_graph  # DGL-free graph generator
-from dgl_accel.gpu_report.training import random_data
+from dgl_accel.gpu_report.training import example_graph
 
 
 def graph(spec: str, seed: int):
-    """A PyG ``Data``: 128 random features, 16 classes that depend on them, a training mask (10%;
-    half the nodes of the tiny graph)."""
-    gen = torch.Generator().manual_seed(seed)
-    if spec == "tiny":
-        n = 400
-        src, dst = torch.randint(0, n, (2, 4000), generator=gen)
-    elif spec.startswith("rmat:"):
-        src, dst, n = rmat_graph(int(spec.split(":")[1]), seed=seed)
-    else:
-        raise ValueError(f"expected --graph tiny or rmat:SCALE (got {spec!r}). Fix: --graph tiny")
-    data = random_data(src, dst, n, seed=seed)
+    """The examples' graph (``tiny`` or ``rmat:SCALE``, 128 random features) with 16 classes that
+    depend on the features, and half the tiny graph's nodes as training seeds."""
+    data = example_graph(spec, seed=seed)
     data.y = data.x[:, :16].argmax(1)  # learnable labels, so the loss has somewhere to go
     if spec == "tiny":
-        data.train_mask = torch.rand(n, generator=gen) < 0.5  # enough seeds for a few steps a rank
+        data.train_mask = torch.rand(data.num_nodes, generator=torch.Generator().manual_seed(seed)) < 0.5
     return data
 
 

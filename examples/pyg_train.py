@@ -31,21 +31,7 @@ from pathlib import Path
 
 import torch
 
-from dgl_accel.gpu_report.rmat import rmat_graph  # DGL-free graph generator
-from dgl_accel.gpu_report.training import MODELS, OURS, PYG, random_data, require_ok, train
-
-
-def graph(spec: str, device, seed: int = 0):
-    """A PyG ``Data`` (128 random features, 16 random classes, a 10% training mask) on ``device``."""
-    if spec == "tiny":
-        gen = torch.Generator().manual_seed(seed)
-        n = 300
-        src, dst = torch.randint(0, n, (2, 3000), generator=gen)
-    elif spec.startswith("rmat:"):
-        src, dst, n = rmat_graph(int(spec.split(":")[1]), seed=seed)
-    else:
-        raise ValueError(f"expected --graph tiny or rmat:SCALE (got {spec!r}). Fix: --graph rmat:16")
-    return random_data(src.to(device), dst.to(device), n, seed=seed), 16
+from dgl_accel.gpu_report.training import MODELS, OURS, PYG, example_graph, require_ok, train
 
 
 def main(argv=None) -> int:
@@ -67,7 +53,7 @@ def main(argv=None) -> int:
     if bad or not names:
         p.error(f"expected models among {list(MODELS)} (got {bad or names}). Fix: --models gcn,gat,sage")
     device = torch.device(args.device)
-    data, classes = graph(args.graph, device, seed=args.seed)
+    data, classes = example_graph(args.graph, device, seed=args.seed), 16
     print(f"== {args.graph}: {data.num_nodes} nodes, {data.num_edges} edges, {data.num_features} features, "
           f"on {device}", file=sys.stderr)
     rows, ok = [], True

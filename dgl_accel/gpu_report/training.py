@@ -64,6 +64,20 @@ def random_data(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, feats: int
     return data.to(src.device)
 
 
+def example_graph(spec: str, device="cpu", seed: int = 0):
+    """The PyG examples' graph (:func:`random_data` on it): ``tiny`` (300 nodes, 3,000 random edges,
+    for the test command) or ``rmat:SCALE`` (Graph500 R-MAT, symmetrised)."""
+    from .rmat import rmat_graph
+    if spec == "tiny":
+        src, dst = torch.randint(0, 300, (2, 3000), generator=torch.Generator().manual_seed(seed))
+        n = 300
+    elif spec.startswith("rmat:"):
+        src, dst, n = rmat_graph(int(spec.split(":")[1]), seed=seed)
+    else:
+        raise ValueError(f"expected --graph tiny or rmat:SCALE (got {spec!r}). Fix: --graph rmat:16")
+    return random_data(src.to(device), dst.to(device), n, seed=seed)
+
+
 def build(name: str, feats: int, classes: int) -> torch.nn.Module:
     """The model as a PyG user writes it (PyG's classes)."""
     from torch_geometric import nn as pyg_nn  # lazy: PyG is optional; only this section needs it
