@@ -11,6 +11,8 @@ halves, then :func:`dgl_accel.core.attention.gat.gat_attention`.  Around it PyG'
 residual ``res``, heads concatenated or averaged, the bias, ``add_self_loops`` (PyG's own
 ``remove_self_loops``/``add_self_loops``, once per graph: :mod:`.attention`), ``size``, and
 ``return_attention_weights`` (the edges with self-loops and the attention [E, H] after dropout).
+Under CPU autocast on the native path the projection runs in bf16 and the attention in fp32
+(:func:`.attention.attention_in_fp32`).
 Attention ``dropout`` while training: on the native CPU path the mask is drawn from torch's stream
 where and as PyG's ``F.dropout`` draws it (the same numbers as PyG from one ``torch.manual_seed``);
 on the Triton kernels it is a hash of edge id, head and a seed drawn from torch's generator (PyG's
@@ -28,10 +30,8 @@ import contextlib
 import torch
 import torch_geometric.nn as pyg_nn
 
-from ...core import backend
 from ...core.attention.gat import gat_attention, gat_layer
-from ...core.autocast import autocast_dtype
-from .attention import attention_dropout, attention_graph, attention_inputs, finish
+from .attention import attention_dropout, attention_graph, attention_in_fp32, attention_inputs, finish
 from .inputs import dropin, fall_back
 
 PygGATConv = pyg_nn.GATConv
@@ -48,7 +48,7 @@ class GATConv(PygGATConv):
         graph, views = attention_graph(self, edge_index, num_src, num_dst, pair)
         want = bool(return_attention_weights)
         res = self.res(x_dst) if self.res is not None else None
-        widen = attention_in_fp32(x_src)
+        widen = attention_in_fp32("gat", heads, channels, x_src)
         if widen or pair or self.lin is None or isinstance(self.lin.weight, torch.nn.UninitializedParameter):
             fuse_bias = False
             lin_src, lin_dst = (self.lin, self.lin) if self.lin is not None else (self.lin_src, self.lin_dst)
@@ -69,14 +69,6 @@ class GATConv(PygGATConv):
                               return_attention=want)
         out, attention = found if want else (found, None)
         return finish(self, out, res, not fuse_bias, graph, attention, return_attention_weights)
-
-
-def attention_in_fp32(x: torch.Tensor) -> bool:
-    """Under CPU autocast on the native path: the projection in the autocast dtype, the attention
-    widened to fp32.  The compiled loops run the attention in fp32 over twice as fast as in bf16
-    (read as bits, widened entry by entry): the GAT model's evaluation on Flickr, one thread, 35 ms
-    against 89 ms.  PyG's layer returns fp32 under autocast too (fp32 scores times bf16 features)."""
-    return (x.device.type == "cpu" and autocast_dtype("cpu") is not None and backend.choose_path(x) == "native")
 
 
 __all__ = ["GATConv"]

@@ -8,6 +8,8 @@ Around it PyG's steps: ``lin_l``/``lin_r`` (one module when ``share_weights``; a
 shares the projection, a pair projects each side), the residual ``res``, ``add_self_loops`` (PyG's
 ``remove_self_loops``/``add_self_loops``, once per graph: :mod:`.attention`), heads concatenated or
 averaged, the bias, and ``return_attention_weights`` (the edges with self-loops and the attention).
+Under CPU autocast on the native path the projections run in bf16 and the attention in fp32
+(:func:`.attention.attention_in_fp32`), as for GATConv.
 
 Left to PyG's forward (``pyg.GATv2Conv: fallthrough: <reason>``): attention ``dropout`` while
 training (the fused GATv2 op has none), ``edge_attr`` (``edge_dim``), sparse adjacencies, a pair
@@ -17,10 +19,13 @@ whose target features are None, features other than [N, F] floats of the paramet
 """
 from __future__ import annotations
 
+import contextlib
+
+import torch
 import torch_geometric.nn as pyg_nn
 
 from ...core.attention.gatv2 import gatv2_attention
-from .attention import attention_dropout, attention_graph, attention_inputs, finish
+from .attention import attention_dropout, attention_graph, attention_in_fp32, attention_inputs, finish
 from .inputs import dropin, fall_back
 
 PygGATv2Conv = pyg_nn.GATv2Conv
@@ -43,7 +48,12 @@ class GATv2Conv(PygGATv2Conv):
         else:
             x_r = self.lin_r(x_dst).view(-1, heads, channels)
         want = bool(return_attention_weights)
-        found = gatv2_attention(views, x_l, x_r, self.att, self.negative_slope, return_attention=want)
+        widen = attention_in_fp32("gatv2", heads, channels, x_src)
+        if widen:  # the products in bf16 (autocast's), the attention in fp32
+            x_l, x_r = x_l.float(), (None if x_r is x_l else x_r.float())
+            x_r = x_l if x_r is None else x_r
+        with torch.autocast("cpu", enabled=False) if widen else contextlib.nullcontext():
+            found = gatv2_attention(views, x_l, x_r, self.att, self.negative_slope, return_attention=want)
         out, attention = found if want else (found, None)
         return finish(self, out, res, True, graph, attention, return_attention_weights)
 
