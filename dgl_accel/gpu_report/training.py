@@ -4,19 +4,16 @@ report's ``training`` section, ``examples/pyg_train.py`` and ``bench/bench_pyg.p
 
 Models (:func:`build`): ``gcn``: full graph, 2 x GCNConv (hidden 256); ``gat``: full graph,
 GATConv 8 heads x 8 (ELU) then GATConv 1 head; ``sage``: minibatches, 3 x SAGEConv 256, fanouts
-[15, 10, 5], batch 1,024, PyG's ``NodeLoader`` fed by our ``NeighborSampler`` (PyG's own needs
-pyg-lib), each step split into sample (the sampler's call) / gather (the loader's feature and label
-gather plus the copy to the model's device) / forward / backward (with the optimiser step).
+[15, 10, 5], batch 1,024, PyG's ``NodeLoader`` fed by our ``NeighborSampler``, each step split into
+sample / gather (features, labels, the copy to the device) / forward / backward (with the optimiser).
 
 A :class:`Provider` says which layers (PyG's or swapped), which adjacency (``edge_index``, or PyG's
 ``torch.sparse`` CSR ``adj_t``: cuSPARSE on a GPU) and, for minibatches, where the sampler and
 the loader's gather run (the data's device, or the CPU: what a PyG user without our GPU path
 does).  A provider that fails (out of device memory, an op missing for a dtype) stops there: its row
-says so, the others go on.
-Precisions: a dtype or ``autocast-<dtype>``; one step in one: :mod:`.steps`.
-Every row carries the loss of each epoch; the other rows carry the largest relative gap to the
-losses of the first provider that ran to the end (they train the same function from the same
-weights, so they agree).
+says so, the others go on.  Precisions: a dtype or ``autocast-<dtype>`` (:mod:`.steps`).  Each row
+carries each epoch's loss and its largest relative gap to the first complete provider's (the same
+function from the same weights: they agree).
 """
 from __future__ import annotations
 
@@ -30,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from . import graphs
+from .rmat import rmat_graph
 from .steps import Step, full_epoch, label, precision, sync
 
 FANOUTS = [15, 10, 5]
@@ -65,12 +63,10 @@ def random_data(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, feats: int
 
 
 def example_graph(spec: str, device="cpu", seed: int = 0):
-    """The PyG examples' graph (:func:`random_data` on it): ``tiny`` (300 nodes, 3,000 random edges,
-    for the test command) or ``rmat:SCALE`` (Graph500 R-MAT, symmetrised)."""
-    from .rmat import rmat_graph
+    """The PyG examples' :func:`random_data` graph: ``tiny`` (300 nodes, 3,000 random edges) or ``rmat:SCALE``."""
+    n = 300
     if spec == "tiny":
-        src, dst = torch.randint(0, 300, (2, 3000), generator=torch.Generator().manual_seed(seed))
-        n = 300
+        src, dst = torch.randint(0, n, (2, 3000), generator=torch.Generator().manual_seed(seed))
     elif spec.startswith("rmat:"):
         src, dst, n = rmat_graph(int(spec.split(":")[1]), seed=seed)
     else:
