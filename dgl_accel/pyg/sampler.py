@@ -29,9 +29,11 @@ to a draw from torch's generator at construction, so ``torch.manual_seed`` makes
 Supported: homogeneous graphs and heterographs (``num_neighbors`` a list for every edge type, or a
 dict {edge type: list} as in PyG), ``subgraph_type`` "directional" and "bidirectional" (PyG's own
 conversion), ``replace``, node-wise and link-wise loaders (negative sampling through PyG's helper),
-``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``, ``disjoint``.  Refused with
+``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``, ``disjoint``, temporal sampling
+(``time_attr`` a node or an edge attribute, seed times, ``temporal_strategy`` "uniform" or "last":
+:mod:`dgl_accel.core.sampling.neighbor.temporal`; always disjoint, as in PyG).  Refused with
 ``NotImplementedError``, before any sampling: ``subgraph_type="induced"`` (or ``directed=False``),
-temporal sampling (``time_attr``, seed times) and ``sample_direction="backward"``.
+temporal and weighted sampling together, and ``sample_direction="backward"``.
 
 ``weight_attr`` (PyG's biased sampling; pyg-lib >= 0.3 there) names an edge attribute of
 non-negative weights, on every edge type of a ``HeteroData``: a hop draws in-edges with
@@ -71,8 +73,6 @@ from .sampler_graph import read_graph, with_times, with_weights
 
 __all__ = ["NeighborSampler"]
 
-PYG_FIX = "or use torch_geometric's own NeighborSampler with pyg-lib installed"
-
 
 def _refuse(what: str, fix: str):
     return NotImplementedError(f"dgl_accel.pyg.NeighborSampler does not support {what}. Fix: {fix}.")
@@ -90,8 +90,8 @@ class NeighborSampler(CallSeeds, BaseSampler):
     """PyG's in-memory neighbour sampler on dgl-accel's core (see the module docstring).
 
     Parameters are ``torch_geometric.sampler.NeighborSampler``'s, in its order and with its defaults;
-    ``temporal_strategy`` (used only with ``time_attr``), ``is_sorted`` (the edges are sorted here
-    either way, stably) and ``share_memory`` (CPU tensors moved to shared memory) are accepted.
+    ``is_sorted`` (the edges are sorted here either way, stably) and ``share_memory`` (CPU tensors
+    moved to shared memory) are accepted.
 
     Keyword-only: ``seed`` (int in [0, 2^64)), the sampler seed; default: drawn from torch's
     generator at construction.

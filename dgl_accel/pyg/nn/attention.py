@@ -4,6 +4,7 @@ PyG's tail (heads concatenated or averaged, residual, bias, the attention weight
 the edges they belong to)."""
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import torch
@@ -89,4 +90,16 @@ def attention_in_fp32(op: str, heads: int, channels: int, x: torch.Tensor) -> bo
             and autocast_dtype("cpu") is not None and backend.choose_path(x) == "native")
 
 
-__all__ = ["attention_inputs", "attention_graph", "finish", "attention_dropout", "attention_in_fp32"]
+def in_fp32(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` and ``b`` widened to fp32, still one tensor where they were one."""
+    wide = a.float()
+    return wide, wide if b is a else b.float()
+
+
+def autocast_off(widen: bool):
+    """The context the attention op runs in: autocast off where its inputs were widened."""
+    return torch.autocast("cpu", enabled=False) if widen else contextlib.nullcontext()
+
+
+__all__ = ["attention_inputs", "attention_graph", "finish", "attention_dropout", "attention_in_fp32", "in_fp32",
+           "autocast_off"]

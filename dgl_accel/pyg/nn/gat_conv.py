@@ -25,13 +25,19 @@ the parameters' dtype, ``aggr`` other than add, and PyG's explain mode, message 
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import torch_geometric.nn as pyg_nn
 
 from ...core.attention.gat import gat_attention, gat_layer
-from .attention import attention_dropout, attention_graph, attention_in_fp32, attention_inputs, finish
+from .attention import (
+    attention_dropout,
+    attention_graph,
+    attention_in_fp32,
+    attention_inputs,
+    autocast_off,
+    finish,
+    in_fp32,
+)
 from .inputs import dropin, fall_back
 
 PygGATConv = pyg_nn.GATConv
@@ -55,11 +61,10 @@ class GATConv(PygGATConv):
             h_src = lin_src(x_src).view(-1, heads, channels)
             h_dst = h_src if x_dst is x_src and lin_dst is lin_src else lin_dst(x_dst).view(-1, heads, channels)
             if widen:  # the products in bf16 (autocast's), the attention in fp32
-                same, h_src = h_dst is h_src, h_src.float()
-                h_dst = h_src if same else h_dst.float()
+                h_src, h_dst = in_fp32(h_src, h_dst)
             alpha_src = (h_src * self.att_src).sum(dim=-1)  # PyG's score halves
             alpha_dst = (h_dst * self.att_dst).sum(dim=-1)
-            with torch.autocast("cpu", enabled=False) if widen else contextlib.nullcontext():
+            with autocast_off(widen):
                 found = gat_attention(views, h_src, alpha_src, alpha_dst, self.negative_slope, return_attention=want,
                                       dropout=attention_dropout(self))
         else:

@@ -19,13 +19,18 @@ whose target features are None, features other than [N, F] floats of the paramet
 """
 from __future__ import annotations
 
-import contextlib
-
-import torch
 import torch_geometric.nn as pyg_nn
 
 from ...core.attention.gatv2 import gatv2_attention
-from .attention import attention_dropout, attention_graph, attention_in_fp32, attention_inputs, finish
+from .attention import (
+    attention_dropout,
+    attention_graph,
+    attention_in_fp32,
+    attention_inputs,
+    autocast_off,
+    finish,
+    in_fp32,
+)
 from .inputs import dropin, fall_back
 
 PygGATv2Conv = pyg_nn.GATv2Conv
@@ -50,9 +55,8 @@ class GATv2Conv(PygGATv2Conv):
         want = bool(return_attention_weights)
         widen = attention_in_fp32("gatv2", heads, channels, x_src)
         if widen:  # the products in bf16 (autocast's), the attention in fp32
-            x_l, x_r = x_l.float(), (None if x_r is x_l else x_r.float())
-            x_r = x_l if x_r is None else x_r
-        with torch.autocast("cpu", enabled=False) if widen else contextlib.nullcontext():
+            x_l, x_r = in_fp32(x_l, x_r)
+        with autocast_off(widen):
             found = gatv2_attention(views, x_l, x_r, self.att, self.negative_slope, return_attention=want)
         out, attention = found if want else (found, None)
         return finish(self, out, res, True, graph, attention, return_attention_weights)

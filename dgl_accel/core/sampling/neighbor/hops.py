@@ -166,6 +166,7 @@ def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts
     if disjoint:
         num_nodes = [max(int(n), 1) for n in num_nodes]  # key arithmetic: a type without nodes has no keys
         nodes = [torch.arange(n.numel(), device=device) * num_nodes[t] + n for t, n in enumerate(nodes)]
+    seed_time = None if seed_time is None else seed_time.to(device)
     frontier, first = list(nodes), [0] * len(nodes)
     counts = [[int(n.numel())] for n in nodes]
     row, col, edge = ([[] for _ in rels] for _ in range(3))
@@ -173,7 +174,7 @@ def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts
         by_src: list[list] = [[] for _ in nodes]  # (relation, global sources) per source node type
         for r, rel in enumerate(rels):
             at = frontier[rel.dst] % num_nodes[rel.dst] if disjoint else frontier[rel.dst]
-            limits = None if seed_time is None else seed_time.to(device)[frontier[rel.dst] // num_nodes[rel.dst]]
+            limits = None if seed_time is None else seed_time[frontier[rel.dst] // num_nodes[rel.dst]]
             src, dst, eid = _hop_edges(rel, at, first[rel.dst], fanouts[r][k], key=key, step=k * len(rels) + r,
                                        replace=replace, on_device=on_device, limits=limits, strategy=strategy)
             if disjoint:  # the source joins its destination's subgraph
