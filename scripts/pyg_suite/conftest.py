@@ -1,6 +1,6 @@
-"""Runs PyG 2.8.0's own tests with dgl-accel substituted: our layers for PyG's (NN=1: ``GCNConv``,
-``SAGEConv``, ``GINConv``, ``GATConv``, ``GATv2Conv``, ``GraphConv`` of ``dgl_accel.pyg.nn`` bound in
-``torch_geometric.nn`` and ``torch_geometric.nn.conv`` before the tests import them), our sampler
+"""Runs PyG 2.8.0's own tests with dgl-accel substituted: our layers for PyG's (NN=1: every layer
+of ``dgl_accel.pyg.swapping.SWAPS`` bound in ``torch_geometric.nn`` and ``torch_geometric.nn.conv``
+before the tests import them), our sampler
 for PyG's (SAMPLER=1: ``dgl_accel.pyg.NeighborSampler`` in ``NeighborLoader`` and
 ``LinkNeighborLoader``, and the ``onlyNeighborSampler`` guard lifted: PyG skips those tests when
 neither pyg-lib nor torch-sparse is installed, and ours needs neither), our loaders for PyG's
@@ -25,11 +25,11 @@ if os.environ.get("NN") == "1":
     import torch_geometric.nn
     import torch_geometric.nn.conv
 
-    import dgl_accel.pyg.nn as ours_nn
+    from dgl_accel.pyg.swapping import SWAPS
 
-    for _name in ("GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv"):
-        setattr(torch_geometric.nn, _name, getattr(ours_nn, _name))
-        setattr(torch_geometric.nn.conv, _name, getattr(ours_nn, _name))
+    for _theirs, _ours in SWAPS.items():  # every layer swap() changes
+        setattr(torch_geometric.nn, _theirs.__name__, _ours)
+        setattr(torch_geometric.nn.conv, _theirs.__name__, _ours)
 
 if os.environ.get("SAMPLER") == "1" or os.environ.get("LOADER") == "1":
     import torch_geometric.loader.link_neighbor_loader as _link_loader
