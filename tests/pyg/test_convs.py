@@ -18,6 +18,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 import dgl_accel  # noqa: E402
 import dgl_accel.pyg  # noqa: E402
+from dgl_accel.pyg.graph import edges_of  # noqa: E402
+from dgl_accel.pyg.nn.products import with_in_edges  # noqa: E402
 from dgl_accel.testing import tensors as tst  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference  # noqa: E402
@@ -164,6 +166,30 @@ def test_graph_conv(graph, aggr, weighted, out_channels, jit):
         return
     with forced_jit(jit):
         check(theirs, call, feats, ew)
+
+
+@pytest.mark.parametrize("conv,dtype", [(c, d) for c in ("sage_mean", "sage_max", "sage_wide", "graph_conv",
+                                                        "graph_conv_weighted")
+                                         for d in (torch.float32, torch.bfloat16) if (c, d) != ("sage_max", torch.bfloat16)])
+def test_targets_past_the_last_in_edge_take_only_the_root_term(conv, dtype):
+    """A sampled mini-batch lists its last hop last, without in-edges: the aggregation and ``lin``'s
+    product cover the targets up to the last with an in-edge (``products.with_in_edges``), the rest
+    is the root term plus ``lin``'s bias, as in PyG's full product; narrowing and widening layers.
+    (Max in fp32 only: bf16 rounding makes ties, where PyG splits the gradient: the module docstring.)"""
+    gen = torch.Generator().manual_seed(3)  # sources anywhere in 0..19, targets in 0..11: 12..19 get no in-edges
+    ei = torch.stack([torch.randint(0, 20, (60,), generator=gen), torch.randint(0, 12, (60,), generator=gen)])
+    wide = conv == "sage_wide"
+    channels, out = (4, 8) if wide else (8, 3)
+    theirs = {"sage_mean": lambda: build(pyg_nn.SAGEConv, channels, out),
+              "sage_wide": lambda: build(pyg_nn.SAGEConv, channels, out),
+              "sage_max": lambda: build(pyg_nn.SAGEConv, channels, out, aggr="max"),
+              "graph_conv": lambda: build(pyg_nn.GraphConv, channels, out),
+              "graph_conv_weighted": lambda: build(pyg_nn.GraphConv, channels, out, aggr="mean")}[conv]()
+    ew = tst.randn((60,), torch.float32, 4) if conv == "graph_conv_weighted" else None
+    views = edges_of(ei).views(20, 20, homogeneous=True)
+    assert with_in_edges(edges_of(ei), views, root=True).num_dst == int(ei[1].max()) + 1 < 20
+    call = (lambda m, f, w: m(f[0], ei, w)) if conv.startswith("graph_conv") else (lambda m, f, w: m(f[0], ei))
+    check(theirs, call, [tst.randn((20, channels), torch.float32, 5)], ew, dtype=dtype)
 
 
 def test_graph_conv_takes_pygs_edge_weight_shapes_and_refuses_others():

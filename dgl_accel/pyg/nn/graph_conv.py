@@ -8,7 +8,8 @@ PyG's forward: ``x`` or ``(x_src, x_dst)``, the ``aggr`` of the source rows into
 :func:`dgl_accel.core.aggregation.function.aggregate` (``copy_u``, or ``u_mul_e`` with the
 weights), max and min on the extrema op; a ``torch.sparse`` adjacency aggregates its values, as
 PyG's ``spmm`` does.  ``lin_rel``'s product runs before the aggregation where it narrows the
-features, after it otherwise (:mod:`.products`).
+features, after it otherwise, and only on the targets up to the last with an in-edge
+(:mod:`.products`).
 
 Left to PyG's forward (``pyg.GraphConv: fallthrough: <reason>``): max/min with edge weights or
 over a sparse adjacency, ``edge_weight`` beside a sparse adjacency or of another dtype than the
@@ -23,7 +24,7 @@ import torch_geometric.nn as pyg_nn
 
 from ...core.aggregation.function import aggregate
 from .inputs import check_edge_weight, dropin, fall_back, prepare, reduce_of, run_aggregation
-from .products import aggregate_then_project, project_then_aggregate, projects_first
+from .products import aggregate_then_project, project_then_aggregate, projects_first, with_in_edges
 
 PygGraphConv = pyg_nn.GraphConv
 
@@ -39,6 +40,7 @@ class GraphConv(PygGraphConv):
         if isinstance(edge_weight, torch.Tensor) and edge_weight.dim() == 2 and edge_weight.shape[1] == 1:
             edge_weight = edge_weight.view(-1)  # PyG's message reads edge_weight.view(-1, 1)
         check_edge_weight(edge_weight, edge_index.shape[1], x_src)
+        views = with_in_edges(edges, views, root=x_dst is not None)
 
         def aggregate_rows(h):
             if edge_weight is None:

@@ -5,7 +5,8 @@ PyG's forward step for step: ``x`` or ``(x_src, x_dst)`` (``x_dst`` may be None)
 ``lin(x_src).relu()``, the aggregation of the source rows into every target, ``lin_l``, plus
 ``lin_r(x_dst)`` with ``root_weight``, then ``normalize``'s L2 normalisation.  Where a sum or mean
 narrows the features (``lin_l`` has fewer outputs than inputs) the rows are projected first and the
-narrower rows aggregated, else ``lin_r``'s product takes the aggregate's (:mod:`.products`).  ``aggr`` mean and
+narrower rows aggregated, else ``lin_r``'s product takes the aggregate's; with ``lin_r``, only the
+targets up to the last with an in-edge are aggregated and projected (:mod:`.products`).  ``aggr`` mean and
 add/sum run on :func:`dgl_accel.core.aggregation.function.aggregate` (``copy_u``), max and min on the
 extrema op (:func:`dgl_accel.core.extrema.aggregate_extrema`: targets without in-edges get 0, as
 PyG's scatter gives; the gradient goes to the first in-edge that reaches the extremum, where PyG's
@@ -24,7 +25,7 @@ import torch.nn.functional as F
 import torch_geometric.nn as pyg_nn
 
 from .inputs import dropin, fall_back, prepare, reduce_of, run_aggregation
-from .products import aggregate_then_project, project_then_aggregate, projects_first
+from .products import aggregate_then_project, project_then_aggregate, projects_first, with_in_edges
 
 PygSAGEConv = pyg_nn.SAGEConv
 
@@ -39,6 +40,7 @@ class SAGEConv(PygSAGEConv):
         if self.project and hasattr(self, "lin"):
             x_src = self.lin(x_src).relu()
         own = self.lin_r if self.root_weight else None
+        views = with_in_edges(edges, views, root=own is not None and x_dst is not None)
         if projects_first(self.lin_l, reduce_of(self), x_src):
             out = project_then_aggregate(self.lin_l, own, x_src, x_dst,
                                          lambda h: run_aggregation(self, edges, views, edge_index, h))
