@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -40,7 +41,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from bench.harness import RESULTS_DIR, cpu_model, interleaved, ratio_summary, record, save_figure, warm_up  # noqa: E402
+from bench.harness import (  # noqa: E402
+    RESULTS_DIR,
+    Isolated,
+    cpu_model,
+    interleaved,
+    ratio_summary,
+    record,
+    save_figure,
+    warm_up,
+)
 from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
 
 BENCH = "training"
@@ -63,26 +73,38 @@ def front_doors(wanted: list[str]) -> dict:
     return doors
 
 
+MIN_ROUND_S, MAX_REPEAT = 0.15, 30  # a round of at least 0.15 s per provider where 30 steps reach it
+
+
 def time_cell(steps: dict, warmup: int, repeat: int, rounds: int) -> dict:
     """{provider: {median, min, max, repeat, round_medians, parts medians, peak_bytes}}: ``rounds``
     interleaved runs of ``repeat`` steps each, every timed step from the warm-up's state (a peer
     whose warm-up step took over three times another provider's runs one step a round: PyG eager
-    beside PyG compiled on the larger graphs)."""
+    beside PyG compiled on the larger graphs; a step under ``MIN_ROUND_S / repeat`` runs more
+    steps a round, up to ``MAX_REPEAT``, so a round of milliseconds-long steps is not one
+    interruption away from another ratio).  The peak memory comes from one more, untimed step
+    each, after the rounds."""
     warm = warm_up(steps, max(1, warmup))
+    fastest = min(warm.values())
     # a peer over three times slower than another provider is never the best peer: one step a round
-    reps = {p: 1 if p != "dgl_accel" and warm[p] > 3 * min(v for q, v in warm.items() if q != p) else repeat
-            for p in steps}
+    reps = {p: 1 if p != "dgl_accel" and warm[p] > 3 * min(v for q, v in warm.items() if q != p)
+            else max(repeat, min(MAX_REPEAT, math.ceil(MIN_ROUND_S / max(fastest, 1e-6)))) for p in steps}
     parts = {p: [] for p in steps}
-    peaks = {p: 0 for p in steps}
 
     def recorded(p, fn):
         def run():
-            peaks[p] = max(peaks[p], peak_rss_during(fn))
+            own = fn()
             parts[p].append(fn.parts)
+            return own
         run.reset = fn.reset  # interleaved resets each provider, untimed, before each timed call
+        run.timed = getattr(fn, "timed", False)  # an Isolated step's own seconds
         return run
     fns = {p: recorded(p, fn) for p, fn in steps.items()}
     runs = [interleaved(fns, warmup=0, repeat=reps, raw=True) for _ in range(rounds)]
+    peaks = {}
+    for p, fn in steps.items():
+        fn.reset()
+        peaks[p] = fn.peak() if hasattr(fn, "peak") else peak_rss_during(fn)
     times = {}
     for p in steps:
         every = [t for run in runs for t in run[p]]
@@ -195,6 +217,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-compile", action="store_true", help="PyG: leave out the torch.compile'd peer")
+    ap.add_argument("--in-process", dest="isolate", action="store_false",
+                    help="run every provider in this process (default: each in its own forked process)")
     ap.add_argument("--results-dir", default=None)
     ap.add_argument("--replot", action="store_true", help="only draw training.png from the results file's newest cells")
     args = ap.parse_args(argv)
@@ -216,7 +240,12 @@ def main(argv=None) -> int:
         graph = loaded.setdefault(gname, Graph.load(gname))
         kwargs = {"compiled": not args.no_compile} if door == "pyg" else {}
         steps = doors[door](graph, model, dtype, mode, **kwargs)
-        times = time_cell(steps, args.warmup, repeat, rounds)
+        runners = {p: Isolated(step, peak_rss_during) for p, step in steps.items()} if args.isolate else steps
+        try:
+            times = time_cell(runners, args.warmup, repeat, rounds)
+        finally:
+            for runner in runners.values():
+                getattr(runner, "close", lambda: None)()
         ratios = round_ratios(times)
         ratio = statistics.median(ratios)
         peer = min((p for p in steps if p != "dgl_accel"), key=lambda p: times[p]["median"])

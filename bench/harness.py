@@ -99,11 +99,84 @@ class TrainingStep:
                 t.copy_(saved)
 
 
+class Isolated:
+    """A :class:`TrainingStep` run in a process of its own, forked from this one after the step
+    was built (so it shares nothing with the other providers from then on: its allocations, its
+    compiled code, its page cache of freed memory), as a user runs one model in a process.  Why:
+    in one process a provider's step time depended on who ran before it (compiled PyG on Cora's
+    minibatch under autocast: 24.5 ms right after eager PyG's step, 29 ms after ours or alone),
+    through glibc's heap, which one provider's large allocations leave grown or trimmed for the
+    next.  ``step()`` returns the seconds the child measured (``timed``: :func:`interleaved`
+    takes them instead of its own clock, which would add the pipe's round trip); ``parts``,
+    ``loss``, ``reset()``, ``snapshot()`` as the step's; ``peak()``: ``peak(step)`` in the child."""
+
+    timed = True
+
+    def __init__(self, step, peak: Callable | None = None):
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        self._conn, theirs = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(step, theirs, peak), daemon=True)
+        self._proc.start()
+        theirs.close()
+        self.parts = self.loss = None
+
+    def _ask(self, *message):
+        self._conn.send(message)
+        kind, value = self._conn.recv()
+        if kind == "error":
+            raise RuntimeError(f"the isolated step's process failed:\n{value}")
+        return value
+
+    def __call__(self) -> float:
+        seconds, self.parts, self.loss = self._ask("step")
+        return seconds
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    def snapshot(self) -> None:
+        self._ask("snapshot")
+
+    def peak(self) -> int:
+        return self._ask("peak")
+
+    def close(self) -> None:
+        if self._proc.is_alive():
+            self._conn.send(("close",))
+            self._proc.join(timeout=30)
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._conn.close()
+
+
+def _serve(step, conn, peak) -> None:
+    """The child of :class:`Isolated`: run the commands it is sent until ``close``."""
+    import traceback
+    while True:
+        command = conn.recv()[0]
+        if command == "close":
+            return
+        try:
+            if command == "step":
+                t0 = time.perf_counter()
+                step()
+                value = (time.perf_counter() - t0, getattr(step, "parts", None), getattr(step, "loss", None))
+            elif command == "peak":
+                value = peak(step) if peak is not None else 0
+            else:
+                value = getattr(step, command)()  # reset, snapshot
+            conn.send(("ok", value))
+        except Exception:  # noqa: BLE001 (the parent raises it with the child's traceback)
+            conn.send(("error", traceback.format_exc()))
+
+
 def interleaved(fns: dict, warmup: int, repeat, raw: bool = False) -> dict:
     """Time several providers repeat by repeat, in turn, so background load hits all alike.
     ``repeat``: an int, or a dict of repeats per provider (a slow provider may run fewer).  A
     provider with a ``reset`` method (:class:`TrainingStep`) gets it called, untimed, before each
-    timed call.  Returns ``{name: {median, min, max, repeat}}`` in seconds (``raw``: ``{name: [times]}``)."""
+    timed call; one whose ``timed`` is true (:class:`Isolated`) returns its own seconds.
+    Returns ``{name: {median, min, max, repeat}}`` in seconds (``raw``: ``{name: [times]}``)."""
     reps = repeat if isinstance(repeat, dict) else dict.fromkeys(fns, repeat)
     for _ in range(warmup):
         for f in fns.values():
@@ -115,8 +188,9 @@ def interleaved(fns: dict, warmup: int, repeat, raw: bool = False) -> dict:
                 if hasattr(f, "reset"):
                     f.reset()
                 t0 = time.perf_counter()
-                f()
-                times[k].append(time.perf_counter() - t0)
+                own = f()
+                took = time.perf_counter() - t0
+                times[k].append(own if getattr(f, "timed", False) else took)
     if raw:
         return times
     return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeat": len(v)}
@@ -131,8 +205,8 @@ def warm_up(steps: dict, warmup: int) -> dict:
     for _ in range(warmup):
         for name, fn in steps.items():
             t0 = time.perf_counter()
-            fn()
-            last[name] = time.perf_counter() - t0
+            own = fn()
+            last[name] = own if getattr(fn, "timed", False) else time.perf_counter() - t0
     for fn in steps.values():
         fn.snapshot()
     return last
