@@ -267,14 +267,12 @@ def test_excluded_edges_are_dropped_after_the_choice_as_in_dgl(fused):
 
 @pytest.mark.threads(2)  # DGL takes its fused path only with several threads
 def test_source_order_beyond_the_seeds_is_dgl_internal():
-    """With fanout -1 (no randomness) DGL's fused and unfused paths list the non-seed sources in
-    different orders; both, and ours, put the seeds first in order and every other sampled source
-    once, the same set."""
+    """With fanout -1 (no randomness) DGL's fused and unfused paths may list the non-seed sources in
+    different orders (with several threads, its fused path's order depends on them: not a contract);
+    both, and ours, put the seeds first in order and every other sampled source once, the same set."""
     g, seeds = _star(), torch.tensor([1, 0])
     orders = [dgl.dataloading.NeighborSampler([-1], fused=f).sample_blocks(g, seeds)[2][0].srcdata[dgl.NID].tolist()
               for f in (True, False)]
-    if torch.get_num_threads() > 1:  # DGL takes its fused path only with several threads
-        assert orders[0] != orders[1]
     mine = NeighborSampler([-1], seed=0).sample_blocks(g, seeds)[2][0].srcdata[dgl.NID].tolist()
     for order in orders + [mine]:
         assert order[:2] == [1, 0] and sorted(order[2:]) == [2, 3, 5, 7, 8, 9]
