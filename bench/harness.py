@@ -108,12 +108,16 @@ class Isolated:
     through glibc's heap, which one provider's large allocations leave grown or trimmed for the
     next.  ``step()`` returns the seconds the child measured (``timed``: :func:`interleaved`
     takes them instead of its own clock, which would add the pipe's round trip); ``parts``,
-    ``loss``, ``reset()``, ``snapshot()`` as the step's; ``peak()``: ``peak(step)`` in the child."""
+    ``loss``, ``reset()``, ``snapshot()`` as the step's; ``peak()``: ``peak(step)`` in the child.
+    The heap is trimmed before the fork (:func:`_trim_heap`): without it a child inherited the
+    free space every earlier cell left, and compiled PyG's GIN evaluation on Cora took 4.7 ms after
+    16 cells and 7.7 ms as the first cell."""
 
     timed = True
 
     def __init__(self, step, peak: Callable | None = None):
         import multiprocessing
+        _trim_heap()  # the child starts from this process's live data, not the slack its history left
         ctx = multiprocessing.get_context("fork")
         self._conn, theirs = ctx.Pipe()
         self._proc = ctx.Process(target=_serve, args=(step, theirs, peak), daemon=True)
@@ -148,6 +152,18 @@ class Isolated:
         if self._proc.is_alive():
             self._proc.terminate()
         self._conn.close()
+
+
+def _trim_heap() -> None:
+    """glibc's ``malloc_trim(0)``: free heap memory back to the system, so that a forked child's
+    first allocations do not depend on how much free space earlier cells left in the heap (a
+    fresh process's heap holds only its live data); nothing elsewhere."""
+    import ctypes
+    import ctypes.util
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _serve(step, conn, peak) -> None:

@@ -318,6 +318,8 @@ def aggregate_extrema(views: GraphViews, op: str, reduce: str, ufeat: torch.Tens
     >>> out.flatten().tolist(), arg.flatten().tolist()  # node 0 has no in-edges
     ([0.0, 7.0, 1.0], [-1, 1, 2])
     """
+    if getattr(views, "traced", False):  # a graph as tensors (core.library): the custom op, for torch.compile
+        return views.aggregate_extrema(op, reduce, ufeat, efeat, fill, return_arg)
     check_extrema(views, op, reduce, ufeat, efeat, fill)
     rows = views.csr("in")
     x, w, feat = _operands(views, op, ufeat, efeat)

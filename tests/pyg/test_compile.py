@@ -1,9 +1,11 @@
-"""``torch.compile`` of a model with swapped PyG convs: it compiles and runs (each drop-in's forward
-is a compile boundary, run eagerly: :func:`dgl_accel.pyg.nn.inputs.compile_boundary`), and the
-compiled model's outputs and gradients are the eager model's.  Before the boundary, torch 2.11's
-dynamo traced into numba's compiler for GATConv and failed; torch 2.2's failed on an environment
-read."""
+"""``torch.compile`` of a model with swapped PyG convs.  On torch >= 2.4 the drop-ins' core ops run as
+torch custom ops (:mod:`dgl_accel.core.library`): dynamo traces the layers, explain() finds no
+graph break, ``fullgraph=True`` compiles, and the compiled model's outputs and gradients are the
+eager model's, also over graphs of another size (dynamic shapes).  On torch 2.2 (no
+``torch.library.custom_op``) each drop-in is a compile boundary
+(:func:`dgl_accel.pyg.nn.inputs.compile_boundary`) and the model still compiles and agrees."""
 import copy
+import functools
 import subprocess
 import sys
 
@@ -15,15 +17,22 @@ import torch  # noqa: E402
 import torch_geometric.nn as pyg_nn  # noqa: E402
 
 import dgl_accel.pyg  # noqa: E402
+from dgl_accel.core import library  # noqa: E402
+from dgl_accel.core.aggregation.views import TensorGraph  # noqa: E402
+from dgl_accel.core.extrema import aggregate_extrema  # noqa: E402
+from dgl_accel.pyg import graph as pyg_graph  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 
 CONVS = {
     "GCNConv": lambda: pyg_nn.GCNConv(16, 12),
     "SAGEConv": lambda: pyg_nn.SAGEConv(16, 12),
-    "GINConv": lambda: pyg_nn.GINConv(torch.nn.Linear(16, 12)),
+    "SAGEConv-max": lambda: pyg_nn.SAGEConv(16, 12, aggr="max"),
+    "GINConv": lambda: pyg_nn.GINConv(torch.nn.Linear(16, 12), train_eps=True),
     "GATConv": lambda: pyg_nn.GATConv(16, 6, heads=2),
     "GATv2Conv": lambda: pyg_nn.GATv2Conv(16, 6, heads=2),
+    "GraphConv": lambda: pyg_nn.GraphConv(16, 12),
 }
+TRACED = library.AVAILABLE  # torch >= 2.4: the custom ops, no graph break
 
 
 class Net(torch.nn.Module):
@@ -35,28 +44,156 @@ class Net(torch.nn.Module):
         return self.post(self.conv(self.pre(x).relu(), edge_index).relu())
 
 
+def _graph(n: int, e: int, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 8, generator=gen), torch.randint(0, n, (2, e), generator=gen)
+
+
 def _grads(model, x, edge_index):
+    x = x.clone().requires_grad_()
     out = model(x, edge_index)
     out.square().sum().backward()
-    return out.detach(), [p.grad.clone() for p in model.parameters()]
+    grads = [x.grad] + [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    return out.detach(), grads
+
+
+def _models(name):
+    torch.manual_seed(0)
+    eager = Net(CONVS[name]())
+    assert dgl_accel.pyg.swap(eager).swapped
+    return eager, copy.deepcopy(eager)
+
+
+def _assert_same(compiled, eager, x, edge_index):
+    got_out, got_grads = _grads(compiled, x, edge_index)
+    want_out, want_grads = _grads(eager, x, edge_index)
+    torch.testing.assert_close(got_out, want_out, rtol=1e-5, atol=1e-5)
+    for got, want in zip(got_grads, want_grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+# one case in the quick lane: its fullgraph=True compiles below fail on any graph break too
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op, the layers are boundaries")
+@pytest.mark.parametrize("name", quick_first(list(CONVS)))
+def test_swapped_convs_trace_without_graph_breaks(name):
+    eager, _ = _models(name)
+    torch._dynamo.reset()
+    found = torch._dynamo.explain(eager)(*_graph(50, 300, 1))
+    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
 
 
 @pytest.mark.parametrize("backend", quick_first(["aot_eager", "inductor"]))
 @pytest.mark.parametrize("name", list(CONVS))
 def test_compiled_model_with_swapped_convs_equals_eager(name, backend):
-    torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(1)
-    x, edge_index = torch.randn(200, 8, generator=gen), torch.randint(0, 200, (2, 2500), generator=gen)
-    eager = Net(CONVS[name]())
-    assert dgl_accel.pyg.swap(eager).swapped
-    compiled_model = copy.deepcopy(eager)
+    """fullgraph=True where the ops trace; outputs and gradients (input, every parameter) of the
+    eager model, on two graphs of different node and edge counts (the second one dynamic)."""
+    eager, twin = _models(name)
     torch._dynamo.reset()
-    compiled = torch.compile(compiled_model, backend=backend)
-    want_out, want_grads = _grads(eager, x, edge_index)
-    got_out, got_grads = _grads(compiled, x, edge_index)
-    torch.testing.assert_close(got_out, want_out, rtol=1e-5, atol=1e-5)
-    for got, want in zip(got_grads, want_grads):
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    compiled = torch.compile(twin, backend=backend, fullgraph=TRACED)
+    for n, e, seed in ((200, 2500, 1), (150, 1700, 2)):
+        _assert_same(compiled, eager, *_graph(n, e, seed))
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
+def test_compiled_graph_is_converted_once_and_ids_are_checked():
+    """The custom ops fetch the PyG adapter's cached views (one conversion per graph across
+    calls and layers), and PyG's IndexError for an id out of range comes from inside them."""
+    eager, twin = _models("SAGEConv")
+    torch._dynamo.reset()
+    compiled = torch.compile(twin, backend="aot_eager", fullgraph=True)
+    x, edge_index = _graph(60, 400, 4)
+    compiled(x, edge_index)
+    builds = pyg_graph.CACHE.builds
+    for _ in range(3):
+        compiled(x, edge_index).sum().backward()
+    assert pyg_graph.CACHE.builds == builds
+    with pytest.raises(IndexError, match="larger than 59"):
+        compiled(x, torch.cat([edge_index, torch.tensor([[60], [0]])], dim=1))
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
+def test_inputs_the_ops_do_not_take_stay_behind_the_boundary():
+    """A sparse adjacency and return_attention_weights run the layer eagerly inside the compiled
+    model (behind the boundary: fullgraph=True refuses it), with the eager results."""
+    class Weights(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = dgl_accel.pyg.nn.GATConv(8, 4, heads=2)
+
+        def forward(self, x, edge_index):
+            out, (graph, alpha) = self.conv(x, edge_index, return_attention_weights=True)
+            return out.sum() + alpha.sum()
+
+    model = Weights()
+    x, edge_index = _graph(40, 200, 5)
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="disable"):  # the boundary: not one graph
+        torch.compile(model, backend="aot_eager", fullgraph=True)(x, edge_index)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(model, backend="aot_eager")(x, edge_index), model(x, edge_index))
+    gcn = dgl_accel.pyg.nn.GCNConv(8, 4)
+    adj = torch.sparse_coo_tensor(edge_index.flip(0), torch.ones(200), (40, 40)).coalesce().to_sparse_csr()
+    torch._dynamo.reset()
+    got = torch.compile(gcn, backend="aot_eager")(x, adj)
+    torch.testing.assert_close(got, gcn(x, adj))
+
+
+def _views_args(n=30, e=120, seed=6):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, n, (2, e), generator=gen), n
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
+@pytest.mark.parametrize("case", ["u_mul_e-mean", "max", "sum_self", "gat_layer"] + [
+    pytest.param(case, marks=pytest.mark.slow)
+    for case in ("copy_u-sum", "copy_u-mean", "u_mul_e-sum", "transposed", "min", "gat_attention", "gatv2_attention")])
+def test_opcheck(case):
+    """torch.library.opcheck: schema, fake (shapes, dtypes), autograd registration, of each op."""
+    edge_index, n = _views_args()
+    g = (edge_index, n, n, True, "edges")
+    gen = torch.Generator().manual_seed(7)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64).requires_grad_()
+
+    ops = torch.ops.dgl_accel
+    if case in ("copy_u-sum", "copy_u-mean", "u_mul_e-sum", "u_mul_e-mean", "transposed"):
+        op, reduce = case.split("-") if "-" in case else ("u_mul_e", "mean")
+        w = rand(edge_index.shape[1]) if op == "u_mul_e" else None
+        call = (ops.aggregate, g + (op, reduce, case == "transposed", False, rand(n, 5), w))
+    elif case in ("max", "min"):
+        call = (ops.aggregate_extrema, g + (case, 0.0, True, rand(n, 5)))
+    elif case == "sum_self":
+        call = (ops.copy_u_sum_self, g + (rand(n, 5), rand(1), 0.0))
+    elif case == "gat_layer":
+        call = (ops.attention, g + (case, 0.2, [rand(n, 5), rand(6, 5), rand(1, 2, 3), rand(1, 2, 3), rand(6)]))
+    elif case == "gat_attention":
+        call = (ops.attention, g + (case, 0.2, [rand(n, 2, 3), rand(n, 2), rand(n, 2)]))
+    else:
+        call = (ops.attention, g + (case, 0.2, [rand(n, 2, 3), rand(n, 2, 3), rand(2, 3)]))
+    torch.library.opcheck(call[0], call[1])
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
+def test_ops_gradients_are_the_eager_ops():
+    """Each op's gradient (through register_autograd) against the eager core op's, gradcheck-exact."""
+    edge_index, n = _views_args()
+    views = TensorGraph(edge_index[0], edge_index[1], num_nodes=n)
+    g = (edge_index, n, n, True, "edges")
+    for reduce in ("sum", "mean"):
+        torch.autograd.gradcheck(functools.partial(torch.ops.dgl_accel.aggregate, *g, "u_mul_e", reduce, False, False),
+                                 (torch.randn(n, 3, dtype=torch.float64, requires_grad=True),
+                                  torch.rand(edge_index.shape[1], dtype=torch.float64, requires_grad=True)))
+    torch.autograd.gradcheck(lambda x, s: torch.ops.dgl_accel.copy_u_sum_self(*g, x, s, 0.0),
+                             (torch.randn(n, 3, dtype=torch.float64, requires_grad=True),
+                              torch.rand(1, dtype=torch.float64, requires_grad=True)))
+    x = torch.randn(n, 4, dtype=torch.float64, requires_grad=True)
+    out, _ = torch.ops.dgl_accel.aggregate_extrema(*g, "max", 0.0, True, x)
+    cot = torch.randn_like(out)
+    got = torch.autograd.grad(out, x, cot)[0]
+    want = torch.autograd.grad(aggregate_extrema(views, "copy_u", "max", x), x, cot)[0]
+    torch.testing.assert_close(got, want)
 
 
 EXPLAIN_MULTI_AGGR = """

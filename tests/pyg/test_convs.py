@@ -215,6 +215,33 @@ def test_gin(graph, aggr, train_eps, eps, jit):
         check(theirs, lambda m, f, w: m(pair_or_one(f), ei), features(ns, nd, 4, bip, seed))
 
 
+@pytest.mark.parametrize("nn", ["linear", "sequential", "subclass"])
+def test_gin_without_gradients_sums_into_scratch_that_never_leaves(nn):
+    """No gradient recorded and ``nn`` starting with a linear layer: the sum goes to a reused
+    buffer read only by that product.  Outputs equal PyG's, and an output stays what it was after
+    later calls on other features (a leaked buffer would change under it); a Linear subclass (it
+    may override forward) runs ``nn`` on a fresh sum."""
+    class Scaled(torch.nn.Linear):
+        def forward(self, x):
+            return 2 * super().forward(x)
+    gen = torch.Generator().manual_seed(0)
+    n = 3000  # large enough for the compiled loops
+    ei = torch.randint(0, n, (2, 20000), generator=gen)
+    layer = {"linear": lambda: torch.nn.Linear(8, 16),
+             "sequential": lambda: torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU()),
+             "subclass": lambda: Scaled(8, 16)}[nn]()
+    theirs = build(pyg_nn.GINConv, layer, eps=0.5)
+    ours = swapped(theirs)
+    xs = [tst.randn((n, 8), torch.float32, seed) for seed in (1, 2)]
+    with torch.no_grad(), forced_jit(True):
+        first = ours(xs[0], ei)
+        kept = first.clone()
+        second = ours(xs[1], ei)
+        assert_close(first, theirs(xs[0], ei))
+        assert_close(second, theirs(xs[1], ei))
+    assert torch.equal(first, kept)
+
+
 def test_gin_without_target_features_sizes_targets_as_pyg():
     ei = torch.tensor([[0, 1, 2, 4], [1, 1, 0, 2]])
     theirs = build(pyg_nn.GINConv, torch.nn.Linear(3, 2))

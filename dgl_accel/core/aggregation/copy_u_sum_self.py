@@ -58,11 +58,12 @@ def composed_dtype(x: torch.Tensor, scale: Scale, bias: torch.Tensor | None) -> 
 
 class _CopyUSumSelf(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, views, x, scale: Scale, divisor, bias):
+    def forward(ctx, views, x, scale: Scale, divisor, bias, into=None):
         learned = isinstance(scale, torch.Tensor)
         ctx.views, ctx.has_bias, ctx.float_scale = views, bias is not None, None if learned else scale
         ctx.save_for_backward(divisor, x if learned else None, scale if learned else None)
-        out = views.native_spmm("in", x, None)  # fresh [num_dst, F]: the only one (bf16 x: fp32 sums)
+        # fresh [num_dst, F] (bf16 x: fp32 sums), or the caller's scratch buffer ``into``
+        out = views.native_spmm("in", x, None) if into is None else views.native_spmm("in", x, None, out=into)
         s = float(scale) if learned else scale
         if x.dtype == out.dtype:
             out.add_(_scaled(x[: views.num_dst], s))
@@ -101,17 +102,20 @@ class _CopyUSumSelf(torch.autograd.Function):
                 grad_x[:nd].add_(_scaled(gd, s))
             else:
                 grad_x[:nd].add_(gd, alpha=s)
-        return None, grad_x, grad_scale, None, grad_bias
+        return None, grad_x, grad_scale, None, grad_bias, None
 
 
 def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor: torch.Tensor | None = None,
-                    bias: torch.Tensor | None = None) -> torch.Tensor:
+                    bias: torch.Tensor | None = None, into: str | None = None) -> torch.Tensor:
     """``(self_scale * x[v] + sum over in-edges u -> v of x[u]) / divisor[v] + bias`` for every
     destination ``v`` of ``views`` (a :class:`~.views.GraphViews` whose destinations are its first
     sources: a homogeneous graph or a block).  ``x``: [num_src, F]; ``self_scale``: a number or a
     one-element tensor (differentiable, e.g. GIN's ``1 + eps`` with a learned eps); ``divisor``:
     [num_dst] or None; ``bias``: [F] or None.  Differentiable in ``x``, a tensor ``self_scale`` and
-    ``bias`` (``divisor`` is a constant).
+    ``bias`` (``divisor`` is a constant).  ``into``: where no gradient is recorded, the name of a
+    per-thread scratch buffer (:mod:`dgl_accel.core.scratch`) the compiled loops may write the
+    result into instead of fresh pages; the caller reads it before its next call with that name
+    and never hands it out.
 
     >>> import torch
     >>> from dgl_accel.core.aggregation.views import TensorGraph
@@ -121,6 +125,8 @@ def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor:
     [1.0, 2.0, 2.5]
     """
     check_copy_u_sum_self(views, x, divisor, bias, self_scale)
+    if getattr(views, "traced", False):  # a graph as tensors (core.library): the custom op, for torch.compile
+        return views.copy_u_sum_self(x, self_scale, divisor, bias)
     if divisor is not None:
         divisor = divisor.to(x.dtype)
     scale = self_scale if isinstance(self_scale, torch.Tensor) else float(self_scale)
@@ -130,7 +136,11 @@ def copy_u_sum_self(views, x: torch.Tensor, *, self_scale: Scale = 1.0, divisor:
         return copy_u_sum_self_reference(views.num_dst, lambda t: aggregate(views, "copy_u", "sum", t), x,
                                          scale, divisor, bias)
     backend.record("copy_u_sum_self", "native", x.device)
-    return _CopyUSumSelf.apply(views, x.contiguous(), scale, divisor, bias)
+    buffer = None
+    if (into is not None and not torch.is_grad_enabled() and x.dtype in (torch.float32, torch.float64)
+            and composed_dtype(x, scale, bias) == x.dtype and type(views).native_spmm is GraphViews.native_spmm):
+        buffer = scratch.tensor(into, (views.num_dst, x.shape[1]), x.dtype)
+    return _CopyUSumSelf.apply(views, x.contiguous(), scale, divisor, bias, buffer)
 
 
 def _loops_read_bf16(views, x: torch.Tensor) -> bool:

@@ -84,28 +84,38 @@ def flatten_features(ufeat: torch.Tensor, efeat: torch.Tensor | None):
 
 def run_aggregation(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None, norm: str,
                     group_size: int | None, deterministic: bool | None,
-                    plan: AggregationPlan | None) -> torch.Tensor:
+                    plan: AggregationPlan | None, keep_acc: bool = False) -> torch.Tensor:
     """The op on checked arguments (sum/mean): path choice, stats, scales, autograd."""
+    agg, x, w, trailing = make_aggregation(views, op, reduce, ufeat, efeat, norm, group_size, deterministic)
+    agg.keep_acc = keep_acc
+    backend.record(f"{op}_{reduce}", agg.path, ufeat.device)
+    out = GSpMMFunction.apply(agg, FULL_GRAPH if plan is None else plan, x, w)
+    return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
+
+
+def make_aggregation(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None, norm: str,
+                     group_size: int | None, deterministic: bool | None):
+    """(the call as an :class:`~.plan.Aggregation`: path, scales; x [N, width]; w; trailing shape)."""
     path = backend.choose_path(ufeat) if efeat is None else backend.choose_path(ufeat, efeat)
-    backend.record(f"{op}_{reduce}", path, ufeat.device)
     x, w, trailing = flatten_features(ufeat, efeat)
     if deterministic is None:
         deterministic = torch.are_deterministic_algorithms_enabled()
     src_scale, dst_scale = views.scales(norm, reduce, ufeat.dtype)  # full-graph degrees, always
     agg = Aggregation(views, path, group_size, bool(deterministic), src_scale, dst_scale,
                       f"{norm}.{reduce}.{acc_dtype(ufeat.dtype)}", op, reduce)
-    out = GSpMMFunction.apply(agg, FULL_GRAPH if plan is None else plan, x, w)
-    return out if ufeat.dim() == 2 else out.reshape((out.shape[0],) + trailing)
+    return agg, x, w, trailing
 
 
 def aggregate(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Tensor | None = None, *,
               norm: str = "none", group_size: int | None = None, deterministic: bool | None = None,
-              plan: AggregationPlan | None = None) -> torch.Tensor:
+              plan: AggregationPlan | None = None, keep_acc: bool = False) -> torch.Tensor:
     """Aggregate messages into destination nodes of ``views`` (a :class:`~.views.GraphViews`, e.g.
     :class:`~.views.TensorGraph`); differentiable in ``ufeat`` and ``efeat``.
 
     ``op``: ``copy_u`` (x[u]) or ``u_mul_e`` (x[u] * w[e]); ``reduce``: ``sum`` or ``mean``;
     ``norm``: GCN normalisation (``both``, ``left``, ``right``) as ``dgl.nn.GraphConv`` defines it.
+    ``keep_acc``: the result in the accumulation dtype (bf16 features: fp32 sums, not rounded to
+    bf16), for a caller that widens it next (PyG's fp32 bias under autocast).
 
     >>> import torch
     >>> from dgl_accel.core.aggregation.views import TensorGraph
@@ -113,9 +123,11 @@ def aggregate(views, op: str, reduce: str, ufeat: torch.Tensor, efeat: torch.Ten
     >>> aggregate(g, "copy_u", "sum", torch.tensor([[1.0], [2.0], [4.0]])).flatten().tolist()
     [0.0, 5.0, 2.0]
     """
+    if getattr(views, "traced", False):  # a graph as tensors (core.library): the custom op, for torch.compile
+        return views.aggregate(op, reduce, ufeat, efeat, keep_acc)
     check_options(op, reduce, norm, group_size)
     if reduce in ("max", "min"):
         raise ValueError(f"expected reduce 'sum' or 'mean' in the core (got {reduce!r}). Fix: call "
                          f"dgl_accel.functional.gspmm on a DGL graph, which hands max/min to DGL.")
     check_features(op, ufeat, efeat, views.num_src, views.num_edges, views.device)
-    return run_aggregation(views, op, reduce, ufeat, efeat, norm, group_size, deterministic, plan)
+    return run_aggregation(views, op, reduce, ufeat, efeat, norm, group_size, deterministic, plan, keep_acc)

@@ -34,12 +34,13 @@ def scale_bf16(x: torch.Tensor, scale: torch.Tensor, out: torch.Tensor) -> torch
     return out.copy_(x.to(scale.dtype).mul_(scale[:, None]))
 
 
-def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> torch.Tensor:
+def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale, keep_acc: bool = False) -> torch.Tensor:
     """out = dst_scale * (A (src_scale * x)) with A the in-adjacency (``"in"``) or its transpose
     (``"out"``), weighted by ``efeat`` ([E, 1] or [E, F], edge-id order) when given.  Features of a
     dtype the views' kernel sums itself (``views.native_dtypes``: DGL's reads bf16) go to it as they
     are when unweighted, and bf16 with or without weights to the compiled loops of plain-tensor
-    views (``views.native_accepts``); other half types are widened to fp32 around the kernel."""
+    views (``views.native_accepts``); other half types are widened to fp32 around the kernel.
+    ``keep_acc``: the result in the accumulation dtype (fp32 for half types), not rounded back."""
     native = ufeat.device.type == "cpu" and views.native_accepts(ufeat.dtype, efeat is not None)
     acc = ufeat.dtype if native else acc_dtype(ufeat.dtype)
     x = ufeat.to(acc)
@@ -53,7 +54,7 @@ def native_spmm(views, direction: str, ufeat, efeat, src_scale, dst_scale) -> to
             out = scale_bf16(out, dst_scale, out)
         else:
             out = out.to(dst_scale.dtype).mul_(dst_scale[:, None])
-    return out.to(ufeat.dtype)
+    return out.to(acc_dtype(ufeat.dtype) if keep_acc else ufeat.dtype)
 
 
 def native_edge_grad(views, ufeat, grad_out, src_scale, dst_scale, per_feat: bool, out_dtype,

@@ -13,20 +13,25 @@ import torch
 from .launchers import edge_grad_forward, gspmm_forward
 from .locality import locality_parts
 from .native import native_edge_grad, native_spmm
+from .scales import acc_dtype
 
 
 class Aggregation:
     """One call of the op, as the plan sees it: the graph, the path (``"triton"`` or ``"native"``),
     group size, determinism and the degree scales, with the two primitives every plan builds on.
-    ``op``/``reduce`` name the call (``copy_u``/``u_mul_e``, ``sum``/``mean``) for the stats."""
+    ``op``/``reduce`` name the call (``copy_u``/``u_mul_e``, ``sum``/``mean``) for the stats.
+    ``keep_acc``: results in the accumulation dtype (bf16 rows summed in fp32 come back in fp32, not
+    rounded to bf16), for a caller whose next step widens them anyway."""
 
-    __slots__ = ("views", "path", "gs", "deterministic", "src_scale", "dst_scale", "scale_key", "op", "reduce")
+    __slots__ = ("views", "path", "gs", "deterministic", "src_scale", "dst_scale", "scale_key", "op", "reduce",
+                 "keep_acc")
 
     def __init__(self, views, path: str, gs: int | None, deterministic: bool, src_scale, dst_scale,
                  scale_key: str, op: str = "copy_u", reduce: str = "sum"):
         self.views, self.path, self.gs, self.deterministic = views, path, gs, deterministic
         self.src_scale, self.dst_scale, self.scale_key = src_scale, dst_scale, scale_key
         self.op, self.reduce = op, reduce
+        self.keep_acc = False
 
     def spmm(self, direction: str, x, w, col_scale, row_scale, views=None) -> torch.Tensor:
         """One aggregation over ``views`` (default: the call's graph) in ``direction`` (``"in"``:
@@ -34,9 +39,10 @@ class Aggregation:
         views = self.views if views is None else views
         if self.path == "triton":
             gs = self.gs if self.gs is not None else views.group_size(x.shape[1], x.dtype)
-            return gspmm_forward(locality_parts(views, direction, x, gs), x, w, col_scale, row_scale,
-                                 self.deterministic)
-        return native_spmm(views, direction, x, w, col_scale, row_scale)
+            out = gspmm_forward(locality_parts(views, direction, x, gs), x, w, col_scale, row_scale,
+                                self.deterministic)
+            return out.to(acc_dtype(x.dtype)) if self.keep_acc else out
+        return native_spmm(views, direction, x, w, col_scale, row_scale, keep_acc=self.keep_acc)
 
     def edge_grad(self, views, ufeat, grad_out, per_feat: bool, dtype) -> torch.Tensor:
         """Gradient of ``u_mul_e`` w.r.t. the edge weights of ``views``' edges (edge-id order)."""

@@ -106,16 +106,18 @@ class GraphViews:
                 and type(self).native_spmm is GraphViews.native_spmm
                 and jit_runtime.worth(self.num_edges))
 
-    def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+    def native_spmm(self, direction: str, x: torch.Tensor, w: torch.Tensor | None, out=None) -> torch.Tensor:
         """sum over the ``direction`` view's entries of x[col] (* w[eid]); x, w contiguous, w of
         shape [E, 1] or [E, F]; one dtype (float32/64), or bf16 x (read as bits, summed and returned
-        in fp32) with float32 w where :meth:`native_accepts` says so.  Subclasses may run their own
-        library's kernel."""
+        in fp32) with float32 w where :meth:`native_accepts` says so.  ``out``: a contiguous tensor
+        of the result's shape and dtype the compiled loops may write into (else a fresh one).
+        Subclasses may run their own library's kernel."""
         s = self.csr(direction)
         out_rows = s.num_rows
         if x.device.type == "cpu" and jit_runtime.worth(s.num_edges) and x.dtype in _LOOP_DTYPES:
             # bf16: fp32 sums, rounded once by the caller
-            out = torch.empty((out_rows, x.shape[1]), dtype=acc_dtype(x.dtype))
+            if out is None:
+                out = torch.empty((out_rows, x.shape[1]), dtype=acc_dtype(x.dtype))
             if w is None:
                 rows_spmm(s.indptr.numpy(), s.indices.numpy(), _loop_view(x), None, None, _loop_view(out))
             else:

@@ -80,5 +80,7 @@ def gatv2_attention(views, fs: torch.Tensor, fd: torch.Tensor, attn: torch.Tenso
     ([0.0, 0.0, 2.0], [0.5, 0.5])
     """
     check_gatv2(views, fs, fd, attn, negative_slope)
+    if getattr(views, "traced", False) and not return_attention:  # the custom op (core.library), for torch.compile
+        return views.attention("gatv2_attention", negative_slope, fs, fd, attn)
     return variant_attention(GATV2, views, float(negative_slope), return_attention, fs, fd,
                              attn.reshape(fs.shape[1:]))

@@ -10,11 +10,17 @@ try:
     import torch_geometric  # noqa: F401  (first, so that without PyG the error names the extra that brings it)
 except ModuleNotFoundError as error:
     raise missing_extra(error, __name__) from None
+from .appnp import APPNP
+from .edge_conv import EdgeConv
 from .gat_conv import GATConv
 from .gatv2_conv import GATv2Conv
 from .gcn_conv import GCNConv
 from .gin_conv import GINConv
+from .gine_conv import GINEConv
 from .graph_conv import GraphConv
+from .lg_conv import LGConv
 from .sage_conv import SAGEConv
+from .sg_conv import SGConv
 
-__all__ = ["GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv"]
+__all__ = ["GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv", "SGConv", "APPNP", "LGConv",
+           "GINEConv", "EdgeConv"]

@@ -8,13 +8,22 @@ import contextlib
 import numbers
 
 import torch
-from torch_geometric.utils import add_self_loops, remove_self_loops
 
 from ...core import backend
 from ...core.autocast import autocast_dtype
+from ...core.library import TracedGraph
 from ...policies.attention import fused_min_dim
 from ..graph import edges_of
-from .inputs import check_device, features_reason, graph_reason, machinery_reason, node_sets, reduce_of
+from .inputs import (
+    check_device,
+    compiling,
+    features_reason,
+    graph_reason,
+    machinery_reason,
+    node_sets,
+    reduce_of,
+    self_loop_graph,
+)
 
 
 def attention_inputs(module, x, edge_index, edge_attr, size=None):
@@ -50,12 +59,13 @@ def attention_graph(module, edge_index, num_src: int, num_dst: int, pair: bool):
     """(the edges attention runs over, the core's views of them): ``edge_index`` itself, or with
     ``add_self_loops`` PyG's ``remove_self_loops`` then ``add_self_loops`` for the first
     min(num_src, num_dst) nodes, computed once per graph and kept with it."""
+    if compiling():  # the graph as tensors for the custom ops (no return_attention_weights: no graph needed)
+        traced = TracedGraph(edge_index, num_src, num_dst, not pair, "pyg")
+        return None, traced.derived("self_loops") if module.add_self_loops else traced
     edges = edges_of(edge_index)
     edges.check_ids(num_src, num_dst)  # PyG's IndexError before any work
     if module.add_self_loops:
-        m = min(num_src, num_dst)
-        edge_index = edges.derived(("attention_self_loops", m),
-                                   lambda: add_self_loops(remove_self_loops(edge_index)[0], num_nodes=m)[0])
+        edge_index = self_loop_graph(edges, edge_index, min(num_src, num_dst))
         edges = edges_of(edge_index)
     return edge_index, edges.views(num_src, num_dst, homogeneous=not pair)
 
@@ -86,8 +96,13 @@ def attention_in_fp32(op: str, heads: int, channels: int, x: torch.Tensor) -> bo
     Flickr, one thread: 36 ms against 89 ms); with wide heads bf16 is the faster (GATv2 4 x 32 on
     Amazon-CS: 299 ms a step in bf16, 326 ms widened).  PyG's layers return fp32 under autocast
     either way (fp32 scores times bf16 features)."""
-    return (heads > 1 and channels < fused_min_dim(op) and x.device.type == "cpu"
-            and autocast_dtype("cpu") is not None and backend.choose_path(x) == "native")
+    return x.device.type == "cpu" and autocast_dtype("cpu") is not None and _narrow_native(op, heads, channels)
+
+
+@torch.compiler.assume_constant_result  # under torch.compile: read once while tracing (a CPU table, the environment)
+def _narrow_native(op: str, heads: int, channels: int) -> bool:
+    """Several heads narrower than this CPU's fused width, on the native path."""
+    return heads > 1 and channels < fused_min_dim(op) and backend.choose_path(torch.empty(0)) == "native"
 
 
 def in_fp32(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

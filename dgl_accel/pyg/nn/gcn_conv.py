@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import torch
 import torch_geometric.nn as pyg_nn
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from ...core.aggregation.function import aggregate
-from ..graph import edges_of, sparse_values, storage_key
+from ..graph import edges_of, sparse_values
 from .inputs import (
     check_device,
     check_edge_weight,
+    compiling,
     dropin,
     fall_back,
     features_reason,
@@ -40,11 +40,20 @@ from .inputs import (
     machinery_reason,
     reduce_of,
 )
+from .propagation import cached_normalized
 
 PygGCNConv = pyg_nn.GCNConv
 
 
-@dropin(PygGCNConv, "propagate")
+def _untraced(module, x, edge_index, edge_weight=None) -> str | None:
+    """Why a GCNConv call under torch.compile stays behind the boundary (PyG's ``cached``, weights
+    normalised per call), or None."""
+    if module.cached:
+        return "cached"
+    return "edge_weight with normalize" if module.normalize and edge_weight is not None else None
+
+
+@dropin(PygGCNConv, "propagate", untraced=_untraced)
 class GCNConv(PygGCNConv):
     def forward(self, x, edge_index, edge_weight=None):
         if isinstance(x, (tuple, list)):
@@ -58,36 +67,27 @@ class GCNConv(PygGCNConv):
             check_edge_weight(edge_weight, edge_index.shape[1], x)
         edges, views = graph_for(edge_index, n, n, homogeneous=True)  # PyG's IndexError before any work
         weight = sparse_values(edge_index) if edges.sparse else edge_weight
-        if self.normalize:
+        if self.normalize and compiling():  # torch.compile: the op reads the cached normalised graph
+            views = views.derived(f"gcn_norm:{int(self.improved)}:{int(self.add_self_loops)}:{x.dtype}", True)
+        elif self.normalize:
             graph, weight = self._normalized(edges, edge_index, edge_weight, x)
             views = edges_of(graph).views(n, n, homogeneous=True)
             if weight is None:  # a sparse adjacency: its values are the normalised weights
                 weight = sparse_values(graph)
         h = self.lin(x)
         op = "copy_u" if weight is None else "u_mul_e"
-        out = aggregate(views, op, reduce_of(self), h, weight)
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        bias = self.bias
+        widens = bias is not None and torch.promote_types(h.dtype, bias.dtype) != h.dtype  # autocast: fp32 bias
+        out = aggregate(views, op, reduce_of(self), h, weight, keep_acc=widens)  # fp32 sums, not rounded to bf16
+        if bias is None:
+            return out
+        return out.add_(bias) if out.dtype == torch.promote_types(out.dtype, bias.dtype) else out + bias  # PyG's dtype
 
     def _normalized(self, edges, edge_index, edge_weight, x):
         """(normalised graph, its edge weights or None for a sparse one) as PyG's forward takes
-        them: from ``_cached_edge_index`` if PyG's ``cached`` filled it, else from ``gcn_norm``."""
-        if self._cached_edge_index is not None:
-            return self._cached_edge_index
-        args = (x.shape[0], self.improved, self.add_self_loops, self.flow, x.dtype)
-        key = ("gcn_norm", *args)
-        if edges.sparse:  # the values are part of the graph: a new key once they change in place
-            key += (storage_key(sparse_values(edge_index)),)
-        if None in key:  # inference-mode values: no version counter to key them by
-            graph, weight = gcn_norm(edge_index, None, *args)
-        else:
-            graph, weight = edges.derived(key, lambda: gcn_norm(edge_index, None, *args))
-        if edge_weight is not None:  # the same structure; the weights (and their gradient) from gcn_norm
-            weight = gcn_norm(edge_index, edge_weight, *args)[1]
-        if self.cached:
-            self._cached_edge_index = (graph, weight)
-        return graph, weight
+        them: from ``_cached_edge_index`` if PyG's ``cached`` filled it, else from ``gcn_norm``, its
+        graph-only part kept with the graph (:func:`.propagation.cached_normalized`)."""
+        return cached_normalized(self, edges, edge_index, edge_weight, x, self.improved)
 
     def _why_pyg(self, x, edge_index, edge_weight) -> str | None:
         """Why this call runs PyG's forward (module docstring), or None; raises on a malformed graph."""

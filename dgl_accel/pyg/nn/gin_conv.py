@@ -9,7 +9,9 @@ scaled own row as one op (:func:`dgl_accel.core.aggregation.copy_u_sum_self.copy
 fresh [N, F] tensor instead of three), in PyG's order of operations; where ``nn`` starts with a
 linear layer that narrows the features (``Linear(256, 16)``, or a ``Sequential`` whose first
 layer does), that product runs first and the narrower rows are summed (:func:`narrowing_linear`:
-the same sum in another order).  A ``torch.sparse`` adjacency
+the same sum in another order); where no gradient is recorded and ``nn`` starts with any linear
+layer, the sum goes to a reused scratch buffer that only that product reads (no fresh pages for an
+[N, F] intermediate).  A ``torch.sparse`` adjacency
 (CSR or coalesced COO) aggregates its values as edge weights, as PyG's ``spmm`` does.
 
 Left to PyG's forward (``pyg.GINConv: fallthrough: <reason>``): other aggregations, max/min over a
@@ -22,11 +24,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 import torch_geometric.nn as pyg_nn
-from torch.nn.parameter import is_lazy
 from torch_geometric.nn.dense.linear import Linear as PygLinear
 
 from ...core.aggregation.copy_u_sum_self import copy_u_sum_self
-from .inputs import dropin, fall_back, prepare, reduce_of, run_aggregation
+from .inputs import dropin, fall_back, is_lazy, prepare, reduce_of, run_aggregation
 
 PygGINConv = pyg_nn.GINConv
 
@@ -45,6 +46,10 @@ class GINConv(PygGINConv):
                 rows = F.linear(x_src, first.weight)
                 h = copy_u_sum_self(views, rows, self_scale=1 + self.eps)
                 return rest((h if first.bias is None else h + first.bias).to(rows.dtype))  # the layer's dtype
+            first, rest = leading_linear(self.nn)
+            if first is not None and not torch.is_grad_enabled():  # the sum only feeds the product: scratch
+                h = copy_u_sum_self(views, x_src, self_scale=1 + self.eps, into="pyg.GINConv.sum")
+                return rest(F.linear(h, first.weight, first.bias))
             return self.nn(copy_u_sum_self(views, x_src, self_scale=1 + self.eps))
         out = run_aggregation(self, edges, views, edge_index, x_src)
         if x_dst is not None:
@@ -56,19 +61,27 @@ def _same(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def narrowing_linear(nn, x: torch.Tensor):
+def leading_linear(nn):
     """(the first linear layer of ``nn``, the rest of ``nn``) where ``nn`` is a linear layer or a
-    ``Sequential`` that starts with one, its weight materialised and narrowing ``x``'s features
-    (fewer outputs than inputs); (None, None) otherwise."""
+    ``Sequential`` that starts with one (``torch.nn.Linear`` or PyG's ``Linear`` exactly: a subclass
+    may override forward), without hooks and its weight materialised; (None, None) otherwise."""
     if isinstance(nn, torch.nn.Sequential) and len(nn) > 0:
         first, rest = nn[0], nn[1:]
     else:
         first, rest = nn, _same
-    if not isinstance(first, (torch.nn.Linear, PygLinear)) or is_lazy(first.weight) or first._forward_hooks \
-            or first._forward_pre_hooks:
+    if type(first) not in (torch.nn.Linear, PygLinear) or is_lazy(first.weight) or first._forward_hooks \
+            or first._forward_pre_hooks or first.weight.dim() != 2:
         return None, None
-    weight = first.weight
-    return (first, rest) if weight.dim() == 2 and weight.shape[0] < weight.shape[1] == x.shape[-1] else (None, None)
+    return first, rest
+
+
+def narrowing_linear(nn, x: torch.Tensor):
+    """:func:`leading_linear` where that layer narrows ``x``'s features (fewer outputs than
+    inputs); (None, None) otherwise."""
+    first, rest = leading_linear(nn)
+    if first is None or not first.weight.shape[0] < first.weight.shape[1] == x.shape[-1]:
+        return None, None
+    return first, rest
 
 
 __all__ = ["GINConv"]

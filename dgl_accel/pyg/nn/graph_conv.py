@@ -8,8 +8,8 @@ PyG's forward: ``x`` or ``(x_src, x_dst)``, the ``aggr`` of the source rows into
 :func:`dgl_accel.core.aggregation.function.aggregate` (``copy_u``, or ``u_mul_e`` with the
 weights), max and min on the extrema op; a ``torch.sparse`` adjacency aggregates its values, as
 PyG's ``spmm`` does.  ``lin_rel``'s product runs before the aggregation where it narrows the
-features, after it otherwise, and only on the targets up to the last with an in-edge
-(:mod:`.products`).
+features, after it otherwise (under CPU autocast on fp32 rows cast once, for both products and
+the aggregation), and only on the targets up to the last with an in-edge (:mod:`.products`).
 
 Left to PyG's forward (``pyg.GraphConv: fallthrough: <reason>``): max/min with edge weights or
 over a sparse adjacency, ``edge_weight`` beside a sparse adjacency or of another dtype than the
@@ -24,7 +24,13 @@ import torch_geometric.nn as pyg_nn
 
 from ...core.aggregation.function import aggregate
 from .inputs import check_edge_weight, dropin, fall_back, prepare, reduce_of, run_aggregation
-from .products import aggregate_then_project, project_then_aggregate, projects_first, with_in_edges
+from .products import (
+    aggregate_then_project,
+    narrowed_once,
+    project_then_aggregate,
+    projects_first,
+    with_in_edges,
+)
 
 PygGraphConv = pyg_nn.GraphConv
 
@@ -49,6 +55,8 @@ class GraphConv(PygGraphConv):
 
         if projects_first(self.lin_rel, reduce_of(self), x_src):
             return project_then_aggregate(self.lin_rel, self.lin_root, x_src, x_dst, aggregate_rows)
+        if edge_weight is None:  # (weights of the features' dtype: fp32 rows stay fp32)
+            x_src, x_dst = narrowed_once(x_src, x_dst)
         return aggregate_then_project(self.lin_rel, self.lin_root, aggregate_rows(x_src), x_dst)
 
 

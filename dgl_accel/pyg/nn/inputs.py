@@ -12,6 +12,12 @@
   rows (SAGEConv, GINConv), then their ``aggr`` on the core (sum/mean, or max/min on the extrema op).
 * :func:`fall_back`: PyG's forward on the module, counted in ``dgl_accel.stats()`` as
   ``pyg.<Layer>: fallthrough: <reason>``.
+* :func:`compile_boundary` / :func:`compiling`: under ``torch.compile`` (torch >= 2.4) the layer
+  is traced, its core ops the custom ops of :mod:`dgl_accel.core.library` on a
+  :class:`~dgl_accel.core.library.TracedGraph` (:func:`graph_for`), whose graph kind ``"pyg"``
+  (:func:`traced_views`) serves the cached views and derived graphs (:func:`self_loop_graph`,
+  :func:`gcn_graph`) inside them; calls the ops do not take (:func:`untraced_reason`) and torch
+  2.2 keep a compile boundary.
 """
 from __future__ import annotations
 
@@ -19,15 +25,20 @@ import copy
 import functools
 
 import torch
+from torch.nn.parameter import UninitializedTensorMixin
 from torch_geometric import EdgeIndex
 from torch_geometric.inspector import Inspector
 from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.typing import SparseTensor
+from torch_geometric.utils import add_self_loops, remove_self_loops
 
 from ...core import backend
 from ...core.aggregation.checks import FLOAT_DTYPES, describe
 from ...core.aggregation.function import aggregate
 from ...core.extrema import aggregate_extrema
+from ...core.library import AVAILABLE as TRACEABLE
+from ...core.library import TracedGraph, register_graph_kind
 from ..graph import INDEX_DTYPES, SPARSE_LAYOUTS, edges_of, sparse_values
 
 HOOKS = ("_propagate_forward_pre_hooks", "_propagate_forward_hooks", "_message_forward_pre_hooks",
@@ -37,33 +48,75 @@ HOOKS = ("_propagate_forward_pre_hooks", "_propagate_forward_hooks", "_message_f
 REDUCES = {"add": "sum", "sum": "sum", "mean": "mean", "max": "max", "min": "min"}  # PyG aggr -> the core's
 
 
-def dropin(pyg_class, *calls: str):
+def dropin(pyg_class, *calls: str, untraced=None):
     """Class decorator of a drop-in: ``<call>_type`` for each of ``calls`` (:func:`call_types`),
-    ``__prepare_scriptable__`` (:func:`scriptable`), and its ``forward`` a ``torch.compile``
-    boundary (:func:`compile_boundary`); the class itself overrides ``forward`` only."""
+    ``__prepare_scriptable__`` (:func:`scriptable`), and its ``forward`` as ``torch.compile`` sees
+    it (:func:`compile_boundary`; ``untraced(module, *args, **kwargs)``: why a call stays behind the
+    boundary, or None); the class itself overrides ``forward`` only."""
     def wrap(cls):
         for call in calls:
             setattr(cls, f"{call}_type", call_types(pyg_class, call))
         cls.__prepare_scriptable__ = lambda self: scriptable(self, pyg_class)
-        cls.forward = compile_boundary(cls.forward)
+        cls.forward = compile_boundary(cls.forward, untraced)
         return cls
     return wrap
 
 
-def compile_boundary(forward):
-    """``forward`` run eagerly inside a ``torch.compile``d model: dynamo stops at the layer (one
-    graph break each side) and compiles the rest of the model.  Without it dynamo traced into the
-    core's Python, numba's dispatchers and its compiler (torch 2.11: an AssertionError inside
-    numba's parfor lowering for GATConv; torch 2.2: an error on the environment read of the
-    backend choice).  The layer's outputs and gradients are the eager ones.  A layer whose settings
-    alone send it to PyG's forward (:func:`static_reason`) is traced as PyG's is: no break."""
+def compile_boundary(forward, untraced=None):
+    """``forward`` as ``torch.compile`` sees it.  Under compile on torch >= 2.4 dynamo traces
+    ``forward``, whose core ops run as torch custom ops on the graph as tensors (:func:`graph_for`
+    gives a :class:`~dgl_accel.core.library.TracedGraph` there): no graph break, ``fullgraph=True``
+    works.  Elsewhere (torch 2.2, and the calls :func:`untraced_reason` or the class's
+    ``untraced(module, *args, **kwargs)`` name) the layer is a boundary: dynamo stops at it (one
+    graph break each side), runs it eagerly and compiles the rest of the model.  (Tracing the eager
+    code itself went into numba's dispatchers and compiler: torch 2.11 failed inside numba's parfor
+    lowering for GATConv, torch 2.2 on the environment read of the backend choice.)  Eager calls go
+    through the boundary too (``torch.compiler.disable``'s wrapper, as before the custom ops).  A
+    layer whose settings alone send it to PyG's forward (:func:`static_reason`) is traced as PyG's
+    is: no break."""
     disable = getattr(getattr(torch, "compiler", None), "disable", None) or torch._dynamo.disable
     eager = disable(forward)
 
     @functools.wraps(forward)
     def run(self, *args, **kwargs):
-        return (forward if static_reason(self) is not None else eager)(self, *args, **kwargs)
+        if static_reason(self) is not None:
+            return forward(self, *args, **kwargs)
+        if compiling() and untraced_reason(self, args, kwargs) is None and (
+                untraced is None or untraced(self, *args, **kwargs) is None):
+            return forward(self, *args, **kwargs)
+        # not traced: eagerly, or where dynamo gave this frame up (a sparse adjacency broke the graph
+        # above): the boundary, so that dynamo never compiles ``forward``'s frames on their own
+        return eager(self, *args, **kwargs)
     return run
+
+
+_tracing = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
+
+
+def compiling() -> bool:
+    """Whether dynamo is tracing this call and the core's ops trace (torch >= 2.4: custom ops)."""
+    return TRACEABLE and _tracing()
+
+
+def untraced_reason(module, args, kwargs) -> str | None:
+    """Why a call under ``torch.compile`` stays behind the boundary (run eagerly), or None: a graph
+    input other than a dense ``edge_index`` tensor, an argument ``True`` (GAT's
+    ``return_attention_weights``), a ``dropout`` while training (attention dropout)."""
+    edge_index = kwargs.get("edge_index", args[1] if len(args) > 1 else None)
+    if type(edge_index) is not torch.Tensor or edge_index.layout != torch.strided:
+        return "a graph input other than a dense edge_index"
+    if any(a is True for a in args[2:]) or any(v is True for v in kwargs.values()):
+        return "return_attention_weights"
+    dropout = getattr(module, "dropout", 0.0)
+    if module.training and isinstance(dropout, float) and dropout > 0:
+        return "dropout while training"
+    return None
+
+
+def is_lazy(param) -> bool:
+    """``torch.nn.parameter.is_lazy`` as dynamo traces it (an isinstance; torch's own function is a
+    graph break: a torch function returning a bool)."""
+    return isinstance(param, UninitializedTensorMixin)
 
 
 def static_reason(module) -> str | None:
@@ -225,7 +278,13 @@ def check_edge_weight(edge_weight, num_edges: int, x: torch.Tensor) -> None:
 
 def graph_for(edge_index: torch.Tensor, num_src: int, num_dst: int, homogeneous: bool):
     """(:class:`~dgl_accel.pyg.graph.Edges`, the core's views) of a checked graph input over
-    ``num_src`` sources and ``num_dst`` targets, after PyG's id-range IndexError."""
+    ``num_src`` sources and ``num_dst`` targets, after PyG's id-range IndexError.  Under
+    ``torch.compile`` (a dense ``edge_index``): a :class:`~dgl_accel.core.library.TracedGraph`
+    twice, the graph as tensors for the core's custom ops, which fetch these views and run the
+    id-range check inside."""
+    if compiling() and edge_index.layout == torch.strided:
+        traced = TracedGraph(edge_index, num_src, num_dst, homogeneous, "pyg")
+        return traced, traced
     if edge_index.layout != torch.strided and tuple(edge_index.shape) != (num_dst, num_src):
         raise ValueError(f"Expected a sparse adjacency of shape [num_target_nodes, num_source_nodes] = "
                          f"[{num_dst}, {num_src}] (got {list(edge_index.shape)}). Fix: pass adj_t, the "
@@ -278,5 +337,43 @@ def run_aggregation(module, edges, views, edge_index, x_src: torch.Tensor) -> to
     return aggregate(views, "copy_u" if weight is None else "u_mul_e", reduce, x_src, weight)
 
 
+def self_loop_graph(edges, edge_index: torch.Tensor, m: int) -> torch.Tensor:
+    """PyG's ``remove_self_loops`` then ``add_self_loops`` for the first ``m`` nodes (GAT's graph),
+    computed once per graph and kept with it."""
+    return edges.derived(("attention_self_loops", m),
+                         lambda: add_self_loops(remove_self_loops(edge_index)[0], num_nodes=m)[0])
+
+
+def gcn_graph(edges, edge_index: torch.Tensor, args: tuple):
+    """(edges, weights) of PyG's ``gcn_norm(edge_index, None, *args)``, computed once per graph and
+    ``args`` (num_nodes, improved, add_self_loops, flow, dtype) and kept with it."""
+    return edges.derived(("gcn_norm", *args), lambda: gcn_norm(edge_index, None, *args))
+
+
+def traced_views(edge_index: torch.Tensor, num_src: int, num_dst: int, homogeneous: bool, detail: str):
+    """The graph kind ``"pyg"`` of :mod:`dgl_accel.core.library` (what the custom ops run on): the
+    cached views after PyG's id-range check; ``detail`` ``"self_loops"``: GAT's graph
+    (:func:`self_loop_graph`); ``"gcn_norm:<improved>:<add_self_loops>:<dtype>"``: GCN's normalised
+    graph and its weights (:func:`gcn_graph`, the entry GCNConv's eager forward uses)."""
+    edges = edges_of(edge_index)
+    edges.check_ids(num_src, num_dst)
+    if not detail:
+        return edges.views(num_src, num_dst, homogeneous), None
+    if detail == "self_loops":
+        graph = self_loop_graph(edges, edge_index, min(num_src, num_dst))
+        return edges_of(graph).views(num_src, num_dst, homogeneous), None
+    name, improved, loops, dtype = detail.split(":")
+    if name != "gcn_norm":
+        raise ValueError(f"expected a graph detail 'self_loops' or 'gcn_norm:...' (got {detail!r}).")
+    graph, weight = gcn_graph(edges, edge_index, (num_src, improved == "1", loops == "1", "source_to_target",
+                                                  getattr(torch, dtype.removeprefix("torch."))))
+    return edges_of(graph).views(num_src, num_dst, homogeneous), weight
+
+
+if TRACEABLE:
+    register_graph_kind("pyg", traced_views)
+
+
 __all__ = ["prepare", "run_aggregation", "fall_back", "machinery_reason", "reduce_of", "graph_reason",
-           "features_reason", "check_size", "node_sets", "check_device", "check_edge_weight", "graph_for", "REDUCES"]
+           "features_reason", "check_size", "node_sets", "check_device", "check_edge_weight", "graph_for", "REDUCES",
+           "compiling", "is_lazy", "self_loop_graph", "gcn_graph", "traced_views"]

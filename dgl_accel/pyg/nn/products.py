@@ -20,9 +20,11 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch.nn.parameter import is_lazy
 
-__all__ = ["projects_first", "project_then_aggregate", "aggregate_then_project", "with_in_edges"]
+from ...core.autocast import autocast_dtype
+from .inputs import is_lazy
+
+__all__ = ["projects_first", "project_then_aggregate", "aggregate_then_project", "with_in_edges", "narrowed_once"]
 
 TRIM_FROM = 0.95  # trim when the targets with in-edges are at most this share of all targets
 
@@ -39,12 +41,23 @@ def with_in_edges(edges, views, root: bool):
     a root term fills the other rows (``root``) and that drops at least 5% of the targets; else
     ``views``.  ``edges``: the graph's :class:`~dgl_accel.pyg.graph.Edges` (its id range is read
     once per graph)."""
-    if not root or edges.sparse or getattr(edges, "traced", False):  # traced: no id range read under compile
+    if not root or getattr(edges, "traced", False):  # traced: no id range read under compile
         return views
     rows = edges.max_dst + 1 if edges.num_edges else 0
     if rows > TRIM_FROM * views.num_dst:
         return views
     return edges.views(views.num_src, rows, homogeneous=False)
+
+
+def narrowed_once(x_src: torch.Tensor, x_dst):
+    """``(x_src, x_dst)`` for :func:`aggregate_then_project` under CPU autocast: fp32 rows on one
+    node set cast to autocast's dtype once, for both ``own``'s product (which would cast them
+    itself) and the aggregation (which then reads half the bytes, sums in fp32 and rounds once:
+    PyG rounds the fp32 mean instead; both within bf16's rounding).  Otherwise as they are."""
+    low = autocast_dtype(x_src.device.type)
+    if x_dst is x_src and low is not None and x_src.dtype == torch.float32 and x_src.device.type == "cpu":
+        x_src = x_dst = x_src.to(low)
+    return x_src, x_dst
 
 
 def _add_rows(base: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
@@ -84,9 +97,10 @@ def aggregate_then_project(lin, own, aggregated: torch.Tensor, x_dst) -> torch.T
         out = lin(aggregated)
         return out if own is None else _add_rows(own(x_dst), out)
     mine = F.linear(x_dst, own.weight, lin.bias)
-    part = mine[: aggregated.shape[0]]
-    if mine.dtype == aggregated.dtype == lin.weight.dtype:  # fp32, or bf16 throughout: accumulate in place
-        part.addmm_(aggregated, lin.weight.t())  # (the product's backward does not read its output)
-        return mine
-    top = torch.addmm(part, aggregated, lin.weight.t())  # autocast: its dtype rules
-    return top if part.shape[0] == mine.shape[0] else torch.cat([top, mine[top.shape[0]:].to(top.dtype)])
+    weight = lin.weight
+    if mine.dtype != weight.dtype and mine.dtype == autocast_dtype(mine.device.type):  # autocast's product dtype
+        aggregated, weight = aggregated.to(mine.dtype), weight.to(mine.dtype)
+    if not mine.dtype == aggregated.dtype == weight.dtype:  # mixed dtypes without autocast: torch's rules
+        return _add_rows(mine, F.linear(aggregated, weight))
+    mine[: aggregated.shape[0]].addmm_(aggregated, weight.t())  # in place: the product's backward does not read it
+    return mine

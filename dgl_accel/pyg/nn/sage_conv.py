@@ -6,7 +6,8 @@ PyG's forward step for step: ``x`` or ``(x_src, x_dst)`` (``x_dst`` may be None)
 ``lin_r(x_dst)`` with ``root_weight``, then ``normalize``'s L2 normalisation.  Where a sum or mean
 narrows the features (``lin_l`` has fewer outputs than inputs) the rows are projected first and the
 narrower rows aggregated, else ``lin_r``'s product takes the aggregate's; with ``lin_r``, only the
-targets up to the last with an in-edge are aggregated and projected (:mod:`.products`).  ``aggr`` mean and
+targets up to the last with an in-edge are aggregated and projected, and under CPU autocast fp32
+rows are cast once for both products and the aggregation (:mod:`.products`).  ``aggr`` mean and
 add/sum run on :func:`dgl_accel.core.aggregation.function.aggregate` (``copy_u``), max and min on the
 extrema op (:func:`dgl_accel.core.extrema.aggregate_extrema`: targets without in-edges get 0, as
 PyG's scatter gives; the gradient goes to the first in-edge that reaches the extremum, where PyG's
@@ -25,7 +26,13 @@ import torch.nn.functional as F
 import torch_geometric.nn as pyg_nn
 
 from .inputs import dropin, fall_back, prepare, reduce_of, run_aggregation
-from .products import aggregate_then_project, project_then_aggregate, projects_first, with_in_edges
+from .products import (
+    aggregate_then_project,
+    narrowed_once,
+    project_then_aggregate,
+    projects_first,
+    with_in_edges,
+)
 
 PygSAGEConv = pyg_nn.SAGEConv
 
@@ -45,6 +52,8 @@ class SAGEConv(PygSAGEConv):
             out = project_then_aggregate(self.lin_l, own, x_src, x_dst,
                                          lambda h: run_aggregation(self, edges, views, edge_index, h))
         else:
+            if own is not None:
+                x_src, x_dst = narrowed_once(x_src, x_dst)
             out = aggregate_then_project(self.lin_l, own, run_aggregation(self, edges, views, edge_index, x_src), x_dst)
         if self.normalize:
             out = F.normalize(out, p=2.0, dim=-1)

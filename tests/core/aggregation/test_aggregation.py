@@ -13,6 +13,7 @@ import dgl_accel
 from dgl_accel.core.aggregation.function import aggregate
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.testing import tensors as tst
+from dgl_accel.testing.cpu_loops import forced_jit
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.reference import ref_gspmm
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference, tolerance
@@ -244,3 +245,29 @@ def test_low_precision_sums_of_a_hub_with_over_100000_in_edges_stay_accurate(pat
         naive = torch.from_numpy(np.add.accumulate(x[1:hub_in + 1].numpy(), axis=0)[-1]).double()
         rtol, atol = tolerance(dtype)
         assert ((naive - exact[0]).abs() > atol + rtol * exact[0].abs()).all(), naive
+
+
+@pytest.mark.parametrize("op", ["copy_u", "u_mul_e"])
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("jit", [True, False])
+def test_keep_acc_returns_the_fp32_sums_of_bf16_rows_and_their_gradients(op, reduce, jit):
+    """``keep_acc``: bf16 rows come back as their fp32 sums (what the default rounds to bf16: the
+    same values to bf16's resolution, the fp32 reference's to fp32's), and the gradients arrive in
+    the inputs' dtypes, equal to the default's within bf16's tolerance."""
+    g = TensorGraph(torch.tensor([0, 1, 2, 3, 3, 4, 0, 2]), torch.tensor([1, 2, 1, 0, 2, 2, 4, 4]), num_nodes=5)
+    x = tst.randn((5, 6), torch.float32, 1).bfloat16().requires_grad_()
+    w = tst.randn((8, 1), torch.float32, 2).requires_grad_() if op == "u_mul_e" else None
+    with forced_jit(jit):
+        kept = aggregate(g, op, reduce, x, w, keep_acc=True)
+        rounded = aggregate(g, op, reduce, x, w)
+        exact = aggregate(g, op, reduce, x.detach().float(), None if w is None else w.detach())
+        assert kept.dtype == torch.float32 and rounded.dtype == torch.bfloat16
+        assert_close(kept, exact, msg="fp32 sums")  # the fp32 tolerance: nothing was rounded to bf16
+        assert torch.equal(kept.bfloat16(), rounded)
+        cot = tst.randn(tuple(kept.shape), torch.float32, 3)
+        wrt = [x] + ([w] if w is not None else [])
+        got = torch.autograd.grad((kept * cot).sum(), wrt)
+        want = torch.autograd.grad((rounded.float() * cot).sum(), wrt)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        assert_close(a.float(), b.float(), dtype=torch.bfloat16)
