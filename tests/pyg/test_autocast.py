@@ -4,7 +4,6 @@ forward and backward (``dgl_accel.testing.autocast``: at most twice PyG's bf16 e
 output, the input gradient and every parameter gradient; gradients in their leaves' dtypes); on the
 default CPU path and, where numba is there, with the compiled loops forced on.  Homogeneous graphs, and
 a bipartite pair for the attention convs (PyG's projections, then the core's attention)."""
-import copy
 
 import pytest
 
@@ -18,6 +17,7 @@ import dgl_accel.pyg  # noqa: E402
 from dgl_accel.core.jit import runtime  # noqa: E402
 from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
+from tests.pyg.test_convs import swapped, uniform  # noqa: E402
 
 IN, N = 24, 60
 CONVS = {
@@ -37,11 +37,7 @@ JIT = [False] + ([True] if runtime.enabled() else [])
 def test_conv_under_autocast(name, warm, jit):
     torch.manual_seed(0)
     theirs = CONVS[name]()
-    with torch.no_grad():
-        for p in theirs.parameters():
-            p.uniform_(-1, 1)
-    ours = copy.deepcopy(theirs)
-    assert dgl_accel.pyg.swap(ours).swapped
+    ours = swapped(uniform(theirs))
     gen = torch.Generator().manual_seed(1)
     edge_index = torch.randint(0, N, (2, 400), generator=gen)
     x = torch.randn(N, IN, generator=gen)

@@ -34,7 +34,11 @@ CORE_OPS = ("copy_u_sum", "copy_u_sum_self", "copy_u_mean", "copy_u_max", "copy_
 def build(cls, *args, seed=0, **kwargs):
     """PyG's module with every parameter drawn from U(-1, 1) (non-zero biases, attention vectors)."""
     torch.manual_seed(seed)
-    module = cls(*args, **kwargs)
+    return uniform(cls(*args, **kwargs))
+
+
+def uniform(module):
+    """``module`` with every parameter drawn from U(-1, 1), in place."""
     with torch.no_grad():
         for p in module.parameters():
             p.uniform_(-1, 1)

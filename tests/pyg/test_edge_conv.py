@@ -23,7 +23,7 @@ from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
-from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped  # noqa: E402
+from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 NETS = {
     "linear": lambda: torch.nn.Linear(8, 3),
@@ -75,11 +75,7 @@ def test_edge_conv_under_autocast(net, aggr, warm, jit):
     inner = torch.nn.Linear(48, 8) if net == "linear" else torch.nn.Sequential(
         torch.nn.Linear(48, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
     theirs = pyg_nn.EdgeConv(inner, aggr=aggr)
-    with torch.no_grad():
-        for p in theirs.parameters():
-            p.uniform_(-1, 1)
-    ours = copy.deepcopy(theirs)
-    assert dgl_accel.pyg.swap(ours).swapped
+    ours = swapped(uniform(theirs))
     gen = torch.Generator().manual_seed(1)
     ei, x = torch.randint(0, 60, (2, 400), generator=gen), torch.randn(60, 24, generator=gen)
     with forced_jit(jit):

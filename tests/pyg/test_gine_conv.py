@@ -27,7 +27,7 @@ from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
-from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped  # noqa: E402
+from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 MLP = lambda: torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))  # noqa: E731
 
@@ -77,11 +77,7 @@ def test_gine_under_autocast(edge_dim, warm, jit):
     """lin's bf16 output beside fp32 x: PyG's promoted sum, within the autocast rule."""
     torch.manual_seed(0)
     theirs = pyg_nn.GINEConv(torch.nn.Sequential(torch.nn.Linear(24, 8)), edge_dim=edge_dim, train_eps=True)
-    with torch.no_grad():
-        for p in theirs.parameters():
-            p.uniform_(-1, 1)
-    ours = copy.deepcopy(theirs)
-    assert dgl_accel.pyg.swap(ours).swapped
+    ours = swapped(uniform(theirs))
     gen = torch.Generator().manual_seed(1)
     ei = torch.randint(0, 60, (2, 400), generator=gen)
     h = {"x": torch.randn(60, 24, generator=gen), "edge_attr": torch.randn(400, edge_dim or 24, generator=gen)}

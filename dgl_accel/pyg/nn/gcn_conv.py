@@ -34,13 +34,10 @@ from .inputs import (
     compiling,
     dropin,
     fall_back,
-    features_reason,
     graph_for,
-    graph_reason,
-    machinery_reason,
     reduce_of,
 )
-from .propagation import cached_normalized
+from .propagation import cached_normalized, propagation_reason
 
 PygGCNConv = pyg_nn.GCNConv
 
@@ -91,22 +88,4 @@ class GCNConv(PygGCNConv):
 
     def _why_pyg(self, x, edge_index, edge_weight) -> str | None:
         """Why this call runs PyG's forward (module docstring), or None; raises on a malformed graph."""
-        why = machinery_reason(self) or graph_reason(edge_index) or features_reason(x)
-        if why is not None:
-            return why
-        if reduce_of(self) not in ("sum", "mean"):
-            return f"aggr {self.aggr!r}"
-        if edge_index.layout != torch.strided:
-            if edge_weight is not None:
-                return "edge_weight with a sparse adjacency"
-            values = sparse_values(edge_index)
-            if values.requires_grad and torch.is_grad_enabled():
-                return "sparse values that need a gradient"
-            if values.dtype != x.dtype:
-                return "sparse values of another dtype than the features"
-        elif isinstance(edge_weight, torch.Tensor) and edge_weight.is_floating_point():
-            if edge_weight.dim() != 1:
-                return f"edge_weight of shape {list(edge_weight.shape)}"
-            if edge_weight.dtype != x.dtype:  # PyG promotes the output's dtype
-                return "edge_weight of another dtype than the features"
-        return None
+        return propagation_reason(self, x, edge_index, edge_weight)  # the rule SGConv, APPNP, LGConv share
