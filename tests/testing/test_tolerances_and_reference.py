@@ -80,6 +80,7 @@ def test_correct_fp16_kernel_passes_on_hub_where_plain_tolerance_is_too_tight():
 @pytest.mark.parametrize("bug", ["drop_last_edge", "mean_as_sum", "scaled_1pct", "fp16_wrong_row"])
 def test_wrong_fp16_kernel_fails(bug):
     g = hub_graph(torch.int32)
+    torch.manual_seed(0)  # fixed draws: unseeded, one draw in many let the dropped edge hide in fp16's rounding
     feat = torch.randn(2001, 16).abs().half() + 0.5  # positive: no cancellation hides a bug
     if bug == "drop_last_edge":
         src, dst = g.edges()
