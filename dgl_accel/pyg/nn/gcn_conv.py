@@ -27,17 +27,12 @@ import torch
 import torch_geometric.nn as pyg_nn
 
 from ...core.aggregation.function import aggregate
-from ..graph import edges_of, sparse_values
 from .inputs import (
-    check_device,
-    check_edge_weight,
-    compiling,
     dropin,
     fall_back,
-    graph_for,
     reduce_of,
 )
-from .propagation import cached_normalized, propagation_reason
+from .propagation import propagation_graph, propagation_reason
 
 PygGCNConv = pyg_nn.GCNConv
 
@@ -58,19 +53,9 @@ class GCNConv(PygGCNConv):
         why = self._why_pyg(x, edge_index, edge_weight)
         if why is not None:
             return fall_back(self, PygGCNConv, why, x, edge_index, edge_weight)
-        n = x.shape[0]
-        check_device(edge_index, x, edge_weight)
-        if edge_index.layout == torch.strided:
-            check_edge_weight(edge_weight, edge_index.shape[1], x)
-        edges, views = graph_for(edge_index, n, n, homogeneous=True)  # PyG's IndexError before any work
-        weight = sparse_values(edge_index) if edges.sparse else edge_weight
-        if self.normalize and compiling():  # torch.compile: the op reads the cached normalised graph
-            views = views.derived(f"gcn_norm:{int(self.improved)}:{int(self.add_self_loops)}:{x.dtype}", True)
-        elif self.normalize:
-            graph, weight = self._normalized(edges, edge_index, edge_weight, x)
-            views = edges_of(graph).views(n, n, homogeneous=True)
-            if weight is None:  # a sparse adjacency: its values are the normalised weights
-                weight = sparse_values(graph)
+        # PyG's GCNConv reads _cached_edge_index whether or not cached is set: through cached_normalized
+        views, weight = propagation_graph(self, x, edge_index, edge_weight, self.normalize, self.add_self_loops,
+                                          cached=True, weights=True, improved=self.improved)
         h = self.lin(x)
         op = "copy_u" if weight is None else "u_mul_e"
         bias = self.bias
@@ -79,12 +64,6 @@ class GCNConv(PygGCNConv):
         if bias is None:
             return out
         return out.add_(bias) if out.dtype == torch.promote_types(out.dtype, bias.dtype) else out + bias  # PyG's dtype
-
-    def _normalized(self, edges, edge_index, edge_weight, x):
-        """(normalised graph, its edge weights or None for a sparse one) as PyG's forward takes
-        them: from ``_cached_edge_index`` if PyG's ``cached`` filled it, else from ``gcn_norm``, its
-        graph-only part kept with the graph (:func:`.propagation.cached_normalized`)."""
-        return cached_normalized(self, edges, edge_index, edge_weight, x, self.improved)
 
     def _why_pyg(self, x, edge_index, edge_weight) -> str | None:
         """Why this call runs PyG's forward (module docstring), or None; raises on a malformed graph."""

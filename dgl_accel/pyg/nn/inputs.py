@@ -350,6 +350,11 @@ def gcn_graph(edges, edge_index: torch.Tensor, args: tuple):
     return edges.derived(("gcn_norm", *args), lambda: gcn_norm(edge_index, None, *args))
 
 
+def gcn_detail(improved: bool, add_self_loops: bool, dtype: torch.dtype) -> str:
+    """The ``detail`` of :func:`traced_views` that names GCN's normalised graph."""
+    return f"gcn_norm:{int(improved)}:{int(add_self_loops)}:{dtype}"
+
+
 def traced_views(edge_index: torch.Tensor, num_src: int, num_dst: int, homogeneous: bool, detail: str):
     """The graph kind ``"pyg"`` of :mod:`dgl_accel.core.library` (what the custom ops run on): the
     cached views after PyG's id-range check; ``detail`` ``"self_loops"``: GAT's graph
@@ -362,7 +367,7 @@ def traced_views(edge_index: torch.Tensor, num_src: int, num_dst: int, homogeneo
     if detail == "self_loops":
         graph = self_loop_graph(edges, edge_index, min(num_src, num_dst))
         return edges_of(graph).views(num_src, num_dst, homogeneous), None
-    name, improved, loops, dtype = detail.split(":")
+    name, improved, loops, dtype = detail.split(":")  # gcn_detail's
     if name != "gcn_norm":
         raise ValueError(f"expected a graph detail 'self_loops' or 'gcn_norm:...' (got {detail!r}).")
     graph, weight = gcn_graph(edges, edge_index, (num_src, improved == "1", loops == "1", "source_to_target",

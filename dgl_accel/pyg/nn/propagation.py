@@ -38,6 +38,8 @@ from .inputs import (
     check_device,
     check_edge_weight,
     features_reason,
+    gcn_detail,
+    gcn_graph,
     graph_for,
     graph_reason,
     machinery_reason,
@@ -89,13 +91,14 @@ def normalized(edges, edge_index, edge_weight, num_nodes: int, improved: bool, a
     normalised graph (a sparse one carries its weights: then None) and its weights, the part that
     depends on the graph alone built once and kept with ``edges``."""
     args = (num_nodes, improved, add_self_loops, flow, dtype)
-    key = ("gcn_norm", *args)
-    if edges.sparse:  # the values are part of the graph: a new key once they change in place
-        key += (storage_key(sparse_values(edge_index)),)
-    if None in key:  # inference-mode values: no version counter to key them by
-        graph, weight = gcn_norm(edge_index, None, *args)
-    else:
-        graph, weight = edges.derived(key, lambda: gcn_norm(edge_index, None, *args))
+    if not edges.sparse:
+        graph, weight = gcn_graph(edges, edge_index, args)  # the entry the traced graph reads too
+    else:  # the values are part of the graph: a new key once they change in place
+        key = ("gcn_norm", *args, storage_key(sparse_values(edge_index)))
+        if None in key:  # inference-mode values: no version counter to key them by
+            graph, weight = gcn_norm(edge_index, None, *args)
+        else:
+            graph, weight = edges.derived(key, lambda: gcn_norm(edge_index, None, *args))
     if edge_weight is not None:  # the same structure; the weights (and their gradient) from gcn_norm
         weight = gcn_norm(edge_index, edge_weight, *args)[1]
     return graph, weight
@@ -122,9 +125,9 @@ def on_core(graph: torch.Tensor, weight, num_nodes: int):
 
 
 def propagation_graph(module, x: torch.Tensor, edge_index, edge_weight, normalize: bool, add_self_loops: bool,
-                      cached: bool, weights: bool = False):
+                      cached: bool, weights: bool = False, improved: bool = False):
     """(views, weights) of the graph a layer's sums run on: the input graph, or with ``normalize``
-    ``gcn_norm``'s (without ``improved``; ``cached``: through :func:`cached_normalized`).  Where
+    ``gcn_norm``'s (``improved`` as GCNConv's; ``cached``: through :func:`cached_normalized`).  Where
     ``gcn_norm``'s weights are its degree factors alone (no ``edge_weight``, a dense graph, no
     ``cached``) on a graph whose every node has as many out- as in-edges (a symmetric graph:
     :func:`balanced`), the weights are :data:`BOTH`, the core's ``both`` norm, which scales the rows
@@ -135,11 +138,11 @@ def propagation_graph(module, x: torch.Tensor, edge_index, edge_weight, normaliz
     if not normalize:
         return views, weight
     if getattr(views, "traced", False):  # untraced() kept edge_weight and cached behind the boundary
-        return views.derived(f"gcn_norm:0:{int(add_self_loops)}:{x.dtype}", True), None
+        return views.derived(gcn_detail(improved, add_self_loops, x.dtype), True), None
     if cached:
-        graph, weight = cached_normalized(module, edges, edge_index, edge_weight, x)
+        graph, weight = cached_normalized(module, edges, edge_index, edge_weight, x, improved)
     else:
-        graph, weight = normalized(edges, edge_index, edge_weight, x.shape[0], False, add_self_loops, module.flow,
+        graph, weight = normalized(edges, edge_index, edge_weight, x.shape[0], improved, add_self_loops, module.flow,
                                    x.dtype)
     views, weight = on_core(graph, weight, x.shape[0])
     plain = edge_weight is None and not edges.sparse and not cached and not weights
