@@ -20,6 +20,18 @@ def forced_jit(on: bool):
         runtime.MIN_WORK = saved
 
 
+@contextlib.contextmanager
+def loop_threads(one: bool):
+    """Inside the block the loops take their one-thread form (``one``: one pass that scatters, e.g. the
+    GAT backward) or their several-thread form (a pass per CSR), whatever torch's thread count."""
+    saved = runtime.one_thread
+    runtime.one_thread = lambda: one
+    try:
+        yield
+    finally:
+        runtime.one_thread = saved
+
+
 def both_frontier_loops(sample, monkeypatch, *args, **kw):
     """``sample(*args, **kw)`` (a frontier sampler) through the scalar per-instance loop and the
     loop vectorised over instances: asserts they give the same samples and returns them."""

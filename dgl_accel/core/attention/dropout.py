@@ -96,6 +96,7 @@ class AttentionDropout:
     seed: int
     heads: int
     keep: torch.Tensor | None = dataclasses.field(default=None, compare=False, repr=False)
+    _by_order: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)  # order -> keep[order]
 
     @property
     def keys(self) -> list[int]:
@@ -120,10 +121,19 @@ class AttentionDropout:
         """keep / (1 - p) [len(eids), H] in ``dtype``."""
         return self.mask(eids).to(dtype) * torch.tensor(self.scale, dtype=dtype)
 
-    def loop_args(self) -> tuple:
-        """(keys, threshold, scale, the drawn mask as a uint8 numpy array [E, H] or None) for the numba loops."""
-        keep = None if self.keep is None else self.keep.view(torch.uint8).numpy()
-        return self.keys, self.threshold, self.scale, keep
+    def loop_args(self, order: torch.Tensor | None = None) -> tuple:
+        """(keys, threshold, scale, the drawn mask as a uint8 numpy array [E, H] or None, whether it is in
+        ``order``) for the numba loops.  ``order`` (the in-CSR's edge ids): the drawn mask's rows in that
+        order, made once per call and order (the forward and the backward read it row after row instead
+        of by edge id)."""
+        if self.keep is None:
+            return self.keys, self.threshold, self.scale, None, False
+        if order is None:
+            return self.keys, self.threshold, self.scale, self.keep.view(torch.uint8).numpy(), False
+        key = order.untyped_storage().data_ptr()
+        if key not in self._by_order:
+            self._by_order[key] = self.keep.view(torch.uint8).index_select(0, order).numpy()
+        return self.keys, self.threshold, self.scale, self._by_order[key], True
 
     def kernel_args(self, device) -> torch.Tensor:
         """int64 [1 + H]: the threshold, then the heads' keys, for the Triton kernels (hash masks only)."""

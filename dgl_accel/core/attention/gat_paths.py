@@ -14,8 +14,10 @@ slope and the call's :class:`~.dropout.AttentionDropout` or None.
 Forward: (out [num_dst, H, D] in feat's dtype, lse [num_dst, H] in the accumulation dtype).  Backward,
 with g_e = w_e (<grad_out[v], feat[u]> + grad_attn_e) (w_e the dropout weight): grad_s_e = p_e (g_e -
 delta[v]) with delta[v] = sum over v's in-edges of p g (the softmax backward), times leaky'; it returns
-(grad_feat, grad_el, grad_er) in the inputs' dtypes.  The compiled loops keep p_e and g_e between their
-two passes (E x H scratch), the Triton kernels recompute them (nothing per edge).
+(grad_feat, grad_el, grad_er) in the inputs' dtypes.  The compiled loops on several threads keep p_e and
+g_e between their two passes (E x H scratch), on one thread make one pass over the in-CSR where its new
+grad_feat is no larger (a drawn dropout mask permuted to its order once a call); the Triton kernels
+recompute them (nothing per edge).
 
 Also here, for :mod:`.gat`'s ops with the score halves inside (``attn=``, :func:`~.gat.gat_layer`):
 :func:`score_halves` (el, er from feat and the attention vectors in one matmul) and
@@ -103,8 +105,14 @@ def backward_native(src, dst, feat, el, er, param, lse, grad_out, grad_attn):
 
 
 # ------------------------------------------------------------------ compiled (numba)
-def _loop_dropout(drop):
-    return None if drop is None else drop.loop_args()
+def _loop_dropout(drop, feat, in_csr: Structure | None = None):
+    """The loops' dropout arguments; with ``in_csr`` where the backward makes one pass
+    (:func:`~dgl_accel.core.jit.gat.one_pass`) a drawn mask in its order (read row after row by the
+    forward and that pass)."""
+    if drop is None:
+        return None
+    ordered = in_csr is not None and loops.one_pass(in_csr.num_edges, feat.shape[0], feat.shape[2])
+    return drop.loop_args(in_csr.eids if ordered else None)
 
 
 def forward_compiled(in_csr: Structure, feat, el, er, param, want_attention: bool):
@@ -114,7 +122,7 @@ def forward_compiled(in_csr: Structure, feat, el, er, param, want_attention: boo
     (slope, drop), acc = param, acc_dtype(feat.dtype)
     indptr, indices, eids = csr_arrays(in_csr)
     el_a, er_a = as_array(el, acc), as_array(er, acc)
-    dropout = _loop_dropout(drop)
+    dropout = _loop_dropout(drop, feat, None if want_attention else in_csr)  # the attention reads it by edge id
     out, lse = loops.gat_forward(indptr, indices, eids, as_array(feat, acc), el_a, er_a, slope, dropout)
     attention = None
     if want_attention:
@@ -123,11 +131,13 @@ def forward_compiled(in_csr: Structure, feat, el, er, param, want_attention: boo
 
 
 def backward_compiled(in_csr: Structure, out_csr: Structure, feat, el, er, param, lse, grad_out, grad_attn):
-    """:func:`backward_native` compiled: pass A over the in-CSR, pass B over the out-CSR."""
+    """:func:`backward_native` compiled (:func:`~dgl_accel.core.jit.gat.gat_backward`: one pass over the
+    in-CSR on one thread, else pass A over it and pass B over the out-CSR)."""
     acc = lse.dtype
     grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(feat, acc), as_array(el, acc),
                                as_array(er, acc), param[0], as_array(lse, acc), as_array(grad_out, acc),
-                               None if grad_attn is None else as_array(grad_attn, acc), _loop_dropout(param[1]))
+                               None if grad_attn is None else as_array(grad_attn, acc),
+                               _loop_dropout(param[1], feat, in_csr))
     return tuple(torch.from_numpy(g).to(t.dtype) for g, t in zip(grads, (feat, el, er)))
 
 
@@ -141,17 +151,21 @@ def backward_compiled_halves(in_csr: Structure, out_csr: Structure, feat, attn_l
                              grad_out, grad_attn, into_feat: bool = False):
     """(grad_feat, grad_attn_l, grad_attn_r) of the fused op with the score halves made from attn_l /
     attn_r inside: the halves' gradient summed in pass B's loop (no addmm).  ``into_feat`` (where
-    :func:`reuses_buffer`): grad_feat is written into ``feat``'s memory and ``feat`` is returned,
-    its values gone (pass B reads row u of feat before writing row u of the gradient)."""
+    :func:`reuses_buffer`) with the two passes: grad_feat is written into ``feat``'s memory and ``feat``
+    is returned, its values gone (pass B reads row u of feat before writing row u of the gradient); the
+    one pass (:func:`~dgl_accel.core.jit.gat.one_pass`) writes a new buffer, no larger than the scratch
+    the two passes would take."""
     acc = lse.dtype
     heads, dim = feat.shape[1:]
     into_feat = into_feat and reuses_buffer(feat)
     halves = tuple(as_array(a.reshape(heads, dim), acc) for a in (attn_l, attn_r))
-    grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), as_array(feat, acc), as_array(el, acc),
+    feat_a = as_array(feat, acc)
+    grads = loops.gat_backward(csr_arrays(in_csr), csr_arrays(out_csr), feat_a, as_array(el, acc),
                                as_array(er, acc), param[0], as_array(lse, acc), as_array(grad_out, acc),
-                               None if grad_attn is None else as_array(grad_attn, acc), _loop_dropout(param[1]),
+                               None if grad_attn is None else as_array(grad_attn, acc),
+                               _loop_dropout(param[1], feat, in_csr),
                                halves=halves, into_feat=into_feat)
-    grad_feat = feat if into_feat else torch.from_numpy(grads[0]).to(feat.dtype)
+    grad_feat = feat if into_feat and grads[0] is feat_a else torch.from_numpy(grads[0]).to(feat.dtype)
     return (grad_feat,) + tuple(torch.from_numpy(g).reshape(a.shape).to(a.dtype) for g, a in
                                 zip(grads[3:], (attn_l, attn_r)))
 

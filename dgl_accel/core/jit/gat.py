@@ -27,11 +27,12 @@ import math
 
 import numpy as np
 
+from . import runtime
 from .attention_common import CHUNKS, REASSOC, max_degree
 from .row_ranges import bounds_of
 from .runtime import M32, S32, njit, pick, prange, twins
 
-__all__ = ["gat_forward", "gat_attention", "gat_backward", "drop_weight", "edge_drop"]
+__all__ = ["gat_forward", "gat_attention", "gat_backward", "one_pass", "drop_weight", "edge_drop"]
 
 # The GAT backward passes without "contract": with it LLVM fused the per-edge multiply-adds
 # differently in the parallel and the serial twin (results 1 ulp apart, no longer bit-identical).
@@ -61,16 +62,18 @@ def drop_weight(key, e, thr, scale):
 
 
 @njit(cache=True, inline="always")
-def edge_drop(keep, keys, h, e, thr, scale):
-    """The dropout weight of edge ``e``, head ``h``: the drawn mask ``keep`` [E, H] where it has rows, else the hash."""
+def edge_drop(keep, keys, h, e, m, thr, scale):
+    """The dropout weight of edge ``e``, head ``h``: row ``m`` of the drawn mask ``keep`` where it has rows
+    (``m`` = e for a mask in edge-id order, the in-CSR position for one in CSR order), else the hash of ``e``."""
     if keep.shape[0] > 0:
-        return scale if keep[e, h] else scale * 0
+        return scale if keep[m, h] else scale * 0
     return drop_weight(keys[h], e, thr, scale)
 
 
-def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, keep, thr, drop, out, lse, max_degree):
+def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, keep, thr, drop, by_pos, out, lse, max_degree):
     """out[v, h] = sum_e w_e softmax_e(leaky(el[u, h] + er[v, h])) feat[u, h] over v's in-edges (w_e the
-    dropout weight, 1 without ``drop``): the row's scores and their max first (16 bytes read per edge),
+    dropout weight, 1 without ``drop``; ``by_pos``: a drawn mask in in-CSR order): the row's scores and their
+    max first (16 bytes read per edge),
     then exp and the weighted sum of feature rows, branch-free (an online softmax's rescaling branch
     measured 20-30% slower)."""
     H = feat.shape[1]
@@ -108,7 +111,8 @@ def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, keep, thr, 
                 for h in range(H):
                     p = sbuf[j, h]
                     if drop:
-                        p = p * edge_drop(keep, keys, h, eids[start + j], thr, params[1])
+                        e = eids[start + j]
+                        p = p * edge_drop(keep, keys, h, e, start + j if by_pos else e, thr, params[1])
                     for d in range(D):
                         acc[h, d] += p * feat[u, h, d]
             for h in range(H):
@@ -141,7 +145,7 @@ def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, keep, thr, 
                     if not s > 0:
                         s = s * sl
                     p = math.exp(s - lse[v, h])
-                    a[e, h] = p * edge_drop(keep, keys, h, e, thr, params[1]) if drop else p
+                    a[e, h] = p * edge_drop(keep, keys, h, e, e, thr, params[1]) if drop else p
 
 
 _gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fastmath=REASSOC)
@@ -160,7 +164,7 @@ def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_
         t += grad_out[v, h, d] * feat[u, h, d]
     if has_attn:
         t += grad_attn[e, h]
-    w = edge_drop(keep, keys, h, e, thr, params[1]) if drop else params[1]
+    w = edge_drop(keep, keys, h, e, e, thr, params[1]) if drop else params[1]
     return p, w, w * t, raw
 
 
@@ -229,7 +233,7 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 for h in range(H):
                     p, g = pe[e, h], ge[e, h]
                     raw = el[u, h] + er[v, h]
-                    w = edge_drop(keep, keys, h, e, thr, params[1]) if drop else params[1]
+                    w = edge_drop(keep, keys, h, e, e, thr, params[1]) if drop else params[1]
                     gs = p * (g - delta[v, h])
                     gl[h] += gs if raw > 0 else gs * sl
                     pw = p * w
@@ -251,40 +255,129 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
 _gat_bwd_src_parallel, _gat_bwd_src_serial = twins(_gat_bwd_src_impl, fastmath=REASSOC_ONLY)
 
 
+@njit(cache=True, fastmath=REASSOC_ONLY)
+def _gat_bwd_one_pass(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep,
+                      thr, drop, by_pos, max_degree, grad_feat, grad_el, grad_er):
+    """Both passes in one, for one thread: over v's in-edges, p_e and g_e (:func:`_edge_terms`) into a
+    row buffer, delta[v] and grad_er[v]; then again over the buffer, grad_el[u] += p_e (g_e - delta)
+    leaky'_e and grad_feat[u] += p_e w_e grad_out[v] (``grad_feat``, ``grad_el`` zeroed by the caller).
+    No E x H scratch, no out-CSR pass (whose reads of grad_out[v] and the scratch are by edge id)."""
+    H = feat.shape[1]
+    D = feat.shape[2]
+    sl = params[0]
+    pb = np.empty((max_degree, H), dtype=grad_er.dtype)
+    gb = np.empty((max_degree, H), dtype=grad_er.dtype)
+    dl = np.empty(H, dtype=grad_er.dtype)
+    pgl = np.empty(H, dtype=grad_er.dtype)
+    pl = np.empty(H, dtype=grad_er.dtype)
+    for v in range(indptr.shape[0] - 1):
+        start = indptr[v]
+        dl[:] = 0
+        pgl[:] = 0
+        pl[:] = 0
+        for j in range(indptr[v + 1] - start):
+            u = indices[start + j]
+            e = eids[start + j]
+            for h in range(H):
+                raw = el[u, h] + er[v, h]
+                s = raw if raw > 0 else raw * sl
+                p = math.exp(s - lse[v, h])
+                t = grad_out[v, h, 0] * feat[u, h, 0]
+                for d in range(1, D):
+                    t += grad_out[v, h, d] * feat[u, h, d]
+                if has_attn:
+                    t += grad_attn[e, h]
+                if drop:
+                    t = t * edge_drop(keep, keys, h, e, start + j if by_pos else e, thr, params[1])
+                else:
+                    t = t * params[1]
+                pb[j, h], gb[j, h] = p, t
+                pg = p * t
+                dl[h] += pg
+                if raw > 0:
+                    pgl[h] += pg
+                    pl[h] += p
+                else:
+                    pgl[h] += pg * sl
+                    pl[h] += p * sl
+        for h in range(H):
+            grad_er[v, h] = pgl[h] - dl[h] * pl[h]
+        for j in range(indptr[v + 1] - start):
+            u = indices[start + j]
+            e = eids[start + j]
+            for h in range(H):
+                p = pb[j, h]
+                gs = p * (gb[j, h] - dl[h])
+                grad_el[u, h] += gs if el[u, h] + er[v, h] > 0 else gs * sl
+                w = edge_drop(keep, keys, h, e, start + j if by_pos else e, thr, params[1]) if drop else params[1]
+                pw = p * w
+                for d in range(D):
+                    grad_feat[u, h, d] += pw * grad_out[v, h, d]
+
+
+@njit(cache=True)
+def _halves_into(feat, grad_feat, grad_el, grad_er, attn_l, attn_r, part_l, part_r):
+    """The score halves' gradient (el, er = <feat, attn_l/r>): grad_el attn_l + grad_er attn_r into
+    grad_feat, sums of grad_el feat and grad_er feat into part_l/r [H, D]."""
+    for u in range(feat.shape[0]):
+        for h in range(feat.shape[1]):
+            gl = grad_el[u, h]
+            gr = grad_er[u, h] if u < grad_er.shape[0] else gl * 0
+            for d in range(feat.shape[2]):
+                f = feat[u, h, d]
+                part_l[h, d] += gl * f
+                part_r[h, d] += gr * f
+                grad_feat[u, h, d] += gl * attn_l[h, d] + gr * attn_r[h, d]
+
+
+
 
 # ------------------------------------------------------------------ entry points (numpy in, numpy out)
+def one_pass(num_edges: int, num_src: int, dim: int) -> bool:
+    """Whether the backward makes one pass (:func:`_gat_bwd_one_pass`): on one thread
+    (:func:`~.runtime.one_thread`), where its new grad_feat [num_src, H, dim] is no larger than the two
+    passes' E x H scratch (p_e and g_e): dim <= 2 E / num_src.  Wider heads keep the two passes, which
+    may write grad_feat into feat's own buffer (``gat_layer``'s memory bound)."""
+    return runtime.one_thread() and dim * num_src <= 2 * num_edges
+
+
 def _params(slope: float, scale: float, dtype) -> np.ndarray:  # in the data's dtype: floats would make sums f64
     return np.array([slope, scale], dtype=dtype)
 
 
 def _dropout(dropout, heads: int):
-    """(keys uint64 [H], keep uint8 [E or 0, H], threshold, whether to drop, scale) of ``dropout`` =
-    (keys, threshold, scale, a drawn mask [E, H] or None for the hash) or None."""
+    """(keys uint64 [H], keep uint8 [E or 0, H], threshold, whether to drop, scale, whether ``keep`` is in
+    in-CSR order) of ``dropout`` = (keys, threshold, scale, a drawn mask [E, H] or None for the hash,
+    the mask's order: True for in-CSR positions, False for edge ids) or None."""
     no_mask = np.zeros((0, heads), dtype=np.uint8)
     if dropout is None:
-        return np.zeros(heads, dtype=np.uint64), no_mask, np.uint64(0), False, 1.0
-    keys, thr, scale, keep = dropout
-    return np.asarray(keys, dtype=np.uint64), no_mask if keep is None else keep, np.uint64(thr), True, scale
+        return np.zeros(heads, dtype=np.uint64), no_mask, np.uint64(0), False, 1.0, False
+    keys, thr, scale, keep, by_pos = dropout
+    return (np.asarray(keys, dtype=np.uint64), no_mask if keep is None else keep, np.uint64(thr), True, scale,
+            keep is not None and by_pos)
 
 
 def gat_forward(indptr, indices, eids, feat, el, er, slope: float, dropout=None):
     """(out [num_dst, H, D], lse [num_dst, H]) of the fused GAT aggregation over the in-CSR
     (``indptr`` int64 [num_dst + 1], ``indices`` int64 source ids, ``eids`` int64 edge ids); ``feat``
     [num_src, H, D], ``el`` [num_src, H], ``er`` [num_dst, H], one float dtype, C-contiguous;
-    ``dropout``: (per-head keys, threshold, scale, drawn mask or None) of the attention dropout, or None."""
+    ``dropout``: (per-head keys, threshold, scale, drawn mask or None, the mask in in-CSR order) of the
+    attention dropout, or None."""
     num_dst = indptr.shape[0] - 1
-    keys, keep, thr, drop, scale = _dropout(dropout, feat.shape[1])
+    keys, keep, thr, drop, scale, by_pos = _dropout(dropout, feat.shape[1])
     out = np.empty((num_dst,) + feat.shape[1:], dtype=feat.dtype)
     lse = np.empty((num_dst, feat.shape[1]), dtype=feat.dtype)
     pick(_gat_fwd_parallel, _gat_fwd_serial)(indptr, indices, eids, feat, el, er, _params(slope, scale, feat.dtype),
-                                             keys, keep, thr, drop, out, lse, np.int64(max_degree(indptr)))
+                                             keys, keep, thr, drop, by_pos, out, lse, np.int64(max_degree(indptr)))
     return out, lse
 
 
 def gat_attention(indptr, indices, eids, el, er, slope: float, lse, dropout=None):
     """The attention [E, H] in edge-id order recomputed from ``lse`` (in-CSR with ``eids``), times
     the dropout weights where ``dropout`` is given."""
-    keys, keep, thr, drop, scale = _dropout(dropout, el.shape[1])
+    keys, keep, thr, drop, scale, by_pos = _dropout(dropout, el.shape[1])
+    if by_pos:
+        raise ValueError("expected a dropout mask in edge-id order for the attention (got one in in-CSR order)")
     a = np.empty((indices.shape[0], el.shape[1]), dtype=el.dtype)
     pick(_gat_attention_parallel, _gat_attention_serial)(indptr, indices, eids, el, er,
                                                          _params(slope, scale, el.dtype), keys, keep, thr, drop, lse, a)
@@ -297,20 +390,34 @@ def gat_backward(in_csr, out_csr, feat, el, er, slope: float, lse, grad_out, gra
     indices, eids) int64 triples (in: rows = destinations, indices = sources; out: the reverse),
     ``grad_attn`` [E, H] or None, ``dropout`` as in :func:`gat_forward`.  ``halves`` = (attn_l, attn_r)
     [H, D] (el, er made from them): their gradient is in grad_feat, (grad_attn_l, grad_attn_r) follow;
-    ``into_feat``: grad_feat overwrites ``feat``.  Temporaries: delta [num_dst, H] and pass A's p_e, g_e
-    [E, H] (pass B reads them instead of a second exp and D-long dot per edge and head)."""
+    ``into_feat``: grad_feat may overwrite ``feat`` (the first result is then ``feat`` itself).
+
+    Where :func:`one_pass` (or with a mask in in-CSR order) one pass over the in-CSR
+    (:func:`_gat_bwd_one_pass`; grad_feat a new array).  Else pass A over destinations and pass B over
+    sources, one task per row range, with delta [num_dst, H] and pass A's p_e, g_e [E, H] as temporaries
+    (pass B reads them instead of a second exp and D-long dot per edge and head)."""
     dt, heads = feat.dtype, feat.shape[1]
-    keys, keep, thr, drop, scale = _dropout(dropout, heads)
-    delta, grad_er = np.empty(er.shape, dtype=dt), np.empty(er.shape, dtype=dt)
-    grad_el, grad_feat = np.empty(el.shape, dtype=dt), feat if into_feat else np.empty(feat.shape, dtype=dt)
+    keys, keep, thr, drop, scale, by_pos = _dropout(dropout, heads)
+    grad_er = np.empty(er.shape, dtype=dt)
     has_attn = grad_attn is not None
     ga = grad_attn if has_attn else np.empty((0, heads), dtype=dt)
     params = _params(slope, scale, dt)
     common = (feat, el, er, params, lse, grad_out, ga, has_attn, keys, keep, thr, drop)
+    a_l, a_r = halves if halves is not None else (np.empty((0, feat.shape[2]), dtype=dt),) * 2
+    if by_pos or one_pass(in_csr[1].shape[0], feat.shape[0], feat.shape[2]):
+        grad_feat, grad_el = np.zeros(feat.shape, dtype=dt), np.zeros(el.shape, dtype=dt)
+        _gat_bwd_one_pass(*in_csr, *common, by_pos, np.int64(max_degree(in_csr[0])), grad_feat, grad_el, grad_er)
+        grads = (grad_feat, grad_el, grad_er)
+        if halves is None:
+            return grads
+        parts, parts_r = (np.zeros(feat.shape[1:], dtype=dt) for _ in "lr")
+        _halves_into(feat, grad_feat, grad_el, grad_er, a_l, a_r, parts, parts_r)
+        return grads + (parts, parts_r)
+    delta = np.empty(er.shape, dtype=dt)
+    grad_el, grad_feat = np.empty(el.shape, dtype=dt), feat if into_feat else np.empty(feat.shape, dtype=dt)
     pe, ge = (np.empty((in_csr[1].shape[0], heads), dtype=dt) for _ in "pg")
     pick(_gat_bwd_dst_parallel, _gat_bwd_dst_serial)(*in_csr, *common, delta, grad_er, pe, ge)
     parts, parts_r = (np.zeros((CHUNKS if halves is not None else 0,) + feat.shape[1:], dtype=dt) for _ in "lr")
-    a_l, a_r = halves if halves is not None else (np.empty((0, feat.shape[2]), dtype=dt),) * 2
     pick(_gat_bwd_src_parallel, _gat_bwd_src_serial)(*out_csr, *common, delta, grad_feat, grad_el,
                                                      halves is not None, a_l, a_r, grad_er, parts, parts_r, pe, ge)
     grads = (grad_feat, grad_el, grad_er)

@@ -33,8 +33,9 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
             return args[0]
         return lambda fn: fn
 
-__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "twins", "pick", "follow_torch_threads",
-           "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen", "narrow", "as_float", "cast_like"]
+__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "one_thread", "twins", "pick",
+           "follow_torch_threads", "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen", "narrow", "as_float",
+           "cast_like"]
 
 # Work (sampled slots, gathered entries) below which the numpy path is used: a compiled call has
 # ~10 us of dispatch overhead, a thread fork-join more; tiny batches gain nothing.
@@ -96,6 +97,13 @@ def twins(fn, **options):
         f.__doc__ = fn.__doc__
         out.append(njit(cache=True, parallel=parallel, **options)(f))
     return tuple(out)
+
+
+def one_thread() -> bool:
+    """Whether the loops run on one thread: :func:`pick` takes the serial twin, or torch has one
+    thread.  There a loop may scatter into rows another row's pass also writes (no races), where the
+    parallel loops make a second pass over the other CSR instead (the GAT backward)."""
+    return not parallel_allowed() or torch.get_num_threads() == 1
 
 
 def pick(parallel, serial):

@@ -20,7 +20,7 @@ from dgl_accel.core.csr import Structure
 from dgl_accel.core.jit import gat as loops
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.cpu_loops import forced_jit, loop_threads
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
@@ -72,8 +72,8 @@ def test_fmix32_tensor_equals_the_integer_definition():
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.93])
 def test_numba_mask_is_the_reference_bit_for_bit(p):
     drop = AttentionDropout(p, 2**63 + 12345, 3)
-    keys, thr, scale, keep = drop.loop_args()
-    assert keep is None  # a seeded mask is the hash, not a drawn array
+    keys, thr, scale, keep, in_order = drop.loop_args()
+    assert keep is None and not in_order  # a seeded mask is the hash, not a drawn array
     want = drop.mask(EIDS)
     for h, key in enumerate(keys):
         got = [loops.drop_weight(np.uint64(key), int(e), np.uint64(thr), scale) != 0 for e in EIDS]
@@ -181,11 +181,7 @@ def test_same_seed_same_output_and_manual_seed_reproduces(any_path):
     assert torch.equal(gat_attention(g, feat, el, er, dropout=0.0), gat_attention(g, feat, el, er))
 
 
-@pytest.mark.parametrize("heads", [1, 3])
-def test_native_paths_without_a_seed_draw_dgls_mask_and_use_it_throughout(any_path, heads):
-    # DGL's attn_drop is nn.Dropout on the [E, H, 1] attention: bernoulli_(1 - p) on a tensor of the
-    # attention's dtype.  From one torch seed the native paths draw that mask at that point of the
-    # stream (so a model gives DGL's numbers); the Triton path keeps the seeded hash.
+def _draws_dgls_mask_and_uses_it_throughout(any_path: str, heads: int, attention: bool):
     g = graph()
     feat, el, er = inputs(g, heads, 4, torch.float32, 71)
     torch.manual_seed(11)
@@ -193,20 +189,39 @@ def test_native_paths_without_a_seed_draw_dgls_mask_and_use_it_throughout(any_pa
     after = torch.rand(3)  # the stream after DGL's draw
     torch.manual_seed(11)
     leaves = [t.clone().requires_grad_() for t in (feat, el, er)]
-    out, att = gat_attention(g, *leaves, dropout=0.6, return_attention=True)
+    out = gat_attention(g, *leaves, dropout=0.6, return_attention=attention)
     assert torch.equal(torch.rand(3), after) == (any_path != "triton")
     if any_path == "triton":
         return
-    _, plain = gat_attention(g, feat, el, er, return_attention=True)
-    assert_close(att, plain * dgls / 0.4)  # DGL's mask and scale, edge by edge
+    if attention:
+        out, att = out
+        _, plain = gat_attention(g, feat, el, er, return_attention=True)
+        assert_close(att, plain * dgls / 0.4)  # DGL's mask and scale, edge by edge
     weight = (dgls / 0.4).double()
-    in_csr = g.csr("in")
     ref_leaves = [t.clone().requires_grad_() for t in (feat, el, er)]
-    ref = ref_gat(in_csr, *ref_leaves, 0.2, weight)
+    ref = ref_gat(g.csr("in"), *ref_leaves, 0.2, weight)
     assert_close(out, ref.detach())
     grad_out = tst.randn(tuple(out.shape), torch.float32, 72)
     for x, y in zip(torch.autograd.grad(out, leaves, grad_out), torch.autograd.grad(ref, ref_leaves, grad_out)):
         assert_close(x, y)  # the backward reads the same drawn mask
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_native_paths_without_a_seed_draw_dgls_mask_and_use_it_throughout(any_path, heads):
+    # DGL's attn_drop is nn.Dropout on the [E, H, 1] attention: bernoulli_(1 - p) on a tensor of the
+    # attention's dtype.  From one torch seed the native paths draw that mask at that point of the
+    # stream (so a model gives DGL's numbers); the Triton path keeps the seeded hash.
+    _draws_dgls_mask_and_uses_it_throughout(any_path, heads, attention=True)
+
+
+@needs_numba
+@pytest.mark.parametrize("attention", [True, False], ids=["attention", "no-attention"])
+@pytest.mark.parametrize("one_thread", [True, False], ids=["one-thread", "threads"])
+def test_loops_read_the_drawn_mask_in_either_order(attention, one_thread):
+    # On one thread without the attention returned, the loops read the mask permuted to the in-CSR's
+    # order (forward and the one-pass backward); else by edge id (two passes on several threads).
+    with dgl_accel.use_backend("native"), forced_jit(True), loop_threads(one_thread):
+        _draws_dgls_mask_and_uses_it_throughout("jit", 3, attention)
 
 
 def test_returned_attention_is_after_dropout_as_dgls_gatconv(any_path):

@@ -1,7 +1,7 @@
 """The compiled CPU loops of the fused GAT aggregation (``dgl_accel.core.jit.gat`` behind
 ``dgl_accel.core.attention.gat_paths``) against its vectorised torch path and the pure-torch
-reference: the forward (online softmax, lse) and backward (two passes, with and without the gradient
-of the returned attention), on graphs with empty rows, multi-edges, self-loops, a hub row and int32
+reference: the forward (online softmax, lse) and backward (one pass on one thread, two passes on several;
+with and without the gradient of the returned attention), on graphs with empty rows, multi-edges, self-loops, a hub row and int32
 ids, fp32 and fp64 (half types through fp32); fp64 gradcheck through the public op with the work
 threshold lowered so the loops run on small graphs; the parallel and serial twins agree.  Without
 numba (this lane's second interpreter) only the test that the torch path is then taken runs."""
@@ -18,7 +18,7 @@ from dgl_accel.core.attention.reference import ref_gat
 from dgl_accel.core.jit import gat as loops
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.cpu_loops import forced_jit, loop_threads
 from dgl_accel.testing.tolerances import assert_close
 
 from .test_edge_softmax_jit import FLOATS, count_calls, edges, messy_graph, needs_numba, torch_path
@@ -37,7 +37,8 @@ def gat_inputs(g, heads, dim, dtype, seed, scale=1.0):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("heads,dim", [(1, 1), (3, 5), (4, 32)])
 @pytest.mark.parametrize("block", [False, True])
-def test_gat_loops_equal_native_and_reference(dtype, heads, dim, block):
+@pytest.mark.parametrize("one_pass", [True, False], ids=["one-thread", "threads"])
+def test_gat_loops_equal_native_and_reference(dtype, heads, dim, block, one_pass):
     g = messy_graph(heads + dim, num_src=60 if block else None, idtype=torch.int32 if block else torch.int64)
     src, dst = edges(g)
     feat, el, er = gat_inputs(g, heads, dim, dtype, seed=dim, scale=8.0)
@@ -55,7 +56,8 @@ def test_gat_loops_equal_native_and_reference(dtype, heads, dim, block):
     grad_out = tst.randn(tuple(out.shape), dtype, 11)
     grad_attn = tst.randn((g.num_edges, heads), dtype, 12)
     for ga in (None, grad_attn):
-        got = paths.backward_compiled(g.csr("in"), g.csr("out"), feat, el, er, (0.2, None), lse, grad_out, ga)
+        with loop_threads(one_pass):  # the backward's one pass (scatters) or its two passes (one per CSR)
+            got = paths.backward_compiled(g.csr("in"), g.csr("out"), feat, el, er, (0.2, None), lse, grad_out, ga)
         want = torch_path(paths.backward_native, src, dst, feat, el, er, (0.2, None), lse, grad_out, ga)
         for name, x, y in zip(("grad_feat", "grad_el", "grad_er"), got, want):
             assert x.dtype == y.dtype
@@ -114,10 +116,12 @@ def test_parallel_and_serial_twins_agree(monkeypatch):
         grads = paths.backward_compiled(g.csr("in"), g.csr("out"), feat, el, er, (0.2, None), lse, grad_out, a)
         return (out, lse, a, *grads)
 
-    parallel = run()
-    monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
-    assert not runtime.parallel_allowed()
-    for x, y in zip(parallel, run()):  # each row is computed by one task in one order: bit-identical
+    with loop_threads(False):  # the two-pass backward (the one-pass form runs on one thread only)
+        parallel = run()
+        monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
+        assert not runtime.parallel_allowed()
+        serial = run()
+    for x, y in zip(parallel, serial):  # each row is computed by one task in one order: bit-identical
         assert torch.equal(x, y)
 
 
