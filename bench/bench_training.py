@@ -11,7 +11,8 @@ left).  Front doors, each where its stack is installed:
   ``dgl_accel.pyg.swap`` (minibatches: PyG's ``NodeLoader`` fed by our sampler for all three).
 
 Models and steps: :mod:`bench.training_cases` (GCN, GraphSAGE, GIN, the GAT paper's model on the
-full graph; DGL's GraphSAGE minibatch recipe).  Precisions ``fp32`` and ``autocast-bf16`` (CPU
+full graph; DGL's GraphSAGE minibatch recipe; on the PyG front door also the further convs it swaps,
+on Amazon-CS).  Precisions ``fp32`` and ``autocast-bf16`` (CPU
 bf16 autocast: forward and loss); modes ``train`` and ``eval`` (the whole graph's forward).  A cell
 is timed in ``--rounds`` interleaved runs (3); its ratio (the best peer's median / ours) is the
 median of the rounds' ratios, ``ratio_min`` the lowest.  Each row: median / min / max of the step,
@@ -22,10 +23,10 @@ batches with dropout off, ours within ``LOSS_TOLERANCE`` of every peer's (``loss
 ``loss_ok``).  Rows: ``bench/results/training.jsonl``.
 
 Usage: DGL_ACCEL_DATASETS=../shared/datasets python bench/bench_training.py [--quick]
-    [--graphs cora,amazon_cs,flickr,slashdot,cornell5] [--models gcn,sage,gin,gat,sage_mb]
+    [--graphs cora,amazon_cs,flickr,slashdot,cornell5] [--models gcn,sage,gin,gat,sage_mb,graphconv,...]
     [--dtypes fp32,autocast-bf16] [--modes train,eval] [--repeat 5] [--rounds 3] [--threads 1]
-``--quick``: Cora and Amazon-CS, both precisions, training steps, 3 rounds of at least 5 steps;
-the full matrix: every graph, model, precision and mode (the PyG front door: 52 minutes).
+``--quick``: Cora and Amazon-CS, the five shared models, both precisions, training steps, 3 rounds of at
+least 5 steps; the full matrix: every graph, model, precision and mode (times in ``docs/training.md``).
 """
 from __future__ import annotations
 
@@ -57,20 +58,35 @@ BENCH = "training"
 
 
 def front_doors(wanted: list[str]) -> dict:
+    """{front door: its module (``providers``, ``MODELS``)} of those ``wanted`` whose stack is here."""
     doors = {}
     if "dgl" in wanted:
         try:
             from bench import training_dgl
-            doors["dgl"] = training_dgl.providers
+            doors["dgl"] = training_dgl
         except ImportError:
             print("no DGL here: the DGL front door is left out", file=sys.stderr)
     if "pyg" in wanted:
         try:
             from bench import training_pyg
-            doors["pyg"] = training_pyg.providers
+            doors["pyg"] = training_pyg
         except ImportError:
             print("no torch_geometric here: the PyG front door is left out", file=sys.stderr)
     return doors
+
+
+def wanted_cells(doors: dict, graphs, models, dtypes, modes) -> list[tuple]:
+    """(front door, graph, model, dtype, mode) of every cell: each door's models (``models``: only
+    those), its further convs (``ZOO``) on its ``ZOO_GRAPHS`` only, no ``eval`` of a minibatch model."""
+    cells = []
+    for name, door in doors.items():
+        for g in graphs:
+            for m in door.MODELS:
+                if models is not None and m not in models or m in getattr(door, "ZOO", ()) and g not in door.ZOO_GRAPHS:
+                    continue
+                cells += [(name, g, m, t, mode) for t in dtypes for mode in modes
+                          if not (mode == "eval" and m == "sage_mb")]
+    return cells
 
 
 MIN_ROUND_S, MAX_REPEAT = 0.15, 30  # a round of at least 0.15 s per provider where 30 steps reach it
@@ -209,7 +225,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--front-doors", default="dgl,pyg")
     ap.add_argument("--graphs", default=None, help=f"comma-separated, from {', '.join(NPZ)}")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=None, help=f"comma-separated, from {', '.join(MODELS)} and the PyG front "
+                    "door's further convs (default: every model of each front door)")
     ap.add_argument("--dtypes", default="fp32,autocast-bf16")
     ap.add_argument("--modes", default=None, help="train,eval (quick: train)")
     ap.add_argument("--repeat", type=int, default=None, help="timed steps per provider a round (5)")
@@ -233,13 +250,13 @@ def main(argv=None) -> int:
     doors = front_doors(args.front_doors.split(","))
     common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__}
     started, rows = time.perf_counter(), []
-    cells = [(d, g, m, t, mode) for d in doors for g in graphs for m in args.models.split(",")
-             for t in args.dtypes.split(",") for mode in modes if not (mode == "eval" and m == "sage_mb")]
+    models = args.models.split(",") if args.models else (MODELS if args.quick else None)
+    cells = wanted_cells(doors, graphs, models, args.dtypes.split(","), modes)
     loaded = {}
     for i, (door, gname, model, dtype, mode) in enumerate(cells):
         graph = loaded.setdefault(gname, Graph.load(gname))
         kwargs = {"compiled": not args.no_compile} if door == "pyg" else {}
-        steps = doors[door](graph, model, dtype, mode, **kwargs)
+        steps = doors[door].providers(graph, model, dtype, mode, **kwargs)
         runners = {p: Isolated(step, peak_rss_during) for p, step in steps.items()} if args.isolate else steps
         try:
             times = time_cell(runners, args.warmup, repeat, rounds)
@@ -249,7 +266,7 @@ def main(argv=None) -> int:
         ratios = round_ratios(times)
         ratio = statistics.median(ratios)
         peer = min((p for p in steps if p != "dgl_accel"), key=lambda p: times[p]["median"])
-        losses = check_losses(doors[door], graph, model, dtype, mode)
+        losses = check_losses(doors[door].providers, graph, model, dtype, mode)
         gap = max(abs(losses["dgl_accel"] - v) / max(abs(v), 1e-12) for p, v in losses.items() if p != "dgl_accel")
         case = f"{door} {model} {gname} {dtype} {mode}"
         facts = {"front_door": door, "model": model, "graph": gname, "dtype": dtype, "mode": mode,

@@ -17,6 +17,14 @@ sage_mb     DGL's minibatch recipe: 3 x SAGEConv mean 256, fanouts [10, 10, 10],
             (PyG's own sampler needs pyg-lib, which its current torch has no wheel of)
 ==========  ========================================================  ==================================
 
+The PyG front door adds the further convs ``dgl_accel.pyg`` swaps (:data:`bench.training_pyg.ZOO`), on
+Amazon-CS only (``ZOO_GRAPHS``), each as its paper or PyG's example uses it: ``graphconv`` (2 x GraphConv,
+hidden 256), ``gine`` (2 x GINEConv(Linear), 16 random edge features), ``edgeconv`` (DGCNN's: EdgeConv
+max over an MLP 2F -> 64 -> 64, then EdgeConv(Linear)), ``sgconv`` (SGC: one SGConv, K = 2),
+``appnp`` (an MLP to 64, APPNP K = 10, alpha 0.1, Linear), ``lgconv`` (a Linear to 64, two LGConv hops,
+their mean, Linear), ``transformer`` (UniMP's: TransformerConv 8 heads x 8, then 1 head) and ``rgcn``
+(2 x RGCNConv, hidden 64, 4 random relations).
+
 A step (:class:`Cell`) is one of ``train`` (forward and loss under the precision, backward,
 optimiser step; minibatch: one batch, sampled and gathered in the step) or ``eval`` (the whole
 graph's forward under ``torch.no_grad``, the model in eval mode).  Each provider starts from the same

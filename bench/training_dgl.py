@@ -13,7 +13,7 @@ import dgl.nn
 import torch
 import torch.nn.functional as F
 
-from bench.training_cases import BATCH, CLASSES, FANOUTS, FEATS, HIDDEN, make_step, precision_context
+from bench.training_cases import BATCH, CLASSES, FANOUTS, FEATS, HIDDEN, MODELS, make_step, precision_context
 
 
 class Net(torch.nn.Module):
@@ -122,4 +122,4 @@ def _runs_under(model, g, x, dtype: str) -> bool:
         return False
 
 
-__all__ = ["providers", "build", "Batches"]
+__all__ = ["providers", "build", "Batches", "MODELS"]

@@ -9,28 +9,51 @@ import torch
 import torch.nn.functional as F
 
 from bench.training_cases import BATCH, CLASSES, FANOUTS, FEATS, HIDDEN, make_step
+from bench.training_cases import MODELS as SHARED_MODELS
 
 
 class Net(torch.nn.Module):
-    """Convs with ReLU between (the GAT recipe: dropout 0.6 on the inputs of both layers, ELU)."""
+    """Convs with ReLU between (the GAT recipe: dropout 0.6 on the inputs of both layers, ELU);
+    ``extra``: the convs' third argument (``edge_attr`` or ``edge_type``) taken from the call."""
 
-    def __init__(self, convs, gat: bool = False, dropout: float = 0.6):
+    def __init__(self, convs, gat: bool = False, dropout: float = 0.6, extra: str | None = None):
         super().__init__()
-        self.convs, self.gat, self.dropout = torch.nn.ModuleList(convs), gat, dropout
+        self.convs, self.gat, self.dropout, self.extra = torch.nn.ModuleList(convs), gat, dropout, extra
 
-    def forward(self, x, edge_index):
+    def forward(self, x, edge_index, edge_attr=None, edge_type=None):
+        more = {"edge_attr": (edge_attr,), "edge_type": (edge_type,)}.get(self.extra, ())
         for i, conv in enumerate(self.convs):
             if self.gat:
                 x = F.dropout(x, self.dropout, self.training)
-            x = conv(x, edge_index)
+            x = conv(x, edge_index, *more)
             if i + 1 < len(self.convs):
                 x = F.elu(x) if self.gat else F.relu(x)
         return x
 
 
-def build(key: str, dropout: float = 0.6) -> Net:
+class Propagated(torch.nn.Module):
+    """An MLP then propagations: APPNP's model (``Linear``, ReLU, ``Linear``, ``APPNP``) or LightGCN's
+    layer mean over ``LGConv`` hops of a projection (``mean=True``), then a last ``Linear``."""
+
+    def __init__(self, first, propagations, last, mean: bool = False):
+        super().__init__()
+        self.first, self.props, self.last, self.mean = first, torch.nn.ModuleList(propagations), last, mean
+
+    def forward(self, x, edge_index, edge_attr=None, edge_type=None):
+        h = self.first(x)
+        hops = [h]
+        for prop in self.props:
+            hops.append(prop(hops[-1], edge_index))
+        return self.last(torch.stack(hops).mean(0) if self.mean else hops[-1])
+
+
+ZOO_HIDDEN, EDGE_DIM, RELATIONS = 64, 16, 4
+
+
+def build(key: str, dropout: float = 0.6) -> torch.nn.Module:
     """The model ``key``; ``dropout``: the GAT recipe's (0 for :func:`bench.bench_training.check_losses`)."""
     from torch_geometric import nn as pyg_nn
+    h = ZOO_HIDDEN
     if key == "gcn":
         return Net([pyg_nn.GCNConv(FEATS, HIDDEN), pyg_nn.GCNConv(HIDDEN, CLASSES)])
     if key == "sage":
@@ -42,7 +65,44 @@ def build(key: str, dropout: float = 0.6) -> Net:
                     pyg_nn.GATConv(64, CLASSES, heads=1, dropout=dropout)], gat=True, dropout=dropout)
     if key == "sage_mb":
         return Net([pyg_nn.SAGEConv(FEATS, HIDDEN), pyg_nn.SAGEConv(HIDDEN, HIDDEN), pyg_nn.SAGEConv(HIDDEN, CLASSES)])
-    raise ValueError(f"expected a model among gcn, sage, gin, gat, sage_mb (got {key!r})")
+    if key == "graphconv":
+        return Net([pyg_nn.GraphConv(FEATS, HIDDEN), pyg_nn.GraphConv(HIDDEN, CLASSES)])
+    if key == "gine":
+        return Net([pyg_nn.GINEConv(torch.nn.Linear(FEATS, HIDDEN), edge_dim=EDGE_DIM),
+                    pyg_nn.GINEConv(torch.nn.Linear(HIDDEN, CLASSES), edge_dim=EDGE_DIM)], extra="edge_attr")
+    if key == "edgeconv":  # DGCNN's: an MLP on [x_i, x_j - x_i], max
+        mlp = torch.nn.Sequential(torch.nn.Linear(2 * FEATS, h), torch.nn.ReLU(), torch.nn.Linear(h, h))
+        return Net([pyg_nn.EdgeConv(mlp, aggr="max"), pyg_nn.EdgeConv(torch.nn.Linear(2 * h, CLASSES), aggr="max")])
+    if key == "sgconv":  # SGC: one layer, K = 2
+        return Net([pyg_nn.SGConv(FEATS, CLASSES, K=2)])
+    if key == "appnp":
+        mlp = torch.nn.Sequential(torch.nn.Linear(FEATS, h), torch.nn.ReLU())
+        return Propagated(mlp, [pyg_nn.APPNP(K=10, alpha=0.1)], torch.nn.Linear(h, CLASSES))
+    if key == "lgconv":
+        return Propagated(torch.nn.Linear(FEATS, h), [pyg_nn.LGConv(), pyg_nn.LGConv()], torch.nn.Linear(h, CLASSES),
+                          mean=True)
+    if key == "transformer":  # UniMP's layer: 8 heads of 8, then one head
+        return Net([pyg_nn.TransformerConv(FEATS, 8, heads=8), pyg_nn.TransformerConv(64, CLASSES, heads=1)])
+    if key == "rgcn":
+        return Net([pyg_nn.RGCNConv(FEATS, h, RELATIONS), pyg_nn.RGCNConv(h, CLASSES, RELATIONS)], extra="edge_type")
+    raise ValueError(f"expected a model among {', '.join(MODELS)} (got {key!r})")
+
+
+# the PyG front door's models: the shared ones and the convs dgl_accel.pyg adds (ZOO: on ZOO_GRAPHS only)
+ZOO = ("graphconv", "gine", "edgeconv", "sgconv", "appnp", "lgconv", "transformer", "rgcn")
+ZOO_GRAPHS = ("amazon_cs",)
+MODELS = (*SHARED_MODELS, *ZOO)
+
+
+def extras(graph, key: str) -> tuple:
+    """The edge inputs a model takes besides ``edge_index``, drawn once from a fixed seed:
+    ``edge_attr`` [E, EDGE_DIM] (GINE) or ``edge_type`` [E] in [0, RELATIONS) (RGCN)."""
+    gen = torch.Generator().manual_seed(1)
+    if key == "gine":
+        return torch.randn(graph.num_edges, EDGE_DIM, generator=gen), None
+    if key == "rgcn":
+        return None, torch.randint(0, RELATIONS, (graph.num_edges,), generator=gen)
+    return None, None
 
 
 class Batches:
@@ -98,7 +158,7 @@ def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True, det
         del models["pyg_compiled"]
     if not dgl_accel.pyg.swap(models["dgl_accel"]).swapped:
         raise RuntimeError(f"dgl_accel.pyg.swap left the {key} model alone")
-    steps = {}
+    steps, more = {}, extras(graph, key)
     for name, model in models.items():
         run = torch.compile(model, dynamic=key == "sage_mb") if name == "pyg_compiled" else model
         if key == "sage_mb" and mode == "train":
@@ -109,9 +169,9 @@ def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True, det
                 return run(b.x, b.edge_index)[: b.batch_size], b.y[: b.batch_size]
         else:
             def call(parts, run=run):
-                return run(graph.x, edge_index)[graph.train], graph.y[graph.train]
+                return run(graph.x, edge_index, *more)[graph.train], graph.y[graph.train]
         steps[name] = make_step(model, call, dtype, mode)
     return steps
 
 
-__all__ = ["providers", "build", "Batches"]
+__all__ = ["providers", "build", "Batches", "MODELS", "ZOO", "ZOO_GRAPHS"]
