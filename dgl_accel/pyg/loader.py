@@ -9,10 +9,12 @@ the import::
 Each is PyG's own loader class (a subclass: batches, ``transform``, ``filter_per_worker``, workers,
 negative sampling for links are PyG's code) whose sampler is built from the loader's own arguments
 (``num_neighbors``, ``replace``, ``subgraph_type``, ``disjoint``, ``temporal_strategy``,
-``time_attr``, ``weight_attr``, ``is_sorted``, ``directed``), as PyG builds its own.  What the
-sampler refuses (``subgraph_type="induced"``, ``disjoint=True``, temporal sampling) raises its
-``NotImplementedError`` when the loader is built, before any batch.  A ``neighbor_sampler`` passed
-in is used as it is, as in PyG.
+``time_attr``, ``weight_attr``, ``is_sorted``, ``directed``), as PyG builds its own:
+``subgraph_type="induced"`` (or ``directed=False``) gives the induced subgraph of the sampled nodes,
+node- and link-wise, as PyG's does (see :mod:`.sampler`).  What the sampler refuses (temporal and
+weighted sampling together: ``NotImplementedError``; induced with ``disjoint=True`` or temporal
+sampling: PyG's ``ValueError``) raises when the loader is built, before any batch.  A
+``neighbor_sampler`` passed in is used as it is, as in PyG.
 
 Keyword-only beside PyG's arguments: ``seed``, the sampler's seed (default: drawn from torch's
 generator, so ``torch.manual_seed`` makes the batches reproducible).

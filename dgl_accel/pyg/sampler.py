@@ -27,13 +27,25 @@ to a draw from torch's generator at construction, so ``torch.manual_seed`` makes
 ``calls`` counts the calls that sampled; ``reset(c)`` rewinds it.
 
 Supported: homogeneous graphs and heterographs (``num_neighbors`` a list for every edge type, or a
-dict {edge type: list} as in PyG), ``subgraph_type`` "directional" and "bidirectional" (PyG's own
-conversion), ``replace``, node-wise and link-wise loaders (negative sampling through PyG's helper),
-``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``, ``disjoint``, temporal sampling
-(``time_attr`` a node or an edge attribute, seed times, ``temporal_strategy`` "uniform" or "last":
-:mod:`dgl_accel.core.sampling.neighbor.temporal`; always disjoint, as in PyG).  Refused with
-``NotImplementedError``, before any sampling: ``subgraph_type="induced"`` (or ``directed=False``),
-temporal and weighted sampling together, and ``sample_direction="backward"``.
+dict {edge type: list} as in PyG), ``subgraph_type`` "directional", "bidirectional" (PyG's own
+conversion) and "induced" (below), ``replace``, node-wise and link-wise loaders (negative sampling
+through PyG's helper), ``Data`` / ``HeteroData`` / ``(FeatureStore, GraphStore)``, ``disjoint``,
+temporal sampling (``time_attr`` a node or an edge attribute, seed times, ``temporal_strategy``
+"uniform" or "last": :mod:`dgl_accel.core.sampling.neighbor.temporal`; always disjoint, as in PyG).
+Refused with ``NotImplementedError``, before any sampling: temporal and weighted sampling together,
+and ``sample_direction="backward"``.
+
+``subgraph_type="induced"`` (or PyG's deprecated ``directed=False``, which warns as PyG does): PyG
+2.8's definition (its torch-sparse path, ``directed=False``; pyg-lib has none): the nodes are sampled
+as above, then the batch holds every edge of the graph among them instead of the sampled ones
+(:func:`dgl_accel.core.sampling.neighbor.hops.induced_hops`, the core's node-induced subgraph): per
+edge type, the in-edges of each sampled node of its destination type whose source is a sampled node
+of its source type, grouped by destination in ``node`` order, each destination's in CSR order
+(``edge_index`` order; PyG's unstable CSC sort leaves that order open), ``edge`` their original ids;
+``num_sampled_nodes``, ``num_sampled_edges`` and ``batch`` None, as PyG returns them.  As in PyG it is
+not disjoint: ``disjoint=True`` or temporal sampling (always disjoint) with it raises PyG's
+``ValueError`` when the sampler is built (PyG: at the first batch).  ``weight_attr`` with it samples
+the nodes by weight (PyG's torch-sparse path ignores the weights).
 
 ``weight_attr`` (PyG's biased sampling; pyg-lib >= 0.3 there) names an edge attribute of
 non-negative weights, on every edge type of a ``HeteroData``: a hop draws in-edges with
@@ -53,6 +65,8 @@ zero-weight edges never), the core's weighted choice
 """
 from __future__ import annotations
 
+import warnings
+
 from ..core.extras import missing_extra
 
 try:
@@ -65,8 +79,8 @@ from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, SamplerOut
 from torch_geometric.sampler.base import NumNeighbors, SubgraphType
 from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
 
-from ..core.sampling.checks import check_fanout, check_nodes, expected
-from ..core.sampling.neighbor.hops import sample_hops
+from ..core.sampling.checks import SamplingInputError, check_fanout, check_nodes, expected
+from ..core.sampling.neighbor.hops import induced_hops, sample_hops
 from ..core.sampling.neighbor.temporal import STRATEGIES
 from ..core.sampling.seeds import CallSeeds
 from .sampler_graph import read_graph, with_times, with_weights
@@ -100,19 +114,22 @@ class NeighborSampler(CallSeeds, BaseSampler):
     def __init__(self, data, num_neighbors, subgraph_type="directional", replace=False, disjoint=False,
                  temporal_strategy="uniform", time_attr=None, weight_attr=None, is_sorted=False, share_memory=False,
                  directed=True, sample_direction="forward", *, seed=None):
-        if not directed:  # PyG's deprecated spelling of induced subgraphs
+        if not directed:  # PyG's deprecated spelling of induced subgraphs, with PyG's warning
             subgraph_type = SubgraphType.induced
+            warnings.warn(f"The usage of the 'directed' argument in '{self.__class__.__name__}' is deprecated. "
+                          f"Use `subgraph_type='induced'` instead.", stacklevel=2)
         try:
             self.subgraph_type = SubgraphType(subgraph_type)
         except ValueError:
             raise expected("subgraph_type to be 'directional', 'bidirectional' or 'induced'", repr(subgraph_type),
                            "pass subgraph_type='directional'.") from None
-        if self.subgraph_type == SubgraphType.induced:
-            raise _refuse("subgraph_type='induced' (directed=False)",
-                          "use subgraph_type='directional' or 'bidirectional', or torch_geometric's own "
-                          "NeighborSampler with torch-sparse installed")
         if not isinstance(disjoint, bool):
             raise expected("disjoint to be a bool", repr(disjoint), "pass disjoint=True or disjoint=False.")
+        if self.subgraph_type == SubgraphType.induced and (disjoint or time_attr is not None):
+            got = "disjoint=True" if disjoint else f"temporal sampling (time_attr={time_attr!r}), which is disjoint"
+            raise SamplingInputError(
+                f"'disjoint' sampling not supported for neighbor sampling with `subgraph_type='induced'` (PyG's "
+                f"rule; got {got}). Fix: drop disjoint / time_attr, or use subgraph_type='directional'.")
         self._disjoint = disjoint
         if temporal_strategy not in STRATEGIES:
             raise expected(f"temporal_strategy among {STRATEGIES}", repr(temporal_strategy),
@@ -142,6 +159,8 @@ class NeighborSampler(CallSeeds, BaseSampler):
                     for t in (rel.csr.indptr, rel.csr.indices, rel.csr.eids):
                         t.share_memory_()
                 rel.host()  # the CPU path's arrays, built here so that forked DataLoader workers share them
+                if self.subgraph_type == SubgraphType.induced:
+                    rel.host_induced()
 
     # ------------------------------------------------------------------------------ attributes
     @property
@@ -274,6 +293,13 @@ class NeighborSampler(CallSeeds, BaseSampler):
         with self.counted_call() as key:  # only a call that sampled counts
             hops = sample_hops(g.rels, seeds, self._fanouts, key=key, replace=self.replace, num_nodes=g.num_nodes,
                                disjoint=self.disjoint, seed_time=times, strategy=self.temporal_strategy)
+            if self.subgraph_type == SubgraphType.induced:  # every edge among the sampled nodes
+                row, col, edge = induced_hops(g.rels, hops.nodes)
+        if self.subgraph_type == SubgraphType.induced:  # PyG's layout: no per-hop counts, no batch
+            if not self.is_hetero:
+                return SamplerOutput(node=hops.nodes[0], row=row[0], col=col[0], edge=edge[0])
+            return HeteroSamplerOutput(node=dict(zip(g.node_types, hops.nodes)), row=dict(zip(g.edge_types, row)),
+                                       col=dict(zip(g.edge_types, col)), edge=dict(zip(g.edge_types, edge)))
         if not self.is_hetero:
             return SamplerOutput(node=hops.nodes[0], row=hops.row[0], col=hops.col[0], edge=hops.edge[0],
                                  batch=hops.batch[0] if self.disjoint else None,

@@ -1,7 +1,8 @@
 """``dgl_accel.pyg.NeighborLoader`` / ``LinkNeighborLoader``: PyG 2.8's signatures (a user changes only
 the import), the loader's own arguments reach our sampler (PyG builds its sampler from them too),
 the batches are our sampler's in PyG's loader and follow PyG's contract, PyG's argument checks and
-the sampler's refusals come when the loader is built (disjoint and temporal batches: test_sampler.py)."""
+the sampler's refusals come when the loader is built (disjoint and temporal batches: test_sampler.py;
+induced ones: test_sampler_induced.py)."""
 import inspect
 
 import pytest
@@ -60,6 +61,9 @@ def test_the_loaders_arguments_reach_the_sampler(replace):
                             batch_size=10, seed=0, transform=T.Constant(2.0))
     sampler = loader.node_sampler
     assert sampler.replace is replace and sampler.subgraph_type == SubgraphType.bidirectional
+    induced = SubgraphType.induced
+    assert NeighborLoader(data, [2], subgraph_type="induced", batch_size=2).node_sampler.subgraph_type == induced
+    assert LinkNeighborLoader(data, [2], subgraph_type="induced", batch_size=2).link_sampler.subgraph_type == induced
     assert sampler.weight_attr == "w" and sampler.num_neighbors.values == [3, 2]
     batch = next(iter(loader))
     assert torch.equal(batch.x[:, -1], torch.full((batch.num_nodes,), 2.0))  # the loader's transform ran
@@ -97,11 +101,12 @@ def test_link_neighbor_loader_samples_around_the_seed_edges(neg):
     (lambda d: NeighborLoader(d, [2], input_time=torch.zeros(d.num_nodes)), ValueError, "conflicting 'input_time'"),
     (lambda d: LinkNeighborLoader(d, [2], edge_label_time=torch.zeros(3)), ValueError, "conflicting 'edge_label_time'"),
     (lambda d: NeighborLoader(d, [2], disjoint=1), ValueError, "disjoint to be a bool"),
-    (lambda d: NeighborLoader(d, [2], subgraph_type="induced"), NotImplementedError, "induced"),
+    (lambda d: NeighborLoader(d, [2], subgraph_type="induced", disjoint=True), ValueError,
+     "'disjoint' sampling not supported for neighbor sampling with `subgraph_type='induced'`"),
     (lambda d: LinkNeighborLoader(d, [2], time_attr="t", edge_label_time=torch.zeros(3)), ValueError,
      "time_attr 't' to name one time per node or one per edge"),
     (lambda d: NeighborLoader(d, 2), ValueError, "num_neighbors to be a list of ints"),
-], ids=["input_time", "edge_label_time", "disjoint", "induced", "temporal", "fanouts"])
+], ids=["input_time", "edge_label_time", "disjoint", "induced-disjoint", "temporal", "fanouts"])
 def test_pygs_checks_and_the_samplers_refusals_come_at_construction(make, error, match):
     with pytest.raises(error, match=match):
         make(graph())

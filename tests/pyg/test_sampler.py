@@ -436,8 +436,7 @@ def test_link_loader_maps_seed_edges_back(neg):
     (dict(num_neighbors=[-2]), ValueError, r"num_neighbors\[0\]"),
     (dict(num_neighbors={("v", "to", "v"): [1]}), ValueError, "homogeneous"),
     (dict(disjoint=1), ValueError, "disjoint to be a bool"),
-    (dict(subgraph_type="induced"), NotImplementedError, "induced"),
-    (dict(directed=False), NotImplementedError, "induced"),
+    (dict(subgraph_type="induced", disjoint=True), ValueError, "'disjoint' sampling not supported"),  # PyG's
     (dict(subgraph_type="sideways"), ValueError, "subgraph_type"),
     (dict(time_attr="t"), ValueError, "time_attr 't' to name one time per node or one per edge"),
     (dict(time_attr="x"), ValueError, r"node times 'x' as a 1-D tensor"),

@@ -7,7 +7,7 @@ import numpy as np
 
 from .runtime import njit
 
-__all__ = ["induced_entries", "induced_symmetric"]
+__all__ = ["induced_entries", "induced_symmetric", "induced_coo"]
 
 
 @njit(cache=True)
@@ -27,6 +27,22 @@ def _induced(indptr, indices, data, nodes, loc, local, kept, sub_indptr):
             kept[o] = data[e]
             o += lv != 0
     sub_indptr[k] = o
+    return o
+
+
+@njit(cache=True)
+def _induced_coo(indptr, indices, data, rows, loc, src, dst, kept):
+    """``_induced``'s entries as a COO (source position, row position, data), int64, written in the
+    same branch-free pass: no row pointer to expand afterwards, no widening copies."""
+    o = 0
+    for i in range(rows.shape[0]):
+        v = rows[i]
+        for e in range(indptr[v], indptr[v + 1]):
+            lv = loc[indices[e]]
+            src[o] = lv - 1
+            dst[o] = i
+            kept[o] = data[e]
+            o += lv != 0
     return o
 
 
@@ -84,3 +100,14 @@ def induced_entries(indptr, indices, data, nodes, loc, local_buf, kept_buf):
     sub_indptr = np.empty(nodes.shape[0] + 1, dtype=np.int64)
     o = _induced(indptr, indices, data, nodes, loc, local_buf, kept_buf, sub_indptr)
     return sub_indptr, local_buf[:o].copy(), kept_buf[:o].copy()
+
+
+def induced_coo(indptr, indices, data, rows, loc, work: int):
+    """Compiled twin of :func:`dgl_accel.core.sampling.induced.subgraph.induced_between` (same entries in
+    the same order): ``loc`` marks the sources, ``work`` is the rows' gathered entries.  Returns int64
+    (source positions, row positions, kept data); views of ``work``-sized arrays unless under half is kept."""
+    src, dst, kept = (np.empty(work, dtype=np.int64) for _ in range(3))
+    o = _induced_coo(indptr, indices, data, rows, loc, src, dst, kept)
+    if 2 * o < work:  # do not hold on to mostly unused memory
+        return src[:o].copy(), dst[:o].copy(), kept[:o].copy()
+    return src[:o], dst[:o], kept[:o]

@@ -1,7 +1,7 @@
 """``dgl_accel.core.sampling.neighbor.hops`` (hop-by-hop sampling in PyG's layout, the PyG sampler's
 pipeline): its device pipeline reads the host at most :func:`host_read_bound` times, for one
 relation and for two relations into two node types, uniform and weighted, and gives the CPU
-path's samples.  (Its
+path's samples; its induced subgraph of the sampled nodes (``induced_hops``) likewise.  (Its
 output contract through PyG's loaders: tests/pyg/test_sampler.py.)"""
 import dataclasses
 
@@ -10,10 +10,11 @@ import torch
 
 import dgl_accel
 from dgl_accel.core.csr import Structure, sort_by_row
+from dgl_accel.core.sampling.induced.subgraph_device import HOST_READS as INDUCED_READS
 from dgl_accel.core.sampling.neighbor import choice_device as weighted_device
 from dgl_accel.core.sampling.neighbor import sample_device as neighbor_device
 from dgl_accel.core.sampling.neighbor.choice import WeightTables
-from dgl_accel.core.sampling.neighbor.hops import Relation, host_read_bound, sample_hops
+from dgl_accel.core.sampling.neighbor.hops import Relation, host_read_bound, induced_hops, sample_hops
 from dgl_accel.testing.host_reads import HostReads
 
 
@@ -60,3 +61,24 @@ def test_device_pipeline_reads_the_host_at_most_its_bound_and_samples_as_the_cpu
     for name in ("nodes", "row", "col", "edge"):
         assert all(torch.equal(a, b) for a, b in zip(getattr(cpu, name), getattr(dev, name))), name
     assert cpu.num_sampled_nodes == dev.num_sampled_nodes and cpu.num_sampled_edges == dev.num_sampled_edges
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_induced_hops_on_the_device_read_twice_per_relation_and_give_the_cpus_edges(case):
+    """PyG's induced subgraph of the sampled nodes (no kernel: torch ops on the Triton path)."""
+    build, seeds, num_nodes = CASES[case]
+    rels = build()
+    nodes = sample_hops(rels, seeds, [[3, 2]] * len(rels), key=1, replace=False, num_nodes=num_nodes).nodes
+    with dgl_accel.use_backend("native"):
+        cpu = induced_hops(rels, nodes)
+    with HostReads() as reads, dgl_accel.use_backend("triton"):
+        dev = induced_hops(rels, nodes)
+    assert 0 < len(reads.events) <= INDUCED_READS * len(rels), reads.events
+    assert all(torch.equal(a, b) for x, y in zip(cpu, dev) for a, b in zip(x, y))
+    for rel, row, col, edge in zip(rels, *cpu):  # every edge between the two node lists, each once
+        src, dst = nodes[rel.src], nodes[rel.dst]
+        pos = torch.repeat_interleave(torch.arange(rel.csr.num_rows), rel.csr.indptr.diff())  # each entry's row
+        among = torch.isin(rel.csr.indices, src) & torch.isin(pos, dst)
+        assert sorted(edge.tolist()) == sorted(rel.csr.eids[among].tolist()) and edge.numel() > 0
+        assert torch.equal(src[row], rel.csr.indices[torch.argsort(rel.csr.eids)][edge])
+        assert torch.equal(dst[col], pos[torch.argsort(rel.csr.eids)][edge])

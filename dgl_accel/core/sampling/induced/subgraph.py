@@ -50,7 +50,8 @@ from ...jit import induced as jit_induced
 from ...jit import runtime
 from ...scratch import array as scratch_array
 
-__all__ = ["InCSR", "induced_entries", "marked", "num_threads", "HalfCSR", "half_csr", "induced_symmetric_coo"]
+__all__ = ["InCSR", "induced_entries", "induced_between", "marked", "num_threads", "HalfCSR", "half_csr",
+           "induced_symmetric_coo"]
 
 _POOL_LOCK = threading.Lock()
 _LOCAL = threading.local()
@@ -153,13 +154,44 @@ def induced_entries(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n
         return _induce(indptr, indices, data, nodes, loc, threads)
 
 
+def induced_between(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: np.ndarray,
+                    sources: np.ndarray, num_sources: int):
+    """The entries of the CSC rows ``rows`` whose source is among ``sources``: the edges from one
+    node list into another (a relation between two node types, or a list into itself), as an int64
+    COO ``(position of the source in sources, position of the row in rows, kept data)``, row after
+    row in list order, each row's entries in CSC order.
+
+    Both lists in any order, repeats allowed: a repeated row gathers its entries again, a repeated
+    source is found at its first position (torch-sparse's induced neighbour sampling, whose node list
+    may repeat a seed).  One compiled pass writes the COO (:func:`dgl_accel.core.jit.induced.induced_coo`);
+    without numba, or below ``runtime.MIN_WORK`` entries, :func:`induced_entries`'s numpy passes.
+
+    >>> indptr, indices, eids = np.array([0, 2, 3]), np.array([0, 1, 0]), np.array([0, 1, 2])  # 0->0, 1->0, 0->1
+    >>> [a.tolist() for a in induced_between(indptr, indices, eids, np.array([1, 0]), np.array([0, 0]), 2)]
+    [[0, 0], [0, 1], [2, 0]]
+    """
+    rows = rows.astype(indptr.dtype, copy=False)
+    with marked(sources.astype(indptr.dtype, copy=False), num_sources, repeats=True) as loc:
+        if runtime.enabled() and rows.shape[0]:
+            work = int(np.sum(indptr[rows + 1] - indptr[rows], dtype=np.int64))
+            if runtime.worth(work):
+                return jit_induced.induced_coo(indptr, indices, data, rows, loc, work)
+        sub_indptr, local, kept = _induce(indptr, indices, data, rows, loc, None)
+    dst = np.repeat(np.arange(rows.shape[0], dtype=np.int64), np.diff(sub_indptr))
+    return local.astype(np.int64), dst, kept.astype(np.int64)
+
+
 @contextlib.contextmanager
-def marked(nodes: np.ndarray, num_nodes: int):
+def marked(nodes: np.ndarray, num_nodes: int, repeats: bool = False):
     """``loc`` with loc[v] = local id + 1 for ``nodes``, 0 elsewhere (one gather gives membership
     and the new id): this thread's zero buffer, back to all zeros on exit (cheaper than a fresh
-    n-entry memset per call)."""
+    n-entry memset per call).  ``repeats``: ``nodes`` may repeat an id; loc holds its first position."""
     loc = _zeros_buffer(num_nodes)
-    loc[nodes] = np.arange(1, nodes.shape[0] + 1, dtype=np.int32)
+    ids = np.arange(1, nodes.shape[0] + 1, dtype=np.int32)
+    loc[nodes] = ids
+    if repeats and not np.array_equal(loc[nodes], ids):  # numpy keeps one write of a repeated index
+        uniq, first = np.unique(nodes, return_index=True)
+        loc[uniq] = first.astype(np.int32) + 1
     try:
         yield loc
     finally:

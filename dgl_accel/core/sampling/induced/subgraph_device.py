@@ -7,8 +7,9 @@ looked up among the chosen nodes by a sort and a binary search (work O(gathered 
 node-sized array), and the members are kept in CSR order.  Two host reads: the gathered size and
 the kept one.  The node list may be in any order (shaDow-GNN's merged k-hop list: the seeds first);
 node ``i`` of the subgraph is ``nodes[i]``.  :func:`induced_sets_device` does the same for a batch
-of node sets at once (the one implementation; a single list is one set).  This module imports no
-numpy (an import-linter contract).
+of node sets at once (the one implementation; a single list is one set), and
+:func:`induced_between_device` the edges from one node list into another (:func:`.subgraph.induced_between`'s
+arrays: two node types, or a list that repeats ids).  This module imports no numpy (an import-linter contract).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 
 from ...csr import Structure, row_positions
 
-__all__ = ["induced_device", "induced_sets_device", "HOST_READS"]
+__all__ = ["induced_device", "induced_sets_device", "induced_between_device", "HOST_READS"]
 
 HOST_READS = 2  # the gathered in-edges, the kept ones
 
@@ -60,3 +61,26 @@ def induced_sets_device(csr: Structure, offsets: torch.Tensor, nodes: torch.Tens
     kept = member.nonzero().squeeze(1)  # read 2
     sub_indptr = torch.cat([kept_per_row.new_zeros(1), torch.cumsum(kept_per_row, 0)])
     return sub_indptr, order[at[kept]], csr.eids[flat[kept]].to(torch.int64)
+
+
+def induced_between_device(csr: Structure, rows: torch.Tensor, sources: torch.Tensor):
+    """:func:`.subgraph.induced_between` on the CSR's device: the int64 COO ``(position of the source
+    in sources, position of the row in rows, parent edge id)`` of the entries of the rows ``rows``
+    whose source is in ``sources`` (both in any order, repeats allowed: a repeated row gathers its
+    entries again, a repeated source is found at its first position), row after row, each in CSR
+    order.  Sources are looked up by a binary search among the sorted ``sources`` (a stable sort:
+    the first of equal keys is the first position); two host reads."""
+    dev = csr.device
+    rows = rows.to(device=dev, dtype=torch.int64)
+    sources = sources.to(device=dev, dtype=torch.int64)
+    R, S = rows.shape[0], sources.shape[0]
+    if R == 0 or S == 0:
+        empty = torch.zeros(0, dtype=torch.int64, device=dev)
+        return empty, empty, empty
+    keys, order = torch.sort(sources, stable=True)
+    flat, counts = row_positions(csr.indptr, rows)  # read 1
+    row = torch.repeat_interleave(torch.arange(R, device=dev), counts, output_size=flat.shape[0])
+    src = csr.indices[flat].to(torch.int64)
+    at = torch.searchsorted(keys, src).clamp_max(S - 1)
+    kept = (keys[at] == src).nonzero().squeeze(1)  # read 2
+    return order[at[kept]], row[kept], csr.eids[flat[kept]].to(torch.int64)

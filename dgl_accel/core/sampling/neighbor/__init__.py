@@ -13,7 +13,8 @@ bench ``bench/sampling_neighbor.py``.
 * ``sample_device.py``    ``sample.py``'s layers on the CSR's device (the Triton path).
 * ``relations.py``        a heterograph's relations as one stacked CSR: one choice for all of them.
 * ``relations_device.py`` ``relations.py``'s typed layers on the device.
-* ``hops.py``             hop-by-hop sampling in PyG's layout (``dgl_accel.pyg.NeighborSampler``).
+* ``hops.py``             hop-by-hop sampling in PyG's layout (``dgl_accel.pyg.NeighborSampler``), and
+                          the induced subgraph of the sampled nodes (PyG's ``subgraph_type="induced"``).
 * ``khop.py``             k-hop samples per seed (NextDoor's k-hop application).
 
 The entry points load on first use (PEP 562), from here as from ``sample.py``

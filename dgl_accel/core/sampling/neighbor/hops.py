@@ -37,6 +37,15 @@ gather and relabelling the compiled loops of the DGL adapter's blocks
 ([0, 1, 2], [1, 2, 0], [0, 0, 1], [0, 1, 2])
 >>> out.num_sampled_nodes, out.num_sampled_edges     # node 1's in-neighbour 0 is no new node
 ([[1, 2, 0]], [[2, 1]])
+>>> [t[0].tolist() for t in induced_hops([Relation(csr, 0, 0)], [torch.tensor([0, 1])])]   # rows, cols, edges
+[[1, 0], [0, 1], [0, 2]]
+
+PyG's ``subgraph_type="induced"`` (:func:`induced_hops`) keeps the sampled nodes and replaces the
+sampled edges by every edge among them: per relation, the in-edges of each node of its destination
+type whose source is a node of its source type (torch-sparse's ``directed=False``), the core's
+node-induced subgraph between two node lists (:func:`~dgl_accel.core.sampling.induced.subgraph.induced_between`,
+compiled; :func:`~dgl_accel.core.sampling.induced.subgraph_device.induced_between_device` on the Triton path,
+two host reads per relation).
 """
 from __future__ import annotations
 
@@ -48,11 +57,14 @@ import torch
 from ...backend import choose_path, record
 from ...csr import Structure
 from ..arrays import np64
+from ..induced.subgraph import InCSR, induced_between
+from ..induced.subgraph_device import induced_between_device
 from .sample import choose_positions, gather_pairs, pack_pairs, relabel_sources
 from .sample_device import WEIGHTED_EXTRA_READS, choose_device, relabel_device
 from .temporal import temporal_positions
 
-__all__ = ["Relation", "Hops", "sample_hops", "HOST_READS_PER_CHOICE", "HOST_READS_PER_RELABEL", "host_read_bound"]
+__all__ = ["Relation", "Hops", "sample_hops", "induced_hops", "HOST_READS_PER_CHOICE", "HOST_READS_PER_RELABEL",
+           "host_read_bound"]
 
 HOST_READS_PER_CHOICE = 1   # choose_device, uniform: the number of chosen edges
 HOST_READS_PER_RELABEL = 2  # relabel_device: the distinct sources, the new ones
@@ -82,6 +94,12 @@ class Relation:
         if "host" not in self.cache:
             self.cache["host"] = (np64(self.csr.indptr), pack_pairs(np64(self.csr.indices), np64(self.csr.eids)))
         return self.cache["host"]
+
+    def host_induced(self) -> InCSR:
+        """The CSR as :func:`induced_hops` reads it on the CPU path (one index dtype, int32 where it fits)."""
+        if "induced" not in self.cache:
+            self.cache["induced"] = InCSR.from_structure(self.csr)
+        return self.cache["induced"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,6 +218,30 @@ def sample_hops(rels: Sequence[Relation], seeds: Sequence[torch.Tensor], fanouts
     num_edges = [[int(c.numel()) for c in col[r]] for r in range(len(rels))]
     return Hops(nodes, [_joined(p, device) for p in row], [_joined(p, device) for p in col],
                 [_joined(p, device) for p in edge], counts, num_edges, batch)
+
+
+def induced_hops(rels: Sequence[Relation], nodes: Sequence[torch.Tensor]):
+    """(row, col, edge), one int64 tensor per relation on the graph's device: every edge of relation
+    ``r`` from a node of ``nodes[rel.src]`` into a node of ``nodes[rel.dst]`` (the node lists of
+    :func:`sample_hops`, not disjoint; the seeds may repeat), ``col`` the destination's position,
+    ``row`` the source's first position, ``edge`` the edge id; grouped by destination in list order,
+    each destination's in-edges in CSR order (a repeated seed gets its in-edges at each position)."""
+    device = rels[0].csr.device if rels else nodes[0].device
+    on_device = bool(rels) and choose_path(rels[0].csr.indptr) == "triton"
+    row, col, edge = [], [], []
+    for rel in rels:
+        dst, src = nodes[rel.dst].to(device), nodes[rel.src].to(device)
+        record("induced_hops", "triton" if on_device else "native", device)
+        if on_device:
+            r, c, e = induced_between_device(rel.csr, dst, src)
+        else:
+            h = rel.host_induced()
+            arrays = induced_between(h.indptr, h.indices, h.eids, np64(dst), np64(src), int(rel.csr.num_cols))
+            r, c, e = (torch.from_numpy(a).to(device) for a in arrays)
+        row.append(r)
+        col.append(c)
+        edge.append(e)
+    return row, col, edge
 
 
 def _joined(parts: list, device) -> torch.Tensor:
