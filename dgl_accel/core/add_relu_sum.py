@@ -22,6 +22,12 @@ loops run and the product is fp32/fp64 (not autocast's bf16), it is formed per e
 (:func:`~.jit.add_relu_sum.add_relu_sum_projected_rows`, in fp32 or fp64) and never stored: on a
 20k-node, 200k-edge graph with 16 edge features and F = 128, the [E, F] product alone took 204 ms of
 the layer's 375; otherwise ``F.linear`` runs first (autocast's product) and then the op above.
+
+On a :class:`~.library.TracedGraph` (under ``torch.compile``) the call goes to the custom op
+``torch.ops.dgl_accel.add_relu_sum`` (:mod:`.library.edges`; ``F.linear`` traced before it), whose
+backward is :func:`add_relu_sum_grads`; in inference with a product in fp32/fp64 the op
+``add_relu_sum_projected`` takes ``weight`` and ``bias`` and runs this function (the projected
+pass where it runs eagerly).
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ from .aggregation.views import GraphViews
 from .jit import add_relu_sum as loops
 from .jit import runtime as jit_runtime
 
-__all__ = ["add_relu_sum", "add_relu_sum_reference", "check_add_relu_sum", "AddReluSum"]
+__all__ = ["add_relu_sum", "add_relu_sum_grads", "add_relu_sum_reference", "check_add_relu_sum", "AddReluSum"]
 
 LOOP_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
 
@@ -93,24 +99,45 @@ class AddReluSum(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        views = ctx.views
         need_x, need_w = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         backend.record("add_relu_sum_backward", "native", grad.device)
         if torch.is_grad_enabled():  # create_graph=True: the composed ops' gradient, which autograd records
-            return (None,) + _recorded_grads(views, x, w, grad, need_x, need_w)
-        grad_w = torch.empty(w.shape if need_w else (0, w.shape[1]), dtype=w.dtype)
-        if _one_thread():
-            src, dst = views.edges_by_id()
-            acc_x = torch.zeros(x.shape if need_x else (0, x.shape[1]), dtype=_acc_dtype(x.dtype, w.dtype, grad.dtype))
-            loops.add_relu_sum_grad_edges(_np(src), _np(dst), _array(x), _array(w), _array(grad), acc_x.numpy(),
-                                    _array(grad_w))
-            grad_x = acc_x.to(x.dtype)
-        else:
-            cols = views.csr("out")
-            grad_x = torch.empty(x.shape if need_x else (0, x.shape[1]), dtype=x.dtype)
-            loops.add_relu_sum_grad_rows(_np(cols.indptr), _np(cols.indices), _np(cols.eids), _array(x), _array(w),
-                                   _array(grad), _array(grad_x), _array(grad_w))
-        return None, (grad_x if need_x else None), (grad_w if need_w else None)
+            return (None,) + _recorded_grads(ctx.views, x, w, grad, need_x, need_w)
+        return (None,) + _loop_grads(ctx.views, x, w, grad, need_x, need_w)
+
+
+def add_relu_sum_grads(views: GraphViews, x: torch.Tensor, w: torch.Tensor, grad: torch.Tensor, need_x: bool,
+                       need_w: bool):
+    """(grad_x, grad_w) of :func:`add_relu_sum` given the output's gradient (None where not needed,
+    as the custom op's backward asks): the compiled loops' one pass where the forward runs them,
+    else (and where the backward is itself recorded, ``create_graph=True``) the composed ops'."""
+    if torch.is_grad_enabled() or not _runs_loops(views, x, w):
+        return _recorded_grads(views, x, w, grad, need_x, need_w)
+    backend.record("add_relu_sum_backward", "native", grad.device)
+    return _loop_grads(views, x, w, grad, need_x, need_w)
+
+
+def _runs_loops(views, x, w) -> bool:
+    """Whether :func:`add_relu_sum` runs the compiled loops (:class:`AddReluSum`) on these operands."""
+    return (x.device.type == "cpu" and x.dtype in LOOP_DTYPES and w.dtype in LOOP_DTYPES
+            and jit_runtime.worth(views.num_edges))
+
+
+def _loop_grads(views, x, w, grad, need_x: bool, need_w: bool):
+    """(grad_x, grad_w) in one compiled pass: in edge order on one thread, else per out-CSR row."""
+    grad_w = torch.empty(w.shape if need_w else (0, w.shape[1]), dtype=w.dtype)
+    if _one_thread():
+        src, dst = views.edges_by_id()
+        acc_x = torch.zeros(x.shape if need_x else (0, x.shape[1]), dtype=_acc_dtype(x.dtype, w.dtype, grad.dtype))
+        loops.add_relu_sum_grad_edges(_np(src), _np(dst), _array(x), _array(w), _array(grad), acc_x.numpy(),
+                                      _array(grad_w))
+        grad_x = acc_x.to(x.dtype)
+    else:
+        cols = views.csr("out")
+        grad_x = torch.empty(x.shape if need_x else (0, x.shape[1]), dtype=x.dtype)
+        loops.add_relu_sum_grad_rows(_np(cols.indptr), _np(cols.indices), _np(cols.eids), _array(x), _array(w),
+                                     _array(grad), _array(grad_x), _array(grad_w))
+    return (grad_x if need_x else None), (grad_w if need_w else None)
 
 
 def _recorded_grads(views, x, w, grad, need_x: bool, need_w: bool):
@@ -161,16 +188,19 @@ def add_relu_sum(views: GraphViews, x: torch.Tensor, w: torch.Tensor, weight: to
     >>> add_relu_sum(g, x, w).flatten().tolist()  # node 1: relu(1 + 1) + relu(2 - 5)
     [0.0, 2.0, 3.5]
     """
+    traced = getattr(views, "traced", False)  # a graph as tensors (core.library): the custom op, for torch.compile
     if weight is not None:
         check_projection(w, weight, bias)
-        if _fuses_projection(views, x, w, weight, bias):
+        if traced and not _needs_grad(x, w, weight, bias) and _product_dtype(w, weight, bias) in FULL:
+            return views.add_relu_sum(x, w, weight, bias)  # its real op decides as here, below
+        if not traced and _fuses_projection(views, x, w, weight, bias):
             return _projected(views, x, w, weight, bias)
         w = F.linear(w, weight, bias)
+    if traced:
+        return views.add_relu_sum(x, w)
     check_add_relu_sum(views, x, w)
-    compiled = (x.device.type == "cpu" and x.dtype in LOOP_DTYPES and w.dtype in LOOP_DTYPES
-                and jit_runtime.worth(views.num_edges))
     backend.record("add_relu_sum", "native", x.device)
-    if not compiled:
+    if not _runs_loops(views, x, w):
         return add_relu_sum_reference(views, x, w)
     return AddReluSum.apply(views, x, w)
 
@@ -191,11 +221,22 @@ def _fuses_projection(views, x, w, weight, bias) -> bool:
     autocast the product runs in bf16 as autocast's, then the op: 170 ms against the pass's 255 at
     200k edges, 16 -> 128 features, one thread), no gradient asked for."""
     tensors = [t for t in (x, w, weight, bias) if t is not None]
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+    if _needs_grad(*tensors):
         return False
     return (x.device.type == "cpu" and all(t.device == x.device and t.dtype in LOOP_DTYPES for t in tensors)
-            and F.linear(w[:0], weight, bias).dtype in (torch.float32, torch.float64)  # autocast's product dtype
-            and jit_runtime.worth(views.num_edges))
+            and _product_dtype(w, weight, bias) in FULL and jit_runtime.worth(views.num_edges))
+
+
+FULL = (torch.float32, torch.float64)
+
+
+def _needs_grad(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _product_dtype(w, weight, bias) -> torch.dtype:
+    """``F.linear(w, weight, bias)``'s dtype (autocast's where it is on), without computing it."""
+    return F.linear(w[:0], weight, bias).dtype
 
 
 def _projected(views, x, w, weight, bias) -> torch.Tensor:

@@ -23,11 +23,27 @@ import torch_geometric.nn as pyg_nn
 from torch_geometric.nn.conv import MessagePassing
 
 from ..swap_report import SwapReport, qualname
-from .nn import APPNP, EdgeConv, GATConv, GATv2Conv, GCNConv, GINConv, GINEConv, GraphConv, LGConv, SAGEConv, SGConv
+from .nn import (
+    APPNP,
+    EdgeConv,
+    FastRGCNConv,
+    GATConv,
+    GATv2Conv,
+    GCNConv,
+    GINConv,
+    GINEConv,
+    GraphConv,
+    LGConv,
+    RGCNConv,
+    SAGEConv,
+    SGConv,
+    TransformerConv,
+)
 
 SWAPS = {pyg_nn.GCNConv: GCNConv, pyg_nn.SAGEConv: SAGEConv, pyg_nn.GINConv: GINConv, pyg_nn.GATConv: GATConv,
          pyg_nn.GATv2Conv: GATv2Conv, pyg_nn.GraphConv: GraphConv, pyg_nn.SGConv: SGConv, pyg_nn.APPNP: APPNP,
-         pyg_nn.LGConv: LGConv, pyg_nn.GINEConv: GINEConv, pyg_nn.EdgeConv: EdgeConv}
+         pyg_nn.LGConv: LGConv, pyg_nn.GINEConv: GINEConv, pyg_nn.EdgeConv: EdgeConv,
+         pyg_nn.TransformerConv: TransformerConv, pyg_nn.RGCNConv: RGCNConv, pyg_nn.FastRGCNConv: FastRGCNConv}
 
 
 def _checked(model) -> torch.nn.Module:
@@ -69,9 +85,10 @@ def _reclass(model: torch.nn.Module, mapping: dict, explain: bool) -> SwapReport
 
 def swap(model: torch.nn.Module) -> SwapReport:
     """Swap every module whose exact type is ``GCNConv``, ``SAGEConv``, ``GINConv``, ``GATConv``,
-    ``GATv2Conv``, ``GraphConv``, ``SGConv``, ``APPNP``, ``LGConv``, ``GINEConv`` or ``EdgeConv`` of
-    ``torch_geometric.nn`` for dgl-accel's, in place; returns what changed and every other message
-    passing layer it left alone, with the reason.
+    ``GATv2Conv``, ``GraphConv``, ``SGConv``, ``APPNP``, ``LGConv``, ``GINEConv``, ``EdgeConv``,
+    ``TransformerConv``, ``RGCNConv`` or ``FastRGCNConv`` of ``torch_geometric.nn`` for dgl-accel's,
+    in place; returns what changed and every other message passing layer it left alone, with the
+    reason.
 
     >>> import torch, torch_geometric.nn as pyg_nn
     >>> model = torch.nn.Sequential(pyg_nn.GCNConv(4, 4), torch.nn.ReLU())

@@ -2,7 +2,8 @@
 parameter's) on hypothesis graphs, homogeneous and bipartite: ``nn`` a linear layer (the nodes'
 products and a copy_u aggregation, no per-edge tensor) or a ``Sequential`` starting with one (the
 first layer as an SDDMM, the rest on the edges, the extrema op over them), every core aggregation;
-bf16 (PyG-in-fp64 rule and CPU autocast); ``torch.compile``; what falls back (counted)."""
+bf16 (PyG-in-fp64 rule and CPU autocast); ``torch.compile`` (no graph break, fullgraph=True equals
+eager); what falls back (counted).  The custom ops it traces: tests/core/library/test_edges.py."""
 import copy
 
 import pytest
@@ -18,11 +19,14 @@ from torch_geometric.nn.dense.linear import Linear as PygLinear  # noqa: E402
 import dgl_accel  # noqa: E402
 import dgl_accel.pyg  # noqa: E402
 from dgl_accel.core.jit import runtime  # noqa: E402
+from dgl_accel.core.library import AVAILABLE as TRACED  # noqa: E402
 from dgl_accel.testing import tensors as tst  # noqa: E402
 from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
+from tests.pyg.test_compile import _assert_same as assert_same  # noqa: E402
+from tests.pyg.test_compile import _graph as compile_graph  # noqa: E402
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 NETS = {
@@ -87,34 +91,56 @@ def test_edge_conv_under_autocast(net, aggr, warm, jit):
 
 
 # ---------------------------------------------------------------------------------------------- compile
+MLP32 = lambda: torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16))  # noqa: E731
+KINDS = {  # the call kinds the layer traces: nn linear (add: the in-degrees; mean; max: copy_u), nn a Sequential
+    **{f"linear-{aggr}": (lambda aggr=aggr: pyg_nn.EdgeConv(torch.nn.Linear(32, 16), aggr=aggr))
+       for aggr in ("add", "mean", "max")},
+    **{f"mlp-{aggr}": (lambda aggr=aggr: pyg_nn.EdgeConv(MLP32(), aggr=aggr)) for aggr in ("max", "min")},
+}
+
+
 class Net(torch.nn.Module):
-    def __init__(self, inner):
+    """test_compile's model shape, ``(x, edge_index)`` in, with an EdgeConv per call kind in
+    ``kinds`` (an ``nn`` Sequential: the SDDMM, the rest of ``nn`` on the edges, copy_e's extrema)."""
+
+    def __init__(self, kinds):
         super().__init__()
-        self.pre, self.conv, self.post = torch.nn.Linear(8, 16), pyg_nn.EdgeConv(inner), torch.nn.Linear(12, 3)
+        self.pre, self.post = torch.nn.Linear(8, 16), torch.nn.Linear(16, 3)
+        self.convs = torch.nn.ModuleList([KINDS[kind]() for kind in kinds])
 
     def forward(self, x, edge_index):
-        return self.post(self.conv(self.pre(x).relu(), edge_index).relu())
+        h = self.pre(x).relu()
+        for conv in self.convs:
+            h = conv(h, edge_index).relu()
+        return self.post(h)
 
 
-@pytest.mark.parametrize("backend", quick_first(["aot_eager", "inductor"]))
-@pytest.mark.parametrize("net", ["linear", "mlp"])
-def test_compiled_model_with_swapped_edge_conv_equals_eager(net, backend):
+def _models(kinds):
     torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(1)
-    x, ei = torch.randn(200, 8, generator=gen), torch.randint(0, 200, (2, 2500), generator=gen)
-    inner = torch.nn.Linear(32, 12) if net == "linear" else torch.nn.Sequential(
-        torch.nn.Linear(32, 16), torch.nn.ReLU(), torch.nn.Linear(16, 12))
-    eager = Net(inner)
+    eager = Net(kinds)
     assert dgl_accel.pyg.swap(eager).swapped
+    return eager, copy.deepcopy(eager)
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op, the layer is a boundary")
+def test_swapped_edge_conv_traces_without_graph_breaks():
+    """Every call kind in one model: no graph break."""
+    eager, _ = _models(list(KINDS))
     torch._dynamo.reset()
-    compiled = torch.compile(copy.deepcopy(eager), backend=backend)
-    got, want = [], []
-    for model, into in ((eager, want), (compiled, got)):
-        out = model(x, ei)
-        out.square().sum().backward()
-        into += [out.detach()] + [p.grad.clone() for p in model.parameters()]
-    for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    found = torch._dynamo.explain(eager)(*compile_graph(50, 300, 1))
+    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+
+
+@pytest.mark.parametrize("backend,kinds", quick_first([("aot_eager", ["mlp-max"]), ("aot_eager", list(KINDS)),
+                                                       ("inductor", list(KINDS))]))
+def test_compiled_model_with_swapped_edge_conv_equals_eager(backend, kinds):
+    """fullgraph=True where the ops trace; outputs and gradients (input, every parameter) of the
+    eager model, on two graphs of different node and edge counts (the second one dynamic)."""
+    eager, twin = _models(kinds)
+    torch._dynamo.reset()
+    compiled = torch.compile(twin, backend=backend, fullgraph=TRACED)
+    for n, e, seed in ((200, 2500, 1), (150, 1700, 2)):
+        assert_same(compiled, eager, *compile_graph(n, e, seed))
 
 
 # ---------------------------------------------------------------------------------------------- fallbacks

@@ -1,11 +1,10 @@
 """The ``GINEConv`` drop-in against PyG's with the same weights (outputs and gradients: node and edge
 features, eps, ``nn``'s and ``lin``'s parameters) on hypothesis graphs, homogeneous and bipartite,
 every core aggregation, with and without ``edge_dim``; bf16 (PyG-in-fp64 rule and CPU autocast);
-``torch.compile``; what falls back (counted) and the errors; and its core op,
-:func:`dgl_accel.core.add_relu_sum.add_relu_sum`, on the compiled loops against the composed torch
-ops (float32/64, bf16, mixed dtypes, ``create_graph``)."""
+inference with ``lin``'s product inside the core's pass; ``torch.compile`` (no graph break,
+fullgraph=True equals eager); what falls back (counted) and the errors.  Its core op:
+tests/core/test_add_relu_sum.py, the op's custom op: tests/core/library/test_edges.py."""
 import copy
-from unittest import mock
 
 import pytest
 
@@ -18,15 +17,15 @@ from hypothesis import strategies as st  # noqa: E402
 
 import dgl_accel  # noqa: E402
 import dgl_accel.pyg  # noqa: E402
-from dgl_accel.core import add_relu_sum as add_relu_sum_module  # noqa: E402
-from dgl_accel.core.add_relu_sum import add_relu_sum, add_relu_sum_reference  # noqa: E402
-from dgl_accel.core.aggregation.views import TensorGraph  # noqa: E402
 from dgl_accel.core.jit import runtime  # noqa: E402
+from dgl_accel.core.library import AVAILABLE as TRACED  # noqa: E402
 from dgl_accel.testing import tensors as tst  # noqa: E402
 from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
+from tests.pyg.test_compile import _assert_same as assert_same  # noqa: E402
+from tests.pyg.test_compile import _graph as compile_graph  # noqa: E402
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 MLP = lambda: torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))  # noqa: E731
@@ -89,34 +88,64 @@ def test_gine_under_autocast(edge_dim, warm, jit):
 
 
 # ---------------------------------------------------------------------------------------------- compile
+MLP16 = lambda: torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())  # noqa: E731
+KINDS = {  # the call kinds the layer traces: lin's product then the fused sum, the mean without lin, max, min
+    "add-lin": lambda: pyg_nn.GINEConv(MLP16(), edge_dim=16, train_eps=True),
+    "mean": lambda: pyg_nn.GINEConv(MLP16(), aggr="mean", train_eps=True),
+    "max-lin": lambda: pyg_nn.GINEConv(MLP16(), edge_dim=16, aggr="max"),
+    "min": lambda: pyg_nn.GINEConv(MLP16(), aggr="min"),
+}
+
+
 class Net(torch.nn.Module):
-    def __init__(self):
+    """test_compile's model shape, ``(x, edge_index)`` in, with a GINEConv per call kind in
+    ``kinds``: the edge features come from x per edge through a linear layer, so that their
+    gradient reaches x and that layer's parameters."""
+
+    def __init__(self, kinds):
         super().__init__()
-        self.pre = torch.nn.Linear(8, 16)
-        self.conv = pyg_nn.GINEConv(torch.nn.Sequential(torch.nn.Linear(16, 12), torch.nn.ReLU()), edge_dim=4)
-        self.post = torch.nn.Linear(12, 3)
+        self.pre, self.edge, self.post = torch.nn.Linear(8, 16), torch.nn.Linear(8, 16), torch.nn.Linear(16, 3)
+        self.convs = torch.nn.ModuleList([KINDS[kind]() for kind in kinds])
 
-    def forward(self, x, edge_index, edge_attr):
-        return self.post(self.conv(self.pre(x).relu(), edge_index, edge_attr).relu())
+    def forward(self, x, edge_index):
+        h, edge_attr = self.pre(x).relu(), self.edge(x[edge_index[0]] * x[edge_index[1]])
+        for conv in self.convs:
+            h = conv(h, edge_index, edge_attr).relu()
+        return self.post(h)
 
 
-@pytest.mark.parametrize("backend", quick_first(["aot_eager", "inductor"]))
-def test_compiled_model_with_swapped_gine_equals_eager(backend):
+def _models(kinds):
     torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(1)
-    x, ei = torch.randn(200, 8, generator=gen), torch.randint(0, 200, (2, 2500), generator=gen)
-    ea = torch.randn(2500, 4, generator=gen)
-    eager = Net()
+    eager = Net(kinds)
     assert dgl_accel.pyg.swap(eager).swapped
+    return eager, copy.deepcopy(eager)
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op, the layer is a boundary")
+def test_swapped_gine_traces_without_graph_breaks():
+    """Every call kind in one model: no graph break."""
+    eager, _ = _models(list(KINDS))
     torch._dynamo.reset()
-    compiled = torch.compile(copy.deepcopy(eager), backend=backend)
-    got, want = [], []
-    for model, into in ((eager, want), (compiled, got)):
-        out = model(x, ei, ea)
-        out.square().sum().backward()
-        into += [out.detach()] + [p.grad.clone() for p in model.parameters()]
-    for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    found = torch._dynamo.explain(eager)(*compile_graph(50, 300, 1))
+    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+    with torch.no_grad():  # inference: lin's product goes into the op (add_relu_sum_projected)
+        found = torch._dynamo.explain(eager)(*compile_graph(50, 300, 1))
+    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+
+
+@pytest.mark.parametrize("backend,kinds", quick_first([("aot_eager", ["add-lin"]), ("aot_eager", list(KINDS)),
+                                                       ("inductor", list(KINDS))]))
+def test_compiled_model_with_swapped_gine_equals_eager(backend, kinds):
+    """fullgraph=True where the ops trace; outputs and gradients (input, every parameter: eps,
+    nn's, lin's, the edge features' layer) of the eager model, on two graphs of different node and
+    edge counts (the second one dynamic)."""
+    eager, twin = _models(kinds)
+    torch._dynamo.reset()
+    compiled = torch.compile(twin, backend=backend, fullgraph=TRACED)
+    for n, e, seed in ((200, 2500, 1), (150, 1700, 2)):
+        assert_same(compiled, eager, *compile_graph(n, e, seed))
+    with torch.no_grad(), forced_jit(True):  # inference: the projected op, its pass at every size
+        torch.testing.assert_close(compiled(*compile_graph(150, 1700, 2)), eager(*compile_graph(150, 1700, 2)))
 
 
 # ---------------------------------------------------------------------------------------------- fallbacks, errors
@@ -159,57 +188,7 @@ def test_gine_errors_are_pygs_types():
     assert _counted(ours, "no edge_attr (PyG's message needs one)") == 1
 
 
-# ---------------------------------------------------------------------------------------------- the core op
-@settings(max_examples=EXAMPLES)
-@given(graphs(), st.sampled_from([(torch.float32,) * 2, (torch.float64,) * 2, (torch.bfloat16,) * 2,
-                                  (torch.float32, torch.bfloat16), (torch.bfloat16, torch.float32)]),
-       st.booleans(), st.integers(1, 9), st.booleans())
-def test_add_relu_sum_loops_equal_composed_ops(graph, dtypes, need_w, width, edge_order):
-    """The compiled loops (in edge order, one thread's; or per CSR row, several threads') against the
-    composed ops in fp64, at the tolerance table's row of each result's dtype (fp32 sums in another
-    order; bf16 results rounded once); gradients in their inputs' dtypes."""
-    if not runtime.enabled():
-        pytest.skip("numba absent: add_relu_sum runs the composed ops")
-    ei, ns, nd, _, seed = graph
-    g = TensorGraph(ei[0], ei[1], num_src=ns, num_dst=nd)
-    x = tst.randn((ns, width), torch.float32, seed).to(dtypes[0]).requires_grad_()
-    w = tst.randn((ei.shape[1], width), torch.float32, seed + 1).to(dtypes[1]).requires_grad_(need_w)
-    with forced_jit(True), mock.patch.object(add_relu_sum_module, "_one_thread", lambda: edge_order):
-        out = add_relu_sum(g, x, w)
-        assert out.dtype == torch.promote_types(*dtypes)
-        cot = tst.randn(tuple(out.shape), torch.float32, seed + 2).to(out.dtype)
-        wrt = [x, w] if need_w else [x]
-        got = torch.autograd.grad((out * cot).sum(), wrt)
-    ref = add_relu_sum_reference(g, x.double(), w.double())
-    want = torch.autograd.grad((ref * cot.double()).sum(), wrt)
-    assert_close(out, ref, msg="out")  # at the table's row for out's dtype: bf16 results rounded once
-    for k, (a, b) in enumerate(zip(got, want, strict=True)):
-        assert a.dtype == wrt[k].dtype
-        assert_close(a, b, msg=f"grad {k}")
-
-
-def test_add_relu_sum_backward_under_create_graph_is_recorded():
-    g = TensorGraph(torch.tensor([0, 1, 2, 2]), torch.tensor([1, 1, 2, 0]), num_nodes=3)
-    x = torch.tensor([[1.0, -2.0], [2.0, 0.5], [-1.0, 3.0]], requires_grad=True)
-    w = torch.tensor([[1.0, 1.0], [-5.0, 0.0], [0.5, -4.0], [2.0, 2.0]], requires_grad=True)
-    with forced_jit(True):
-        out = add_relu_sum(g, x, w)
-    cot = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
-    gx, = torch.autograd.grad((out * cot).sum(), x, create_graph=True)
-    ref = add_relu_sum_reference(g, x, w)
-    rx, = torch.autograd.grad((ref * cot).sum(), x, create_graph=True)
-    assert torch.equal(gx, rx)
-    assert torch.equal(torch.autograd.grad(gx.sum(), cot)[0], torch.autograd.grad(rx.sum(), cot)[0])
-
-
-def test_add_relu_sum_rejects_bad_arguments():
-    g = TensorGraph(torch.tensor([0, 1]), torch.tensor([1, 0]), num_nodes=2)
-    with pytest.raises(ValueError, match=r"expected w with one row per edge \(2; got 3\)"):
-        add_relu_sum(g, torch.zeros(2, 4), torch.zeros(3, 4))
-    with pytest.raises(ValueError, match="expected w with x's 4 features"):
-        add_relu_sum(g, torch.zeros(2, 4), torch.zeros(2, 3))
-
-
+# ---------------------------------------------------------------------------------------------- inference
 @pytest.mark.parametrize("autocast", [False, True])
 @pytest.mark.parametrize("jit", AUTOCAST_JIT)
 def test_gine_inference_forms_lins_product_per_edge(jit, autocast):
@@ -231,27 +210,3 @@ def test_gine_inference_forms_lins_product_per_edge(jit, autocast):
         assert (got.double() - want64).abs().max() <= 2 * (want.double() - want64).abs().max() + 1e-2
     else:
         assert_close(got, want)
-
-
-@settings(max_examples=EXAMPLES)
-@given(graphs(), st.sampled_from([torch.float32, torch.float64, torch.bfloat16]), st.booleans(), st.integers(1, 6))
-def test_add_relu_sum_projected_pass_equals_composed_ops(graph, dtype, with_bias, depth):
-    """Inference with a linear layer on the edge features: the per-edge product inside the pass against
-    ``F.linear`` then the composed ops in fp64, at the table's row of the output's dtype."""
-    if not runtime.enabled():
-        pytest.skip("numba absent: add_relu_sum runs the composed ops")
-    ei, ns, nd, _, seed = graph
-    g = TensorGraph(ei[0], ei[1], num_src=ns, num_dst=nd)
-    wide = torch.float64 if dtype == torch.float64 else torch.float32  # the layer's dtype (F.linear's rule)
-    x = tst.randn((ns, 3), torch.float32, seed).to(dtype)
-    a = tst.randn((ei.shape[1], depth), wide, seed + 1)
-    weight = tst.randn((3, depth), wide, seed + 2)
-    bias = tst.randn((3,), wide, seed + 3) if with_bias else None
-    dgl_accel.reset_stats()
-    with torch.no_grad(), forced_jit(True):
-        out = add_relu_sum(g, x, a, weight, bias)
-    assert dgl_accel.stats()["add_relu_sum_projected"]
-    assert out.dtype == torch.promote_types(dtype, wide)
-    ref = add_relu_sum_reference(g, x.double(), torch.nn.functional.linear(
-        a.double(), weight.double(), None if bias is None else bias.double()))
-    assert_close(out, ref)

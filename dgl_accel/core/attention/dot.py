@@ -81,4 +81,6 @@ def dot_attention(views, q: torch.Tensor, k: torch.Tensor, val: torch.Tensor, sc
     """
     check_dot(views, q, k, val, scale)
     scale = 1.0 / math.sqrt(q.shape[2]) if scale is None else float(scale)
+    if getattr(views, "traced", False) and not return_attention:  # the custom op (core.library), for torch.compile
+        return views.attention("dot_attention", scale, q, k, val)
     return variant_attention(DOT, views, scale, return_attention, q, k, val)

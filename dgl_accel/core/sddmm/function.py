@@ -122,6 +122,9 @@ def gsddmm(views, op: str, lhs, rhs, lhs_target: str = "u", rhs_target: str = "v
     torch.Size([3, 2, 1])
     """
     operands = check_gsddmm(views, op, lhs, rhs, lhs_target, rhs_target)
+    if getattr(views, "traced", False):  # a graph as tensors (core.library): the custom op, for torch.compile
+        out = views.gsddmm(op, operands.lhs, operands.rhs, lhs_target, rhs_target)
+        return out.squeeze(-1) if operands.squeeze else out
     tensors = [t for t in (operands.lhs, operands.rhs) if t is not None]
     path = backend.choose_path(*tensors)
     backend.record(f"gsddmm_{op}", path, tensors[0].device)

@@ -19,8 +19,10 @@ from .gin_conv import GINConv
 from .gine_conv import GINEConv
 from .graph_conv import GraphConv
 from .lg_conv import LGConv
+from .rgcn_conv import FastRGCNConv, RGCNConv
 from .sage_conv import SAGEConv
 from .sg_conv import SGConv
+from .transformer_conv import TransformerConv
 
 __all__ = ["GCNConv", "SAGEConv", "GINConv", "GATConv", "GATv2Conv", "GraphConv", "SGConv", "APPNP", "LGConv",
-           "GINEConv", "EdgeConv"]
+           "GINEConv", "EdgeConv", "TransformerConv", "RGCNConv", "FastRGCNConv"]

@@ -17,8 +17,9 @@ weights on one node set), and then
 
 The same sums in another order: PyG's numbers up to rounding; where two edges' messages tie
 exactly, PyG's max splits the gradient between them and the extrema op gives it to the first.
-Under ``torch.compile`` the layer is a compile boundary (run eagerly; the SDDMM and the edge
-extrema have no custom op yet), the rest of the model compiled.
+Under ``torch.compile`` (torch >= 2.4) the layer is traced into the model's graph, its core ops
+the custom ops of :mod:`dgl_accel.core.library` and :mod:`dgl_accel.core.library.edges` (the
+SDDMM, the edge extrema, the in-degrees); torch 2.2 keeps a compile boundary (run eagerly).
 
 Left to PyG's forward (``pyg.EdgeConv: fallthrough: <reason>``): an ``nn`` of another shape (not a
 materialised linear layer taking ``2 * F`` features, without hooks, first), aggr add/mean after a
@@ -40,10 +41,9 @@ from ...core.sddmm.function import gsddmm
 from .inputs import dropin, fall_back, is_lazy, prepare, reduce_of
 
 PygEdgeConv = pyg_nn.EdgeConv
-UNTRACED = "gsddmm and copy_e max have no custom op"  # under torch.compile: a boundary, run eagerly
 
 
-@dropin(PygEdgeConv, "propagate", untraced=lambda module, *args, **kwargs: UNTRACED)
+@dropin(PygEdgeConv, "propagate")
 class EdgeConv(PygEdgeConv):
     def forward(self, x, edge_index):
         found = _input_reason(x, edge_index) or prepare(self, x, edge_index, None)

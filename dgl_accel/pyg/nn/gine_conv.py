@@ -12,8 +12,10 @@ the relu, which commutes with them (rows without in-edges: 0, as PyG's).  ``lin`
 layer) goes to the core op as its weight and bias: in inference (no gradient asked for, outside
 autocast) its product is formed per edge inside the sum and never stored.  Node and edge features
 of different float dtypes (``lin``'s bf16 output under autocast beside fp32 ``x``) give PyG's
-promoted dtype.  Under ``torch.compile`` the layer is a compile boundary (run eagerly; its core
-ops have no custom op yet), the rest of the model compiled.
+promoted dtype.  Under ``torch.compile`` (torch >= 2.4) the layer is traced into the model's
+graph, its core ops the custom ops of :mod:`dgl_accel.core.library.edges` (``lin``'s product traced
+before the sum: the per-edge fused product is eager inference's only); torch 2.2 keeps a compile
+boundary (run eagerly).
 
 Left to PyG's forward (``pyg.GINEConv: fallthrough: <reason>``): a call without ``edge_attr``
 (PyG's own error), edge features other than a 2-D float tensor, ``torch.sparse`` adjacencies,
@@ -36,10 +38,9 @@ from ...core.extrema import aggregate_extrema
 from .inputs import check_device, dropin, fall_back, is_lazy, prepare, reduce_of
 
 PygGINEConv = pyg_nn.GINEConv
-UNTRACED = "the rectified edge-sum has no custom op"  # under torch.compile: a boundary, run eagerly
 
 
-@dropin(PygGINEConv, "propagate", untraced=lambda module, *args, **kwargs: UNTRACED)
+@dropin(PygGINEConv, "propagate")
 class GINEConv(PygGINEConv):
     def forward(self, x, edge_index, edge_attr=None, size=None):
         found = _edge_reason(edge_index, edge_attr) or prepare(self, x, edge_index, size)

@@ -6,7 +6,8 @@ the graph as tensors, ``edge_index`` [2, E] (row 0 the sources, row 1 the destin
 counts and a ``kind`` naming how to turn them into views.  The core entries
 (:func:`~.aggregation.function.aggregate`, :func:`~.extrema.aggregate_extrema`,
 :func:`~.aggregation.copy_u_sum_self.copy_u_sum_self`, :func:`~.attention.gat.gat_layer`,
-:func:`~.attention.gat.gat_attention`, :func:`~.attention.gatv2.gatv2_attention`) hand a call on
+:func:`~.attention.gat.gat_attention`, :func:`~.attention.gatv2.gatv2_attention`,
+:func:`~.attention.dot.dot_attention`) hand a call on
 such a graph to its method here, which calls the custom op ``torch.ops.dgl_accel.<name>``.  The
 op's real implementation is the eager core op on the views :func:`resolve` gives (where the real
 tensors are: a front door's caches keyed on the graph's storage serve it, and its id checks run
@@ -28,13 +29,18 @@ Ops (``torch.ops.dgl_accel.*``) and their gradients (``register_autograd``, buil
   ``aggregate_extrema_backward`` scatters the gradient there (the eager backward);
 * ``copy_u_sum_self`` (GIN's fused sum with a number or one-element tensor scale): the gradient
   through the transposed sum;
-* ``attention`` (``gat_layer``, ``gat_attention``, ``gatv2_attention``) returns the output and
+* ``attention`` (``gat_layer``, ``gat_attention``, ``gatv2_attention``, ``dot_attention``) returns the output and
   lse[v, h]; ``attention_backward`` runs the eager Function's backward on the saved inputs and
-  lse (:class:`_Ctx` stands in for its ctx), so nothing of size E x H x D is kept between the
-  passes, as in the eager ops.
+  lse (:class:`~.graphs.Ctx` stands in for its ctx), so nothing of size E x H x D is kept between the
+  passes, as in the eager ops;
+* ``add_relu_sum`` (and ``add_relu_sum_projected``), ``gsddmm``, ``aggregate_extrema_edges``
+  (max/min of u_add_e, u_mul_e, copy_e) and ``in_degrees``: :mod:`.edges` (GINEConv's and
+  EdgeConv's ops; the entries :func:`~.add_relu_sum.add_relu_sum` and
+  :func:`~.sddmm.function.gsddmm` hand theirs over too).
 
 Not taken here (the PyG drop-ins keep their compile boundary for them): attention dropout,
-``return_attention``, max/min with edge weights, a double backward through the attention.
+``return_attention``, max/min on a derived graph's own weights, a double backward through the
+attention and the edge ops.
 """
 from __future__ import annotations
 
@@ -43,52 +49,22 @@ from collections.abc import Callable
 
 import torch
 
-from . import backend
-from .aggregation.copy_u_sum_self import composed_dtype, copy_u_sum_self
-from .aggregation.function import make_aggregation, run_aggregation
-from .aggregation.plan import TRANSPOSED
-from .aggregation.scales import acc_dtype
-from .aggregation.views import TensorGraph
-from .attention import gat_paths
-from .attention.gat import GAT, GATLayerFunction
-from .attention.gatv2 import GATV2
-from .attention.variant import VariantAttentionFunction
-from .extrema import aggregate_extrema, extrema_backward, extrema_backward_compiled
-from .jit import runtime as jit_runtime
+from .. import backend
+from ..aggregation.copy_u_sum_self import composed_dtype, copy_u_sum_self
+from ..aggregation.function import make_aggregation, run_aggregation
+from ..aggregation.plan import TRANSPOSED
+from ..aggregation.scales import acc_dtype
+from ..attention import gat_paths
+from ..attention.dot import DOT
+from ..attention.gat import GAT, GATLayerFunction
+from ..attention.gatv2 import GATV2
+from ..attention.variant import VariantAttentionFunction
+from ..extrema import aggregate_extrema, extrema_backward, extrema_backward_compiled
+from ..jit import runtime as jit_runtime
+from . import edges
+from .graphs import AVAILABLE, GRAPH, Ctx, fresh, register_graph_kind, resolve
 
 __all__ = ["AVAILABLE", "TracedGraph", "register_graph_kind", "resolve"]
-
-AVAILABLE = hasattr(torch.library, "custom_op")  # torch >= 2.4
-GRAPH = "Tensor edge_index, SymInt num_src, SymInt num_dst, bool homogeneous, str kind"
-_KINDS: dict[str, Callable] = {}
-
-
-def register_graph_kind(name: str, build: Callable) -> None:
-    """``build(edge_index, num_src, num_dst, homogeneous, detail) -> (views, edge weights or None)``
-    serves the graphs of kind ``name`` (and ``name:detail``) inside the custom ops."""
-    _KINDS[name] = build
-
-
-def _plain(edge_index, num_src, num_dst, homogeneous, detail):
-    if detail:
-        raise ValueError(f"expected no detail for the graph kind 'edges' (got {detail!r}).")
-    src, dst = edge_index[0], edge_index[1]
-    if homogeneous:
-        return TensorGraph(src, dst, num_nodes=num_src), None
-    return TensorGraph(src, dst, num_src=num_src, num_dst=num_dst), None
-
-
-register_graph_kind("edges", _plain)
-
-
-def resolve(edge_index: torch.Tensor, num_src: int, num_dst: int, homogeneous: bool, kind: str):
-    """(the core's views, the graph's own edge weights or None) of a graph passed as tensors."""
-    name, _, detail = kind.partition(":")
-    if name not in _KINDS:
-        raise ValueError(f"expected a registered graph kind ({', '.join(sorted(_KINDS))}) (got {name!r}). "
-                         f"Fix: register_graph_kind({name!r}, build) before the op runs.")
-    return _KINDS[name](edge_index, int(num_src), int(num_dst), homogeneous, detail)
-
 
 class TracedGraph:
     """A graph as the custom ops take it, standing in for the core's views in a traced call.
@@ -120,12 +96,34 @@ class TracedGraph:
         return torch.ops.dgl_accel.aggregate(*self.args(), op, reduce, False, keep_acc, ufeat, efeat)
 
     def aggregate_extrema(self, op: str, reduce: str, ufeat, efeat=None, fill: float = 0.0, return_arg=False):
-        if op != "copy_u" or efeat is not None or self.weighted:
-            raise ValueError(f"expected op 'copy_u' for max/min under torch.compile (got {op!r}). "
-                             f"Fix: run this call eagerly (torch.compiler.disable).")
-        want_arg = return_arg or (torch.is_grad_enabled() and ufeat.requires_grad)
-        out, arg = torch.ops.dgl_accel.aggregate_extrema(*self.args(), reduce, float(fill), want_arg, ufeat)
+        if self.weighted:
+            raise ValueError("expected a graph without its own edge weights for max/min under torch.compile. "
+                             "Fix: run this call eagerly (torch.compiler.disable).")
+        want_arg = return_arg or (torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad for t in (ufeat, efeat)))
+        if op == "copy_u" and efeat is None:
+            out, arg = torch.ops.dgl_accel.aggregate_extrema(*self.args(), reduce, float(fill), want_arg, ufeat)
+        else:  # edge features (.edges)
+            out, arg = torch.ops.dgl_accel.aggregate_extrema_edges(*self.args(), op, reduce, float(fill), want_arg,
+                                                                   ufeat, efeat)
         return (out, arg) if return_arg else out
+
+    def add_relu_sum(self, x, w, weight=None, bias=None) -> torch.Tensor:
+        if weight is not None:  # inference: the op projects w (per edge inside the pass where it can)
+            return torch.ops.dgl_accel.add_relu_sum_projected(*self.args(), x, w, weight, bias)
+        return torch.ops.dgl_accel.add_relu_sum(*self.args(), x, w)
+
+    def gsddmm(self, op: str, lhs, rhs, lhs_target: str, rhs_target: str) -> torch.Tensor:
+        if self.num_edges is None:
+            raise ValueError("expected a graph whose edges are edge_index's for gsddmm under torch.compile.")
+        return torch.ops.dgl_accel.gsddmm(*self.args(), op, lhs, rhs, lhs_target, rhs_target)
+
+    def in_degrees(self) -> torch.Tensor:
+        return torch.ops.dgl_accel.in_degrees(*self.args())
+
+    def cached(self, name: str, build: Callable):
+        """``build()``: no cache while tracing (the ops' real views keep theirs)."""
+        return build()
 
     def copy_u_sum_self(self, x, self_scale=1.0, divisor=None, bias=None) -> torch.Tensor:
         if divisor is not None or bias is not None or self.weighted:
@@ -184,22 +182,6 @@ def _copy_u_sum_self(edge_index, num_src, num_dst, homogeneous, kind, x, scale, 
     return copy_u_sum_self(views, x, self_scale=scale_value if scale is None else scale).contiguous()
 
 
-class _Ctx:
-    """Stands in for an autograd ctx: the eager attention Functions' forward and backward run on
-    it, so the ops compute what the eager ops compute (nothing between the passes but the inputs
-    and lse, as there)."""
-
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-        self.saved_tensors = ()
-
-    def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
-
-    def set_materialize_grads(self, value):
-        pass
-
-
 def _attention_call(views, name: str, slope: float, inputs):
     """(the eager Function, its leading arguments, its tensor inputs) of an attention op."""
     x = inputs[0]
@@ -211,18 +193,20 @@ def _attention_call(views, name: str, slope: float, inputs):
     if name == "gatv2_attention":
         fs, fd, attn = inputs
         return VariantAttentionFunction, (GATV2, views, path, float(slope), False), [fs, fd, attn.reshape(fs.shape[1:])]
+    if name == "dot_attention":  # slope: the scale of the dot products
+        return VariantAttentionFunction, (DOT, views, path, float(slope), False), list(inputs)
     raise ValueError(f"expected an attention op {', '.join(ATTENTION)} (got {name!r}).")
 
 
-ATTENTION = ("gat_layer", "gat_attention", "gatv2_attention")
+ATTENTION = ("gat_layer", "gat_attention", "gatv2_attention", "dot_attention")
 
 
 def _attention(edge_index, num_src, num_dst, homogeneous, kind, name, slope, inputs):
     """(out, lse [num_dst, H]): the eager Function's forward."""
     views, _ = resolve(edge_index, num_src, num_dst, homogeneous, kind)
     function, lead, tensors = _attention_call(views, name, slope, inputs)
-    backend.record(GAT.name if name.startswith("gat_") else GATV2.name, lead[-3], inputs[0].device)
-    ctx = _Ctx()
+    backend.record(GAT.name if name == "gat_layer" else lead[0].name, lead[-3], inputs[0].device)
+    ctx = Ctx()
     with torch.no_grad():
         out = function.forward(ctx, *lead, *tensors)
     return out.contiguous(), ctx.saved_tensors[6 if name == "gat_layer" else 3].contiguous()
@@ -233,7 +217,7 @@ def _attention_backward(edge_index, num_src, num_dst, homogeneous, kind, name, s
     views, _ = resolve(edge_index, num_src, num_dst, homogeneous, kind)
     function, lead, tensors = _attention_call(views, name, slope, inputs)
     offset = len(lead)
-    ctx = _Ctx(views=views, path=lead[-3], param=lead[-2], needs_input_grad=(False,) * offset + tuple(needs))
+    ctx = Ctx(views=views, path=lead[-3], param=lead[-2], needs_input_grad=(False,) * offset + tuple(needs))
     if name == "gat_layer":
         x, weight, attn_l, attn_r, bias = tensors
         ctx.h = torch.mm(x, weight.t()).view(x.shape[0], *attn_l.shape[-2:])
@@ -246,18 +230,8 @@ def _attention_backward(edge_index, num_src, num_dst, homogeneous, kind, name, s
     with torch.no_grad():
         grads = function.backward(ctx, grad.contiguous())[offset:]
     taken = {t.untyped_storage().data_ptr() for t in (*inputs, grad) if t is not None}
-    return [_fresh(g.reshape(t.shape).contiguous(), taken) if g is not None else t.new_zeros(t.shape)
+    return [fresh(g.reshape(t.shape).contiguous(), taken) if g is not None else t.new_zeros(t.shape)
             for t, g, need in zip(inputs, grads, needs) if need]
-
-
-def _fresh(t: torch.Tensor, taken: set) -> torch.Tensor:
-    """``t``, or a copy where it shares memory with an input or an earlier output (a custom op's
-    outputs may not); its memory joins ``taken``."""
-    ptr = t.untyped_storage().data_ptr()
-    if ptr in taken:
-        t = t.clone()
-    taken.add(t.untyped_storage().data_ptr())
-    return t
 
 
 # ------------------------------------------------------------------------------------ registration
@@ -342,7 +316,7 @@ def _register() -> None:
 
     def attention_fake(ei, ns, nd, h, k, name, slope, inputs):
         feat = inputs[0]
-        head_dims = tuple(inputs[2].shape[-2:]) if name == "gat_layer" else tuple(feat.shape[1:])
+        head_dims = tuple(inputs[2].shape[-2:]) if name in ("gat_layer", "dot_attention") else tuple(feat.shape[1:])
         return feat.new_empty((nd,) + head_dims), feat.new_empty((nd, head_dims[0]), dtype=acc_dtype(feat.dtype))
 
     attention = define("attention", f"({GRAPH}, str name, float slope, Tensor?[] inputs) -> (Tensor, Tensor)",
@@ -370,6 +344,7 @@ def _register() -> None:
         return (None,) * 7 + ([next(grads) if need else None for need in needs],)
 
     attention.register_autograd(attention_grad, setup_context=attention_setup)
+    edges.register(define)
 
 
 if AVAILABLE:
