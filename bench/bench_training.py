@@ -186,8 +186,8 @@ def plot(doors: dict, out: Path) -> Path | None:
     fig, axes = plt.subplots(len(doors), 1, figsize=(16, 4.2 * len(doors)), squeeze=False)
     for ax, (door, rows) in zip(axes[:, 0], sorted(doors.items())):
         order = {m: i for i, m in enumerate(MODELS)}
-        rows = sorted(rows, key=lambda r: (order.get(r["model"], 99), list(NPZ).index(r["graph"]) if r["graph"] in NPZ
-                                           else 99, kinds.index((r["dtype"], r["mode"]))))
+        rows = sorted(rows, key=lambda r: (order.get(r["model"], 99), r["model"], list(NPZ).index(r["graph"])
+                                           if r["graph"] in NPZ else 99, kinds.index((r["dtype"], r["mode"]))))
         x, ticks, labels, last, seen = 0.0, [], [], None, set()
         for r in rows:
             group = (r["model"], r["graph"])

@@ -78,21 +78,30 @@ def _assert_same(compiled, eager, x, edge_index):
 @pytest.mark.parametrize("name", quick_first(list(CONVS)))
 def test_swapped_convs_trace_without_graph_breaks(name):
     eager, _ = _models(name)
+    assert_no_graph_breaks(eager, *_graph(50, 300, 1))
+
+
+def assert_no_graph_breaks(model, *inputs) -> None:
+    """``torch._dynamo.explain`` finds no graph break in ``model(*inputs)`` (each reason shown if it does)."""
     torch._dynamo.reset()
-    found = torch._dynamo.explain(eager)(*_graph(50, 300, 1))
+    found = torch._dynamo.explain(model)(*inputs)
     assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+
+
+def assert_compiled_equals_eager(eager, twin, backend: str) -> None:
+    """``twin`` (a copy of ``eager``) compiled with ``fullgraph=True`` where the ops trace gives the eager
+    model's outputs and gradients (input, every parameter) on two graphs of different node and edge
+    counts (the second one dynamic)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(twin, backend=backend, fullgraph=TRACED)
+    for n, e, seed in ((200, 2500, 1), (150, 1700, 2)):
+        _assert_same(compiled, eager, *_graph(n, e, seed))
 
 
 @pytest.mark.parametrize("backend", quick_first(["aot_eager", "inductor"]))
 @pytest.mark.parametrize("name", list(CONVS))
 def test_compiled_model_with_swapped_convs_equals_eager(name, backend):
-    """fullgraph=True where the ops trace; outputs and gradients (input, every parameter) of the
-    eager model, on two graphs of different node and edge counts (the second one dynamic)."""
-    eager, twin = _models(name)
-    torch._dynamo.reset()
-    compiled = torch.compile(twin, backend=backend, fullgraph=TRACED)
-    for n, e, seed in ((200, 2500, 1), (150, 1700, 2)):
-        _assert_same(compiled, eager, *_graph(n, e, seed))
+    assert_compiled_equals_eager(*_models(name), backend)
 
 
 @pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")

@@ -26,6 +26,7 @@ from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
 from tests.pyg.test_compile import _assert_same as assert_same  # noqa: E402
 from tests.pyg.test_compile import _graph as compile_graph  # noqa: E402
+from tests.pyg.test_compile import assert_no_graph_breaks  # noqa: E402
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 MLP = lambda: torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))  # noqa: E731
@@ -125,12 +126,9 @@ def _models(kinds):
 def test_swapped_gine_traces_without_graph_breaks():
     """Every call kind in one model: no graph break."""
     eager, _ = _models(list(KINDS))
-    torch._dynamo.reset()
-    found = torch._dynamo.explain(eager)(*compile_graph(50, 300, 1))
-    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+    assert_no_graph_breaks(eager, *compile_graph(50, 300, 1))
     with torch.no_grad():  # inference: lin's product goes into the op (add_relu_sum_projected)
-        found = torch._dynamo.explain(eager)(*compile_graph(50, 300, 1))
-    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+        assert_no_graph_breaks(eager, *compile_graph(50, 300, 1))
 
 
 @pytest.mark.parametrize("backend,kinds", quick_first([("aot_eager", ["add-lin"]), ("aot_eager", list(KINDS)),

@@ -28,7 +28,7 @@ from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
-from tests.pyg.test_compile import Net, _assert_same, _graph  # noqa: E402
+from tests.pyg.test_compile import Net, _graph, assert_compiled_equals_eager, assert_no_graph_breaks  # noqa: E402,E501
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 TRACED = library.AVAILABLE
@@ -196,20 +196,14 @@ def _models(name):
 @pytest.mark.parametrize("name", quick_first(list(COMPILED)))
 def test_traces_without_graph_breaks(name):
     eager, _ = _models(name)
-    torch._dynamo.reset()
-    found = torch._dynamo.explain(eager)(*_graph(50, 300, 1))
-    assert found.graph_break_count == 0, [str(r.reason)[:200] for r in found.break_reasons]
+    assert_no_graph_breaks(eager, *_graph(50, 300, 1))
 
 
 @pytest.mark.parametrize("name,backend", quick_first([(n, b) for b in ("aot_eager", "inductor") for n in COMPILED]))
 def test_compiled_equals_eager(name, backend):
     """fullgraph=True where the ops trace: outputs and gradients of the eager model on two graphs
     (the second dynamic); the attention ran as the custom op."""
-    eager, twin = _models(name)
-    torch._dynamo.reset()
-    compiled = torch.compile(twin, backend=backend, fullgraph=TRACED)
-    for n, e, seed in ((200, 2500, 1), (150, 1700, 2)):
-        _assert_same(compiled, eager, *_graph(n, e, seed))
+    assert_compiled_equals_eager(*_models(name), backend)
 
 
 @pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")

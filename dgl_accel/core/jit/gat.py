@@ -152,9 +152,22 @@ _gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fast
 
 
 @njit(cache=True, inline="always")
-def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr, drop):
+def _row_sums(dl, pgl, pl, h, p, g, raw, sl):
+    """One edge's share of v's sums for head h: dl += p g (delta), pgl += p g leaky', pl += p leaky'."""
+    pg = p * g
+    dl[h] += pg
+    if raw > 0:
+        pgl[h] += pg
+        pl[h] += p
+    else:
+        pgl[h] += pg * sl
+        pl[h] += p * sl
+
+
+@njit(cache=True, inline="always")
+def _edge_terms(u, v, h, e, m, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr, drop):
     """(p_e, w_e, g_e = w_e (<grad_out[v, h], feat[u, h]> + grad_attn[e, h]), raw score) of one edge
-    and head, in pass A (pass B reads p_e and g_e from it)."""
+    and head (``m``: its row of a drawn mask, :func:`edge_drop`), in pass A or the one pass."""
     D = feat.shape[2]
     raw = el[u, h] + er[v, h]
     s = raw if raw > 0 else raw * params[0]
@@ -164,7 +177,7 @@ def _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_
         t += grad_out[v, h, d] * feat[u, h, d]
     if has_attn:
         t += grad_attn[e, h]
-    w = edge_drop(keep, keys, h, e, e, thr, params[1]) if drop else params[1]
+    w = edge_drop(keep, keys, h, e, m, thr, params[1]) if drop else params[1]
     return p, w, w * t, raw
 
 
@@ -188,17 +201,10 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 u = indices[k]
                 e = eids[k]
                 for h in range(H):
-                    p, _, g, raw = _edge_terms(u, v, h, e, feat, el, er, params, lse, grad_out, grad_attn, has_attn,
-                                               keys, keep, thr, drop)
+                    p, _, g, raw = _edge_terms(u, v, h, e, e, feat, el, er, params, lse, grad_out, grad_attn,
+                                               has_attn, keys, keep, thr, drop)
                     pe[e, h], ge[e, h] = p, g
-                    pg = p * g
-                    dl[h] += pg
-                    if raw > 0:
-                        pgl[h] += pg
-                        pl[h] += p
-                    else:
-                        pgl[h] += pg * sl
-                        pl[h] += p * sl
+                    _row_sums(dl, pgl, pl, h, p, g, raw, sl)
             for h in range(H):
                 delta[v, h] = dl[h]
                 grad_er[v, h] = pgl[h] - dl[h] * pl[h]
@@ -279,27 +285,10 @@ def _gat_bwd_one_pass(indptr, indices, eids, feat, el, er, params, lse, grad_out
             u = indices[start + j]
             e = eids[start + j]
             for h in range(H):
-                raw = el[u, h] + er[v, h]
-                s = raw if raw > 0 else raw * sl
-                p = math.exp(s - lse[v, h])
-                t = grad_out[v, h, 0] * feat[u, h, 0]
-                for d in range(1, D):
-                    t += grad_out[v, h, d] * feat[u, h, d]
-                if has_attn:
-                    t += grad_attn[e, h]
-                if drop:
-                    t = t * edge_drop(keep, keys, h, e, start + j if by_pos else e, thr, params[1])
-                else:
-                    t = t * params[1]
-                pb[j, h], gb[j, h] = p, t
-                pg = p * t
-                dl[h] += pg
-                if raw > 0:
-                    pgl[h] += pg
-                    pl[h] += p
-                else:
-                    pgl[h] += pg * sl
-                    pl[h] += p * sl
+                p, _, g, raw = _edge_terms(u, v, h, e, start + j if by_pos else e, feat, el, er, params, lse,
+                                           grad_out, grad_attn, has_attn, keys, keep, thr, drop)
+                pb[j, h], gb[j, h] = p, g
+                _row_sums(dl, pgl, pl, h, p, g, raw, sl)
         for h in range(H):
             grad_er[v, h] = pgl[h] - dl[h] * pl[h]
         for j in range(indptr[v + 1] - start):
