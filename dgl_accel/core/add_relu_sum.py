@@ -64,13 +64,6 @@ def _np(t: torch.Tensor):
     return t.numpy() if t.dtype == torch.int64 else t.long().numpy()
 
 
-def _one_thread() -> bool:
-    """Whether the passes run on one thread: then in edge-id order (``w`` and its gradient read and
-    written in their own order; the CSR passes reach them by edge id, at random where the edge list
-    is not sorted by target: 2-3x slower at 200k edges, F = 128)."""
-    return torch.get_num_threads() == 1 or not jit_runtime.parallel_allowed()
-
-
 def _acc_dtype(*dtypes) -> torch.dtype:
     return torch.float64 if torch.float64 in dtypes else torch.float32
 
@@ -82,7 +75,10 @@ class AddReluSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, views: GraphViews, x: torch.Tensor, w: torch.Tensor):
         dtype = torch.promote_types(x.dtype, w.dtype)
-        if _one_thread():
+        # on one thread in edge-id order: w and its gradient read and written in their own order (the CSR
+        # passes reach them by edge id, at random where the edge list is not sorted by target: 2-3x slower
+        # at 200k edges, F = 128)
+        if jit_runtime.one_thread():
             src, dst = views.edges_by_id()
             out = torch.zeros((views.num_dst, x.shape[1]), dtype=_acc_dtype(x.dtype, w.dtype))
             loops.add_relu_sum_edges(_np(src), _np(dst), _array(x), _array(w), out.numpy())
@@ -126,7 +122,7 @@ def _runs_loops(views, x, w) -> bool:
 def _loop_grads(views, x, w, grad, need_x: bool, need_w: bool):
     """(grad_x, grad_w) in one compiled pass: in edge order on one thread, else per out-CSR row."""
     grad_w = torch.empty(w.shape if need_w else (0, w.shape[1]), dtype=w.dtype)
-    if _one_thread():
+    if jit_runtime.one_thread():  # edge order, as the forward
         src, dst = views.edges_by_id()
         acc_x = torch.zeros(x.shape if need_x else (0, x.shape[1]), dtype=_acc_dtype(x.dtype, w.dtype, grad.dtype))
         loops.add_relu_sum_grad_edges(_np(src), _np(dst), _array(x), _array(w), _array(grad), acc_x.numpy(),

@@ -23,7 +23,8 @@ def forced_jit(on: bool):
 @contextlib.contextmanager
 def loop_threads(one: bool):
     """Inside the block the loops take their one-thread form (``one``: one pass that scatters, e.g. the
-    GAT backward) or their several-thread form (a pass per CSR), whatever torch's thread count."""
+    GAT backward, or GINE's passes in edge order) or their several-thread form (a pass per CSR),
+    whatever torch's thread count (:func:`~dgl_accel.core.jit.runtime.one_thread`)."""
     saved = runtime.one_thread
     runtime.one_thread = lambda: one
     try:

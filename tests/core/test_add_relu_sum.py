@@ -3,7 +3,6 @@ sum), without PyG: the compiled loops (in edge order, per CSR row) and the proje
 the composed torch ops in fp64 (float32/64, bf16, mixed dtypes), gradients (also
 :func:`~dgl_accel.core.add_relu_sum.add_relu_sum_grads`, the custom op's backward), ``create_graph``,
 bad arguments.  The custom op itself: tests/core/library/test_edges.py."""
-from unittest import mock
 
 import pytest
 import torch
@@ -11,12 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgl_accel
-from dgl_accel.core import add_relu_sum as add_relu_sum_module
 from dgl_accel.core.add_relu_sum import add_relu_sum, add_relu_sum_grads, add_relu_sum_reference
 from dgl_accel.core.aggregation.views import TensorGraph
 from dgl_accel.core.jit import runtime
 from dgl_accel.testing import tensors as tst
-from dgl_accel.testing.cpu_loops import forced_jit
+from dgl_accel.testing.cpu_loops import forced_jit, loop_threads
 from dgl_accel.testing.tolerances import assert_close
 
 EXAMPLES = max(1, settings.default.max_examples // 2)
@@ -47,7 +45,7 @@ def test_add_relu_sum_loops_equal_composed_ops(graph, dtypes, need_w, width, edg
     g = TensorGraph(ei[0], ei[1], num_src=ns, num_dst=nd)
     x = tst.randn((ns, width), torch.float32, seed).to(dtypes[0]).requires_grad_()
     w = tst.randn((ei.shape[1], width), torch.float32, seed + 1).to(dtypes[1]).requires_grad_(need_w)
-    with forced_jit(True), mock.patch.object(add_relu_sum_module, "_one_thread", lambda: edge_order):
+    with forced_jit(True), loop_threads(edge_order):
         out = add_relu_sum(g, x, w)
         assert out.dtype == torch.promote_types(*dtypes)
         cot = tst.randn(tuple(out.shape), torch.float32, seed + 2).to(out.dtype)

@@ -58,11 +58,17 @@ def _grads(model, x, edge_index):
     return out.detach(), grads
 
 
-def _models(name):
+def swapped_pair(make):
+    """(a model ``make()`` builds from seed 0 with its convs swapped, a deep copy of it): the eager
+    model and the twin to compile, with the same weights."""
     torch.manual_seed(0)
-    eager = Net(CONVS[name]())
+    eager = make()
     assert dgl_accel.pyg.swap(eager).swapped
     return eager, copy.deepcopy(eager)
+
+
+def _models(name):
+    return swapped_pair(lambda: Net(CONVS[name]()))
 
 
 def _assert_same(compiled, eager, x, edge_index):

@@ -4,7 +4,6 @@ products and a copy_u aggregation, no per-edge tensor) or a ``Sequential`` start
 first layer as an SDDMM, the rest on the edges, the extrema op over them), every core aggregation;
 bf16 (PyG-in-fp64 rule and CPU autocast); ``torch.compile`` (no graph break, fullgraph=True equals
 eager); what falls back (counted).  The custom ops it traces: tests/core/library/test_edges.py."""
-import copy
 
 import pytest
 
@@ -27,7 +26,7 @@ from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
 from tests.pyg.test_compile import _assert_same as assert_same  # noqa: E402
 from tests.pyg.test_compile import _graph as compile_graph  # noqa: E402
-from tests.pyg.test_compile import assert_no_graph_breaks  # noqa: E402
+from tests.pyg.test_compile import assert_no_graph_breaks, swapped_pair  # noqa: E402
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 NETS = {
@@ -118,10 +117,7 @@ class Net(torch.nn.Module):
 
 
 def _models(kinds):
-    torch.manual_seed(0)
-    eager = Net(kinds)
-    assert dgl_accel.pyg.swap(eager).swapped
-    return eager, copy.deepcopy(eager)
+    return swapped_pair(lambda: Net(kinds))
 
 
 @pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op, the layer is a boundary")

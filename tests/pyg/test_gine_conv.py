@@ -26,7 +26,7 @@ from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
 from tests.pyg.test_compile import _assert_same as assert_same  # noqa: E402
 from tests.pyg.test_compile import _graph as compile_graph  # noqa: E402
-from tests.pyg.test_compile import assert_no_graph_breaks  # noqa: E402
+from tests.pyg.test_compile import assert_no_graph_breaks, swapped_pair  # noqa: E402
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 MLP = lambda: torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))  # noqa: E731
@@ -116,10 +116,7 @@ class Net(torch.nn.Module):
 
 
 def _models(kinds):
-    torch.manual_seed(0)
-    eager = Net(kinds)
-    assert dgl_accel.pyg.swap(eager).swapped
-    return eager, copy.deepcopy(eager)
+    return swapped_pair(lambda: Net(kinds))
 
 
 @pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op, the layer is a boundary")

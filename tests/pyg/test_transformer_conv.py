@@ -4,7 +4,6 @@ heads, concat or mean, beta, root_weight, bias; bf16 (the PyG-in-fp64 rule, and 
 for bf16 features from a previous layer); ``torch.compile`` (no graph break, fullgraph=True equals
 eager); what falls back (counted, with PyG's numbers) and PyG's errors; the state_dict keys; the
 custom op ``dot_attention`` (opcheck, gradients)."""
-import copy
 
 import pytest
 
@@ -28,7 +27,7 @@ from dgl_accel.testing.autocast import assert_autocast_matches  # noqa: E402
 from dgl_accel.testing.cpu_loops import forced_jit  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
 from dgl_accel.testing.tolerances import assert_close  # noqa: E402
-from tests.pyg.test_compile import Net, _graph, assert_compiled_equals_eager, assert_no_graph_breaks  # noqa: E402,E501
+from tests.pyg.test_compile import Net, _graph, assert_compiled_equals_eager, assert_no_graph_breaks, swapped_pair  # noqa: E402,E501
 from tests.pyg.test_convs import EXAMPLES, JIT, build, check, features, graphs, pair_or_one, swapped, uniform  # noqa: E402
 
 TRACED = library.AVAILABLE
@@ -186,10 +185,7 @@ COMPILED = {"mean-beta": lambda: pyg_nn.TransformerConv(16, 12, heads=3, concat=
 
 
 def _models(name):
-    torch.manual_seed(0)
-    eager = Net(COMPILED[name]())
-    assert dgl_accel.pyg.swap(eager).swapped
-    return eager, copy.deepcopy(eager)
+    return swapped_pair(lambda: Net(COMPILED[name]()))
 
 
 @pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op, the layer is a boundary")
