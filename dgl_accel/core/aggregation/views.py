@@ -9,6 +9,7 @@ runs where DGL cannot be installed.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +60,17 @@ class GraphViews:
     # ------------------------------------------------------------------ derived, cached
     def groups(self, direction: str, gs: int) -> Groups:
         return self.cached(f"groups_{direction}_{gs}", lambda: build_groups(self.csr(direction), gs))
+
+    def out_by_in_position(self) -> Structure:
+        """The out-CSR with each entry's position in the in-CSR as its third array (for the edge id):
+        a loop over destinations writes per-edge values in its own order, and the loop over sources
+        reads them in its own after one gather by these positions."""
+        def build():
+            rows_in, rows_out = self.csr("in"), self.csr("out")
+            where = torch.empty(rows_in.num_edges, dtype=torch.int64, device=rows_in.eids.device)
+            where[rows_in.eids.long()] = torch.arange(rows_in.num_edges, device=rows_in.eids.device)
+            return dataclasses.replace(rows_out, eids=where[rows_out.eids.long()])
+        return self.cached("out_by_in_position", build)
 
     def in_degrees(self) -> torch.Tensor:
         indptr = self.csr("in").indptr

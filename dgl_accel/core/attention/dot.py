@@ -56,7 +56,7 @@ def ref_dot_attention(in_csr, q, k, val, scale=None):
     return out.index_add(0, dst, a[:, :, None] * val[src]), a
 
 
-DOT = Variant("dot_attention", paths, scored=(0, 1), rows=2)
+DOT = Variant("dot_attention", paths, scored=(0, 1), rows=2, by_position=True)
 
 
 @lower_precision

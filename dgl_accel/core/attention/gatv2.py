@@ -57,7 +57,7 @@ def ref_gatv2_attention(in_csr, fs, fd, attn, negative_slope: float = 0.2):
     return out.index_add(0, dst, a[:, :, None] * fs[src]), a
 
 
-GATV2 = Variant("gatv2_attention", paths, scored=(0, 1, 2), rows=0)
+GATV2 = Variant("gatv2_attention", paths, scored=(0, 1, 2), rows=0, by_position=True)
 
 
 @lower_precision

@@ -14,7 +14,8 @@ parameter (the dot product's scale, GATv2's negative slope, GAT's (negative slop
 * ``edge_scores(src, dst, *scored, param)`` -> the scores [E, H] as differentiable torch ops (the
   composition a double backward differentiates, :mod:`.double`); with ``Variant.dropout``, also
   ``edge_weights(src, param, dtype)`` -> the weights w_e [E, H] (or None);
-* ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, grad_out, grad_attn)`` and
+* ``backward_{triton,compiled}(in_csr, out_csr, *inputs, param, lse, grad_out, grad_attn)`` (the
+  compiled one's ``out_csr`` by in-CSR position where ``Variant.by_position``) and
   ``backward_native(src, dst, ...)`` -> the inputs' gradients.  Each path sums the softmax backward's
   row term c[v, h] = sum over v's in-edges of p_e (<grad_out[v], x[u]> + grad_attn_e) itself, in the
   accumulation dtype from the recomputed p_e: taken from the output, rounded to fp16/bf16, it broke
@@ -68,12 +69,15 @@ class Variant:
     """``name``: the op as :func:`backend.record` counts it (backward: ``name + "_backward"``);
     ``paths``: its module of paths; ``scored``: the positions of the inputs the score reads;
     ``rows``: which input holds the aggregated rows; ``dropout``: whether the paths weight the
-    attention after the softmax (``paths.edge_weights``)."""
+    attention after the softmax (``paths.edge_weights``); ``by_position``: whether the compiled
+    backward's out-CSR carries each entry's in-CSR position instead of its edge id
+    (:meth:`~dgl_accel.core.aggregation.views.GraphViews.out_by_in_position`)."""
     name: str
     paths: ModuleType
     scored: tuple[int, ...]
     rows: int
     dropout: bool = False
+    by_position: bool = False
 
 
 def composed(variant: Variant, views, param, *inputs):
@@ -113,8 +117,8 @@ def backward_on(variant: Variant, views, path: str, param, inputs, lse, grad_out
         return tuple(paths.backward_triton(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
                                            grad_attn))
     if usable(views.num_edges, inputs[0]):
-        return tuple(paths.backward_compiled(views.csr("in"), views.csr("out"), *inputs, param, lse, grad_out,
-                                             grad_attn))
+        out_csr = views.out_by_in_position() if variant.by_position else views.csr("out")
+        return tuple(paths.backward_compiled(views.csr("in"), out_csr, *inputs, param, lse, grad_out, grad_attn))
     src, dst = edges_by_id(views)
     return tuple(paths.backward_native(src, dst, *inputs, param, lse, grad_out, grad_attn))
 

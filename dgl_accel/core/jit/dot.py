@@ -12,9 +12,13 @@ v's in-edges, out[v, h] = sum_e p_e val[u, h].
   recomputing p_e from lse (in the arrays' dtype: the output rounded to a half type is too coarse)
   and summing c[v], then writing grad_q[v] = scale sum_e ds_e k[u]; a pass over sources (out-CSR rows)
   writes grad_k[u] = scale sum_e ds_e q[v] and grad_val[u] = sum_e p_e grad_out[v].  p_e and ds_e
-  are kept per edge and head between the passes (two E x H scratch arrays, freed on return): one
+  are kept per edge and head between the passes (an E x 2 x H scratch array, freed on return): one
   exp and two H-long dots per edge and head instead of three of each (at 8 heads of 8 features the
-  exps were most of the backward).  Each output row is written by the one task owning it (no atomics).
+  exps were most of the backward).  The destination pass writes them in its own order, one tight
+  gather (:func:`.attention_common.permuted`) puts them in the out-CSR's, and the source pass reads
+  them row after row: each pass reading E-sized scratch in another order than its own (by edge id)
+  missed the cache on every edge, a third of the backward.  Each output row is written by the one
+  task owning it (no atomics).
 
 Rows are cut into ``CHUNKS`` ranges of about equal edge counts (:func:`bounds_of`), one task each;
 (parallel, serial) twins as every loop here.
@@ -30,6 +34,7 @@ from .attention_common import (
     REASSOC,
     grad_term,
     max_degree,
+    permuted,
     row_dot,
     softmax_accumulate,
     softmax_buffers,
@@ -83,9 +88,10 @@ def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
 _dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fastmath=REASSOC)
 
 
-def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q, pe, ds):
-    """Per in-edge e: pe[e] = p_e, then ds[e] = scale p_e (t_e - c[v]) (t_e kept in ds in between),
-    c[v] = sum over v's in-edges of p_e t_e, and grad_q[v] = sum over them of ds_e k[u]."""
+def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q, pd):
+    """Per in-CSR position j (edge e = (u -> v)): pd[j, 0] = p_e, then pd[j, 1] = scale p_e (t_e - c[v])
+    (t_e kept there in between), c[v] = sum over v's in-edges of p_e t_e, and grad_q[v] = sum over
+    them of ds_e k[u]; ``grad_attn`` is read by edge id."""
     H = q.shape[1]
     DK = q.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
@@ -98,12 +104,11 @@ def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
             den[:] = 0
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
-                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, e)
+                    t = grad_term(grad_out, v, val, u, h, ga, has_ga, eids[j])
                     p = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
-                    pe[e, h] = p
-                    ds[e, h] = t
+                    pd[j, 0, h] = p
+                    pd[j, 1, h] = t
                     c[v, h] += p * t
                     den[h] += p
             for h in range(H):
@@ -111,10 +116,9 @@ def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
                     c[v, h] /= den[h]
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
-                e = eids[j]
                 for h in range(H):
-                    d_e = pe[e, h] * (ds[e, h] - c[v, h]) * sc
-                    ds[e, h] = d_e
+                    d_e = pd[j, 0, h] * (pd[j, 1, h] - c[v, h]) * sc
+                    pd[j, 1, h] = d_e
                     for d in range(DK):
                         grad_q[v, h, d] += d_e * k[u, h, d]
 
@@ -122,9 +126,9 @@ def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
 _dot_bwd_dst_parallel, _dot_bwd_dst_serial = twins(_dot_bwd_dst_impl, fastmath=REASSOC)
 
 
-def _dot_bwd_src_impl(indptr, indices, eids, q, grad_out, pe, ds, grad_k, grad_val):
-    """grad_k[u] = sum over u's out-edges of ds_e q[v]; grad_val[u] = sum p_e grad_out[v] (from the
-    destination pass's pe and ds)."""
+def _dot_bwd_src_impl(indptr, indices, q, grad_out, pd, grad_k, grad_val):
+    """grad_k[u] = sum over u's out-edges of ds_e q[v]; grad_val[u] = sum p_e grad_out[v] (the
+    destination pass's p_e and ds_e, permuted to the out-CSR's order: ``pd[j]`` is position j's)."""
     H = q.shape[1]
     DK = q.shape[2]
     DV = grad_out.shape[2]
@@ -135,10 +139,9 @@ def _dot_bwd_src_impl(indptr, indices, eids, q, grad_out, pe, ds, grad_k, grad_v
             grad_val[u] = 0
             for j in range(indptr[u], indptr[u + 1]):
                 v = indices[j]
-                e = eids[j]
                 for h in range(H):
-                    d_e = ds[e, h]
-                    p = pe[e, h]
+                    p = pd[j, 0, h]
+                    d_e = pd[j, 1, h]
                     for d in range(DK):
                         grad_k[u, h, d] += d_e * q[v, h, d]
                     for d in range(DV):
@@ -172,16 +175,17 @@ def dot_attention(indptr, indices, eids, q, k, scale: float, lse):
 
 
 def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, grad_out, grad_attn=None):
-    """(grad_q, grad_k, grad_val); ``in_csr`` / ``out_csr`` (indptr, indices, eids) int64 triples,
-    ``grad_attn`` [E, H] (edge-id order) or None."""
+    """(grad_q, grad_k, grad_val); ``in_csr`` the (indptr, indices, eids) int64 triple, ``out_csr``
+    the out-CSR's (indptr, indices, in-CSR position of each entry), ``grad_attn`` [E, H] (edge-id
+    order) or None."""
     dt = q.dtype
     c = np.empty(lse.shape, dtype=dt)  # the row terms: written by the destination pass
     has_ga = grad_attn is not None
     ga = grad_attn if has_ga else np.empty((0, q.shape[1]), dtype=dt)
     sc = _scale(scale, dt)
     grad_q, grad_k, grad_val = np.empty(q.shape, dtype=dt), np.empty(k.shape, dtype=dt), np.empty(val.shape, dtype=dt)
-    pe, ds = np.empty((in_csr[1].shape[0], q.shape[1]), dtype=dt), np.empty((in_csr[1].shape[0], q.shape[1]), dtype=dt)
-    pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q,
-                                                     pe, ds)
-    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(*out_csr, q, grad_out, pe, ds, grad_k, grad_val)
+    pd = np.empty((in_csr[1].shape[0], 2, q.shape[1]), dtype=dt)
+    pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q, pd)
+    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(out_csr[0], out_csr[1], q, grad_out, permuted(pd, out_csr[2]),
+                                                     grad_k, grad_val)
     return grad_q, grad_k, grad_val

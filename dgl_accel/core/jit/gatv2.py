@@ -12,8 +12,9 @@ s_e = sum_d attn[h, d] leaky(z_e[d]), p_e its softmax over v's in-edges, out[v, 
   grad_fd[v] = sum_e ds_e attn leaky'(z_e) and each task's share of grad_attn = sum_e ds_e leaky(z_e)
   (one H x D partial per task, summed after); a pass over sources (out-CSR rows) writes
   grad_fs[u] = sum_e p_e grad_out[v] + ds_e attn leaky'(z_e).  p_e and ds_e are kept per edge and
-  head between the passes (two E x H scratch arrays, freed on return): one score, exp and t_e per
-  edge and head instead of three.  Each output row is written by the one task owning it (no atomics).
+  head between the passes (an E x 2 x H scratch array, written in the in-CSR's order and permuted to
+  the out-CSR's for the source pass, as :mod:`.dot` does): one score, exp and t_e per edge and head
+  instead of three.  Each output row is written by the one task owning it (no atomics).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .attention_common import (
     REASSOC,
     grad_term,
     max_degree,
+    permuted,
     softmax_accumulate,
     softmax_buffers,
     softmax_exp,
@@ -88,9 +90,9 @@ _gatv2_attention_parallel, _gatv2_attention_serial = twins(_gatv2_attention_impl
 
 
 def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad_out, ga, has_ga, grad_fd,
-                        grad_attn_parts, pe, dse):
-    """c[v], grad_fd[v] and the task's share of grad_attn; per in-edge e, pe[e] = p_e and
-    dse[e] = ds_e (t_e kept in dse in between) for the source pass."""
+                        grad_attn_parts, pd):
+    """c[v], grad_fd[v] and the task's share of grad_attn; per in-CSR position j, pd[j, 0] = p_e and
+    pd[j, 1] = ds_e (t_e kept there in between) for the source pass; ``grad_attn`` read by edge id."""
     H = fs.shape[1]
     D = fs.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
@@ -107,12 +109,11 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
             den[:] = 0
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
-                e = eids[j]
                 for h in range(H):
-                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, e)
+                    t = grad_term(grad_out, v, fs, u, h, ga, has_ga, eids[j])
                     p = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
-                    pe[e, h] = p
-                    dse[e, h] = t
+                    pd[j, 0, h] = p
+                    pd[j, 1, h] = t
                     c[v, h] += p * t
                     den[h] += p
             for h in range(H):
@@ -120,10 +121,9 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
                     c[v, h] /= den[h]
             for j in range(indptr[v], indptr[v + 1]):
                 u = indices[j]
-                e = eids[j]
                 for h in range(H):
-                    ds = pe[e, h] * (dse[e, h] - c[v, h])
-                    dse[e, h] = ds
+                    ds = pd[j, 0, h] * (pd[j, 1, h] - c[v, h])
+                    pd[j, 1, h] = ds
                     for d in range(D):
                         z = fs[u, h, d] + fd[v, h, d]
                         if z > 0:
@@ -137,8 +137,9 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
 _gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial = twins(_gatv2_bwd_dst_impl, fastmath=REASSOC)
 
 
-def _gatv2_bwd_src_impl(indptr, indices, eids, fs, fd, attn, slope, grad_out, grad_fs, pe, dse):
-    """grad_fs[u] from the destination pass's p_e and ds_e (pe, dse): no exp, no score."""
+def _gatv2_bwd_src_impl(indptr, indices, fs, fd, attn, slope, grad_out, grad_fs, pd):
+    """grad_fs[u] from the destination pass's p_e and ds_e permuted to the out-CSR's order (``pd[j]``
+    position j's): no exp, no score."""
     H = fs.shape[1]
     D = fs.shape[2]
     bounds = bounds_of(indptr, CHUNKS)
@@ -148,10 +149,9 @@ def _gatv2_bwd_src_impl(indptr, indices, eids, fs, fd, attn, slope, grad_out, gr
             grad_fs[u] = 0
             for j in range(indptr[u], indptr[u + 1]):
                 v = indices[j]
-                e = eids[j]
                 for h in range(H):
-                    p = pe[e, h]
-                    ds = dse[e, h]
+                    p = pd[j, 0, h]
+                    ds = pd[j, 1, h]
                     for d in range(D):
                         z = fs[u, h, d] + fd[v, h, d]
                         g = ds * attn[h, d]
@@ -186,8 +186,9 @@ def gatv2_attention(indptr, indices, eids, fs, fd, attn, slope: float, lse):
 
 
 def gatv2_backward(in_csr, out_csr, fs, fd, attn, slope: float, lse, grad_out, grad_attn=None):
-    """(grad_fs, grad_fd, grad_attn_vector [H, D]); ``in_csr`` / ``out_csr`` (indptr, indices, eids)
-    int64 triples, ``grad_attn`` [E, H] (edge-id order) or None."""
+    """(grad_fs, grad_fd, grad_attn_vector [H, D]); ``in_csr`` the (indptr, indices, eids) int64
+    triple, ``out_csr`` the out-CSR's (indptr, indices, in-CSR position of each entry), ``grad_attn``
+    [E, H] (edge-id order) or None."""
     dt = fs.dtype
     c = np.empty(lse.shape, dtype=dt)  # the row terms: written by the destination pass
     has_ga = grad_attn is not None
@@ -195,8 +196,9 @@ def gatv2_backward(in_csr, out_csr, fs, fd, attn, slope: float, lse, grad_out, g
     sl = _slope(slope, dt)
     grad_fs, grad_fd = np.empty(fs.shape, dtype=dt), np.empty(fd.shape, dtype=dt)
     parts = np.empty((CHUNKS,) + attn.shape, dtype=dt)
-    pe, dse = (np.empty((in_csr[1].shape[0], fs.shape[1]), dtype=dt) for _ in "pd")
+    pd = np.empty((in_csr[1].shape[0], 2, fs.shape[1]), dtype=dt)  # p_e, ds_e (in the in-CSR's order)
     pick(_gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial)(*in_csr, fs, fd, attn, sl, lse, c, grad_out, ga, has_ga,
-                                                         grad_fd, parts, pe, dse)
-    pick(_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial)(*out_csr, fs, fd, attn, sl, grad_out, grad_fs, pe, dse)
+                                                         grad_fd, parts, pd)
+    pick(_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial)(out_csr[0], out_csr[1], fs, fd, attn, sl, grad_out, grad_fs,
+                                                         permuted(pd, out_csr[2]))
     return grad_fs, grad_fd, parts.sum(axis=0)
