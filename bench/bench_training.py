@@ -20,7 +20,9 @@ each round's median, each part's median (sample, gather, forward, backward, opti
 resident memory the step added, the threads and the CPU model; and the loss check
 (:func:`check_losses`): each provider's loss after three steps from the same weights on the same
 batches with dropout off, ours within ``LOSS_TOLERANCE`` of every peer's (``loss_gap``,
-``loss_ok``).  Rows: ``bench/results/training.jsonl``.
+``loss_ok``).  Every process runs with glibc's allocator thresholds pinned at a long run's values
+(``bench.harness.steady_heap``: by default they follow the history of frees, and cells swung by up to
+2x between runs).  Rows: ``bench/results/training.jsonl``.
 
 Usage: DGL_ACCEL_DATASETS=../shared/datasets python bench/bench_training.py [--quick]
     [--graphs cora,amazon_cs,flickr,slashdot,cornell5] [--models gcn,sage,gin,gat,sage_mb,graphconv,...]
@@ -50,6 +52,7 @@ from bench.harness import (  # noqa: E402
     ratio_summary,
     record,
     save_figure,
+    steady_heap,
     warm_up,
 )
 from bench.training_cases import MODELS, NPZ, PARTS, Graph, peak_rss_during  # noqa: E402
@@ -244,11 +247,12 @@ def main(argv=None) -> int:
         print(plot(latest_cells(results / f"{BENCH}.jsonl"), results / f"{BENCH}.png") or "nothing to plot")
         return 0
     torch.set_num_threads(args.threads)
+    heap = steady_heap()  # before any provider's process forks: every child inherits it
     graphs = (args.graphs or ("cora,amazon_cs" if args.quick else ",".join(NPZ))).split(",")
     modes = (args.modes or ("train" if args.quick else "train,eval")).split(",")
     repeat, rounds = args.repeat or 5, args.rounds
     doors = front_doors(args.front_doors.split(","))
-    common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__}
+    common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__, **heap}
     started, rows = time.perf_counter(), []
     models = args.models.split(",") if args.models else (MODELS if args.quick else None)
     cells = wanted_cells(doors, graphs, models, args.dtypes.split(","), modes)

@@ -8,6 +8,8 @@ never overwritten so numbers from different machines/commits can be compared lat
 from __future__ import annotations
 
 import csv
+import ctypes
+import ctypes.util
 import datetime as _dt
 import json
 import os
@@ -154,16 +156,47 @@ class Isolated:
         self._conn.close()
 
 
+def _libc():
+    """glibc, or None where there is none."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+
+
 def _trim_heap() -> None:
     """glibc's ``malloc_trim(0)``: free heap memory back to the system, so that a forked child's
     first allocations do not depend on how much free space earlier cells left in the heap (a
     fresh process's heap holds only its live data); nothing elsewhere."""
-    import ctypes
-    import ctypes.util
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+
+
+# glibc's dynamic mmap threshold rises to the largest mmapped block freed, up to 32 MiB, and the trim
+# threshold to twice that: the state a long-running training process reaches
+STEADY_MMAP_THRESHOLD = 32 << 20
+STEADY_TRIM_THRESHOLD = 64 << 20
+
+
+def steady_heap() -> dict:
+    """Pin glibc's mmap and trim thresholds at the values its dynamic rule reaches in a long run
+    (``mallopt``; forked children inherit them), and return them as a row's facts ({} without glibc).
+
+    Why: by default the thresholds move with the history of frees, so whether a step's
+    megabyte-sized tensors came from fresh mmapped pages (zeroed and faulted in at every step) or
+    from the reused heap depended on what the process had done before.  Cells swung by up to 2x
+    between runs that way, each run consistent within its rounds (DGL's SAGE evaluation on Cora
+    under autocast: DGL 9.3 or 4.7 ms, ours 5.4 or 6.8 ms); with the thresholds pinned, two runs of
+    the same cells agree within the machine's noise."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "mallopt"):
+        return {}
+    m_trim_threshold, m_mmap_threshold = -1, -3  # malloc.h
+    if not (libc.mallopt(m_mmap_threshold, STEADY_MMAP_THRESHOLD) and libc.mallopt(m_trim_threshold,
+                                                                                   STEADY_TRIM_THRESHOLD)):
+        return {}
+    return {"mmap_threshold": STEADY_MMAP_THRESHOLD, "trim_threshold": STEADY_TRIM_THRESHOLD}
 
 
 def _serve(step, conn, peak) -> None:

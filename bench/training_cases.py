@@ -13,8 +13,9 @@ gat         the GAT paper's model: GATConv 8 x 8 (ELU), GATConv 1 head, dropout 
             the attention (DGL: ``feat_drop``/``attn_drop``; PyG: ``F.dropout`` and ``dropout=0.6``)
 sage_mb     DGL's minibatch recipe: 3 x SAGEConv mean 256, fanouts [10, 10, 10], batch 1,024, shuffled
             seeds; DGL: DGL's ``NeighborSampler`` and DataLoader for DGL, ours + swap for dgl-accel;
-            PyG: PyG's ``NodeLoader`` fed by ``dgl_accel.pyg.NeighborSampler`` for every provider
-            (PyG's own sampler needs pyg-lib, which its current torch has no wheel of)
+            PyG: ``dgl_accel.pyg.NeighborLoader`` for dgl-accel, PyG's ``NodeLoader`` fed by our
+            ``NeighborSampler`` for the peers (PyG's own sampler needs pyg-lib, which its current torch
+            has no wheel of)
 ==========  ========================================================  ==================================
 
 The PyG front door adds the further convs ``dgl_accel.pyg`` swaps (:data:`bench.training_pyg.ZOO`), on

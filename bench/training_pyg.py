@@ -106,16 +106,26 @@ def extras(graph, key: str) -> tuple:
 
 
 class Batches:
-    """PyG's ``NodeLoader`` over training seeds shuffled from ``seed`` (every provider the same
-    batches, step by step), fed by our ``NeighborSampler``: ``next`` returns a batch, the sampler's
-    seconds in ``parts['sample']`` and the loader's rest (feature and label gather, collation) in
-    ``parts['gather']``."""
+    """Minibatches over training seeds shuffled from ``seed`` (every provider the same batches, step
+    by step), drawn by our ``NeighborSampler``: through ``dgl_accel.pyg.NeighborLoader`` (PyG's
+    signature, what a user of ours writes: ``ours``) or PyG's ``NodeLoader`` fed by it (the peers:
+    PyG's own ``NeighborLoader`` needs pyg-lib or torch-sparse, which this torch has no wheel of).
+    ``next`` returns a batch, the sampler's seconds in ``parts['sample']`` and the loader's rest
+    (feature and label gather, collation) in ``parts['gather']``."""
 
-    def __init__(self, data, train: torch.Tensor, seed: int, shuffle: bool = True):
+    def __init__(self, data, train: torch.Tensor, seed: int, shuffle: bool = True, ours: bool = False):
         from torch_geometric.loader import NodeLoader
 
         import dgl_accel.pyg
-        self.sampler = dgl_accel.pyg.NeighborSampler(data, FANOUTS, seed=seed)
+        # one seeded shuffle per provider: interleaved providers draw the same batch at each step
+        order = {"input_nodes": train, "batch_size": BATCH, "shuffle": shuffle,
+                 "generator": torch.Generator().manual_seed(seed)}
+        if ours:
+            self.loader = dgl_accel.pyg.NeighborLoader(data, FANOUTS, seed=seed, **order)
+            self.sampler = self.loader.node_sampler
+        else:
+            self.sampler = dgl_accel.pyg.NeighborSampler(data, FANOUTS, seed=seed)
+            self.loader = NodeLoader(data, node_sampler=self.sampler, **order)
         self.sampled, inner = 0.0, self.sampler.sample_from_nodes
 
         def sample_from_nodes(*args, **kwargs):
@@ -124,9 +134,6 @@ class Batches:
             self.sampled += time.perf_counter() - t0
             return out
         self.sampler.sample_from_nodes = sample_from_nodes
-        # one seeded shuffle per provider: interleaved providers draw the same batch at each step
-        self.loader = NodeLoader(data, node_sampler=self.sampler, input_nodes=train, batch_size=BATCH, shuffle=shuffle,
-                                 generator=torch.Generator().manual_seed(seed))
         self.it = None
 
     def next(self, parts):
@@ -162,7 +169,7 @@ def providers(graph, key: str, dtype: str, mode: str, compiled: bool = True, det
     for name, model in models.items():
         run = torch.compile(model, dynamic=key == "sage_mb") if name == "pyg_compiled" else model
         if key == "sage_mb" and mode == "train":
-            batches = Batches(data, graph.train, seed=0, shuffle=not deterministic)
+            batches = Batches(data, graph.train, seed=0, shuffle=not deterministic, ours=name == "dgl_accel")
 
             def call(parts, run=run, batches=batches):
                 b = batches.next(parts)
