@@ -43,7 +43,7 @@ def _permute_impl(x, pos, out):
                 out[o, i] = x[p, i]
 
 
-_permute_parallel, _permute_serial = twins(_permute_impl)
+_permute_parallel, _permute_serial = twins(_permute_impl, noalias=True)
 
 
 def permuted(x, pos):

@@ -69,7 +69,7 @@ def _dot_fwd_impl(indptr, indices, q, k, val, scale, out, lse, max_deg):
             softmax_store(out, lse, v, m, lsum, acc)
 
 
-_dot_fwd_parallel, _dot_fwd_serial = twins(_dot_fwd_impl, fastmath=REASSOC)
+_dot_fwd_parallel, _dot_fwd_serial = twins(_dot_fwd_impl, fastmath=REASSOC, noalias=True)
 
 
 def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
@@ -85,7 +85,7 @@ def _dot_attention_impl(indptr, indices, eids, q, k, scale, lse, a):
                     a[eids[j], h] = math.exp(row_dot(q, v, k, u, h) * sc - lse[v, h])
 
 
-_dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fastmath=REASSOC)
+_dot_attention_parallel, _dot_attention_serial = twins(_dot_attention_impl, fastmath=REASSOC, noalias=True)
 
 
 def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q, pd):
@@ -123,7 +123,7 @@ def _dot_bwd_dst_impl(indptr, indices, eids, q, k, val, scale, lse, c, grad_out,
                         grad_q[v, h, d] += d_e * k[u, h, d]
 
 
-_dot_bwd_dst_parallel, _dot_bwd_dst_serial = twins(_dot_bwd_dst_impl, fastmath=REASSOC)
+_dot_bwd_dst_parallel, _dot_bwd_dst_serial = twins(_dot_bwd_dst_impl, fastmath=REASSOC, noalias=True)
 
 
 def _dot_bwd_src_impl(indptr, indices, q, grad_out, pd, grad_k, grad_val):
@@ -148,7 +148,7 @@ def _dot_bwd_src_impl(indptr, indices, q, grad_out, pd, grad_k, grad_val):
                         grad_val[u, h, d] += p * grad_out[v, h, d]
 
 
-_dot_bwd_src_parallel, _dot_bwd_src_serial = twins(_dot_bwd_src_impl, fastmath=REASSOC)
+_dot_bwd_src_parallel, _dot_bwd_src_serial = twins(_dot_bwd_src_impl, fastmath=REASSOC, noalias=True)
 
 
 # ------------------------------------------------------------------ entry points (numpy in, numpy out)

@@ -71,7 +71,7 @@ def _gatv2_fwd_impl(indptr, indices, fs, fd, attn, slope, out, lse, max_deg):
             softmax_store(out, lse, v, m, lsum, acc)
 
 
-_gatv2_fwd_parallel, _gatv2_fwd_serial = twins(_gatv2_fwd_impl, fastmath=REASSOC)
+_gatv2_fwd_parallel, _gatv2_fwd_serial = twins(_gatv2_fwd_impl, fastmath=REASSOC, noalias=True)
 
 
 def _gatv2_attention_impl(indptr, indices, eids, fs, fd, attn, slope, lse, a):
@@ -86,7 +86,7 @@ def _gatv2_attention_impl(indptr, indices, eids, fs, fd, attn, slope, lse, a):
                     a[eids[j], h] = math.exp(_score(fs, fd, attn, u, v, h, sl) - lse[v, h])
 
 
-_gatv2_attention_parallel, _gatv2_attention_serial = twins(_gatv2_attention_impl, fastmath=REASSOC)
+_gatv2_attention_parallel, _gatv2_attention_serial = twins(_gatv2_attention_impl, fastmath=REASSOC, noalias=True)
 
 
 def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad_out, ga, has_ga, grad_fd,
@@ -134,7 +134,7 @@ def _gatv2_bwd_dst_impl(indptr, indices, eids, fs, fd, attn, slope, lse, c, grad
                             gw[h, d] += ds * sl * z
 
 
-_gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial = twins(_gatv2_bwd_dst_impl, fastmath=REASSOC)
+_gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial = twins(_gatv2_bwd_dst_impl, fastmath=REASSOC, noalias=True)
 
 
 def _gatv2_bwd_src_impl(indptr, indices, fs, fd, attn, slope, grad_out, grad_fs, pd):
@@ -158,7 +158,7 @@ def _gatv2_bwd_src_impl(indptr, indices, fs, fd, attn, slope, grad_out, grad_fs,
                         grad_fs[u, h, d] += p * grad_out[v, h, d] + (g if z > 0 else g * sl)
 
 
-_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial = twins(_gatv2_bwd_src_impl, fastmath=REASSOC)
+_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial = twins(_gatv2_bwd_src_impl, fastmath=REASSOC, noalias=True)
 
 
 # ------------------------------------------------------------------ entry points (numpy in, numpy out)

@@ -85,17 +85,33 @@ def parallel_allowed() -> bool:
     return _PARALLEL_PID == pid
 
 
-def twins(fn, **options):
+if AVAILABLE:
+    from numba.core.compiler import CompilerBase, DefaultPassBuilder
+
+    class _NoAliasPipeline(CompilerBase):
+        """numba's nopython pipeline with the array arguments marked ``noalias`` (no written array
+        shares memory with another argument), as numba compiles a ``prange`` body in a parallel
+        function: without it the serial twin's inner loops re-read what the parallel one keeps."""
+
+        def define_pipelines(self):
+            self.state.flags.noalias = True
+            return [DefaultPassBuilder.define_nopython_pipeline(self.state)]
+
+
+def twins(fn, *, noalias: bool = False, **options):
     """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
     serially in the second), with further ``njit`` ``options`` (e.g. ``fastmath``).  Each gets its own
     name so numba's disk cache, which keys entries by function name and signature but not by the
-    parallel flag, keeps them apart."""
+    parallel flag, keeps them apart.  ``noalias``: the caller promises that no array ``fn`` writes
+    shares memory with another of its arguments, and the serial twin is compiled as the parallel
+    one's loop body is (its arrays ``noalias``)."""
     out = []
     for suffix, parallel in (("_parallel", True), ("_serial", False)):
         f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
         f.__qualname__ = fn.__qualname__ + suffix
         f.__doc__ = fn.__doc__
-        out.append(njit(cache=True, parallel=parallel, **options)(f))
+        extra = {"pipeline_class": _NoAliasPipeline} if noalias and not parallel and AVAILABLE else {}
+        out.append(njit(cache=True, parallel=parallel, **options, **extra)(f))
     return tuple(out)
 
 
