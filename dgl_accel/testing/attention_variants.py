@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import dgl_accel
 
 from ..core.aggregation.views import TensorGraph
+from ..core.jit import runtime
 from ..core.launch import kernel_module, record_launches
 from . import tensors as tst
 from .cpu_loops import forced_jit
@@ -192,3 +193,23 @@ def all_heads_agree_with_per_head(op, inputs, gouts, module: str, per_head_kerne
     assert per_head_kernel in names and not any("heads" in n for n in names), names
     for a, b in zip(fused, per_head):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def twins_agree(op, inputs, gouts, monkeypatch) -> None:
+    """On the compiled path, ``op(*inputs)`` -> (out, attention) and its gradients under ``gouts`` are
+    bit-identical from the parallel loops and from the serial twins (``DGL_ACCEL_NUMBA_PARALLEL=0``;
+    compiled differently: :func:`~dgl_accel.core.jit.runtime.twins` ``noalias``); each row is
+    computed by one task in one order either way."""
+
+    def run():
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        with on_path("compiled"):
+            outs = op(*leaves)
+            return [o.detach() for o in outs] + list(torch.autograd.grad(outs, leaves, gouts))
+
+    parallel = run()
+    monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
+    assert not runtime.parallel_allowed()
+    serial = run()
+    for a, b in zip(parallel, serial):
+        assert torch.equal(a, b)

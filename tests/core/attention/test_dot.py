@@ -37,6 +37,8 @@ from dgl_accel.testing.attention_variants import (
 from dgl_accel.testing.marks import quick_first
 from dgl_accel.testing.tolerances import assert_close, assert_matches_reference
 
+from .test_edge_softmax_jit import needs_numba
+
 path = path_fixture()
 UNIT_SEEDS = (10, 29)  # before the fix: fp16 failed the rule with seed 10, bf16 with 29
 # The torch path quick; the compiled loops (numba compiles each signature: up to 18 s on 2 cores) and the
@@ -197,3 +199,11 @@ def _x(*shape, dtype=torch.float32):
 ])
 def test_bad_input_is_rejected_before_any_kernel(call, message):
     assert_rejected_before_any_kernel(call, message)
+
+
+@needs_numba
+def test_parallel_and_serial_twins_agree(monkeypatch):
+    g = av.star(300)
+    inputs = dot_inputs(g.num_src, g.num_dst, 3, 8, 5, torch.float32, 7)
+    gouts = (tst.randn((g.num_dst, 3, 5), torch.float32, 8), tst.randn((g.num_edges, 3), torch.float32, 9))
+    av.twins_agree(lambda *t: dot_attention(g, *t, return_attention=True), inputs, gouts, monkeypatch)
