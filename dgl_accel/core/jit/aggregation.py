@@ -58,7 +58,7 @@ def _rows_spmm_impl(indptr, indices, x, col_scale, row_scale, out, acc_like):
                 out[r, f] = cast_like(acc[f] * rs, out)
 
 
-_rows_spmm_parallel, _rows_spmm_serial = twins(_rows_spmm_impl)
+_rows_spmm_parallel, _rows_spmm_serial = twins(_rows_spmm_impl, noalias=True)
 
 
 def _weighted_rows_spmm_impl(indptr, indices, eids, x, w, out, acc_like):
@@ -105,7 +105,7 @@ def _weighted_rows_spmm_impl(indptr, indices, eids, x, w, out, acc_like):
                 out[r, f] = cast_like(acc[f], out)
 
 
-_weighted_rows_spmm_parallel, _weighted_rows_spmm_serial = twins(_weighted_rows_spmm_impl)
+_weighted_rows_spmm_parallel, _weighted_rows_spmm_serial = twins(_weighted_rows_spmm_impl, noalias=True)
 
 
 def weighted_rows_spmm(indptr, indices, eids, x, w, out) -> None:
@@ -166,7 +166,7 @@ def _count_nonzero_rows_impl(bits, rows, magnitude):
     return found
 
 
-_count_nonzero_rows_parallel, _count_nonzero_rows_serial = twins(_count_nonzero_rows_impl)
+_count_nonzero_rows_parallel, _count_nonzero_rows_serial = twins(_count_nonzero_rows_impl, noalias=True)
 
 _MAGNITUDE = {np.dtype(np.float32): (np.uint32, np.uint32(0x7FFFFFFF)),
               np.dtype(np.float64): (np.uint64, np.uint64(0x7FFFFFFFFFFFFFFF))}

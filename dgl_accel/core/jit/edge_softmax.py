@@ -60,7 +60,7 @@ def _softmax_shift_impl(group, score, num_rows, nparts, out):
                 out[e, h] = score[e, h] - mx[0, r, h]
 
 
-_softmax_shift_parallel, _softmax_shift_serial = twins(_softmax_shift_impl)
+_softmax_shift_parallel, _softmax_shift_serial = twins(_softmax_shift_impl, noalias=True)
 
 
 def _softmax_normalise_impl(group, ex, num_rows, nparts):
@@ -83,7 +83,7 @@ def _softmax_normalise_impl(group, ex, num_rows, nparts):
                 ex[e, h] = ex[e, h] / den[0, r, h]
 
 
-_softmax_normalise_parallel, _softmax_normalise_serial = twins(_softmax_normalise_impl)
+_softmax_normalise_parallel, _softmax_normalise_serial = twins(_softmax_normalise_impl, noalias=True)
 
 
 def _softmax_bwd_impl(group, a, grad, num_rows, nparts, out):
@@ -110,7 +110,7 @@ def _softmax_bwd_impl(group, a, grad, num_rows, nparts, out):
                 out[e, h] = x * grad[e, h] - x * tot[0, r, h]
 
 
-_softmax_bwd_parallel, _softmax_bwd_serial = twins(_softmax_bwd_impl)
+_softmax_bwd_parallel, _softmax_bwd_serial = twins(_softmax_bwd_impl, noalias=True)
 
 
 # ------------------------------------------------------------------ entry points (numpy in, numpy out)

@@ -147,7 +147,7 @@ def _extrema_impl(indptr, cols, eids, x, w, op, negate, fill, out, arg, pos_like
                 arg[r, f] = lo + pos[f]
 
 
-_extrema_parallel, _extrema_serial = twins(_extrema_impl)
+_extrema_parallel, _extrema_serial = twins(_extrema_impl, noalias=True)
 _POS32, _POS64 = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64)
 
 
@@ -236,7 +236,7 @@ def _values_impl(indptr, cols, eids, x, w, op, negate, fill, out, acc_like):
                 out[r, f] = cast_like(best[f], out)
 
 
-_values_parallel, _values_serial = twins(_values_impl)
+_values_parallel, _values_serial = twins(_values_impl, noalias=True)
 
 
 def extrema_values(indptr, cols, eids, x, w, op: int, negate: bool, fill: float):

@@ -48,7 +48,7 @@ def _headwise_impl(indptr, cols, eids, x, w, op, head_len, out):
                 out[r, f] = acc[f]
 
 
-_headwise_parallel, _headwise_serial = twins(_headwise_impl)
+_headwise_parallel, _headwise_serial = twins(_headwise_impl, noalias=True)
 
 
 def headwise_rows(indptr, cols, eids, x, w, op: int, head_len: int):
