@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -248,11 +249,17 @@ def main(argv=None) -> int:
         return 0
     torch.set_num_threads(args.threads)
     heap = steady_heap()  # before any provider's process forks: every child inherits it
+    # PyG's stack has no library sharing numba's GNU OpenMP: this process runs the loops' serial twins
+    # only (the loss checks), and each provider's process the parallel ones, as a user's main process
+    parallel = args.isolate and args.front_doors.split(",") == ["pyg"]
+    if parallel:
+        os.environ["DGL_ACCEL_NUMBA_PARALLEL"] = "0"
     graphs = (args.graphs or ("cora,amazon_cs" if args.quick else ",".join(NPZ))).split(",")
     modes = (args.modes or ("train" if args.quick else "train,eval")).split(",")
     repeat, rounds = args.repeat or 5, args.rounds
     doors = front_doors(args.front_doors.split(","))
-    common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__, **heap}
+    common = {"cpu_model": cpu_model(), "threads": args.threads, "torch": torch.__version__, **heap,
+              "loops": "serial" if args.isolate and not parallel else "parallel"}
     started, rows = time.perf_counter(), []
     models = args.models.split(",") if args.models else (MODELS if args.quick else None)
     cells = wanted_cells(doors, graphs, models, args.dtypes.split(","), modes)
@@ -261,7 +268,7 @@ def main(argv=None) -> int:
         graph = loaded.setdefault(gname, Graph.load(gname))
         kwargs = {"compiled": not args.no_compile} if door == "pyg" else {}
         steps = doors[door].providers(graph, model, dtype, mode, **kwargs)
-        runners = {p: Isolated(step, peak_rss_during) for p, step in steps.items()} if args.isolate else steps
+        runners = {p: Isolated(step, peak_rss_during, parallel) for p, step in steps.items()} if args.isolate else steps
         try:
             times = time_cell(runners, args.warmup, repeat, rounds)
         finally:

@@ -113,16 +113,18 @@ class Isolated:
     ``loss``, ``reset()``, ``snapshot()`` as the step's; ``peak()``: ``peak(step)`` in the child.
     The heap is trimmed before the fork (:func:`_trim_heap`): without it a child inherited the
     free space every earlier cell left, and compiled PyG's GIN evaluation on Cora took 4.7 ms after
-    16 cells and 7.7 ms as the first cell."""
+    16 cells and 7.7 ms as the first cell.  ``parallel``: the child runs dgl-accel's compiled loops
+    in their parallel form, as a user's main process does (a multiprocessing child otherwise runs
+    the serial twins); only where this process never entered a GNU OpenMP parallel region."""
 
     timed = True
 
-    def __init__(self, step, peak: Callable | None = None):
+    def __init__(self, step, peak: Callable | None = None, parallel: bool = False):
         import multiprocessing
         _trim_heap()  # the child starts from this process's live data, not the slack its history left
         ctx = multiprocessing.get_context("fork")
         self._conn, theirs = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(step, theirs, peak), daemon=True)
+        self._proc = ctx.Process(target=_serve, args=(step, theirs, peak, parallel), daemon=True)
         self._proc.start()
         theirs.close()
         self.parts = self.loss = None
@@ -199,9 +201,13 @@ def steady_heap() -> dict:
     return {"mmap_threshold": STEADY_MMAP_THRESHOLD, "trim_threshold": STEADY_TRIM_THRESHOLD}
 
 
-def _serve(step, conn, peak) -> None:
-    """The child of :class:`Isolated`: run the commands it is sent until ``close``."""
+def _serve(step, conn, peak, parallel: bool) -> None:
+    """The child of :class:`Isolated`: run the commands it is sent until ``close``; ``parallel``: the
+    compiled loops' parallel twins, as in a main process (``claim_parallel``: the parent ran none)."""
     import traceback
+    if parallel:
+        from dgl_accel.core.jit import runtime  # here: only the child claims them
+        runtime.claim_parallel()
     while True:
         command = conn.recv()[0]
         if command == "close":

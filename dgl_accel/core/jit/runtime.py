@@ -33,7 +33,8 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
             return args[0]
         return lambda fn: fn
 
-__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "one_thread", "twins", "pick",
+__all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "claim_parallel", "one_thread", "twins",
+           "pick",
            "follow_torch_threads", "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen", "narrow", "as_float",
            "cast_like"]
 
@@ -59,6 +60,7 @@ def worth(work: int) -> bool:
 
 
 _PARALLEL_PID = None
+_CLAIMED = False  # claim_parallel() ran in this process
 
 
 def parallel_allowed() -> bool:
@@ -70,8 +72,10 @@ def parallel_allowed() -> bool:
     process, and a child of a parent that used GNU OpenMP in any library can hang instead.  So
     parallel regions run only in a process that is not a multiprocessing child, and only in the
     one that ran the first; children (and everyone under ``DGL_ACCEL_NUMBA_PARALLEL=0``) run the
-    serial twins, with identical results."""
+    serial twins, with identical results, unless they :func:`claim_parallel`."""
     global _PARALLEL_PID
+    if _CLAIMED:
+        return _PARALLEL_PID == os.getpid()
     if os.environ.get("DGL_ACCEL_NUMBA_PARALLEL", "1") == "0":
         return False
     if multiprocessing.parent_process() is not None:
@@ -83,6 +87,16 @@ def parallel_allowed() -> bool:
     if _PARALLEL_PID is None:
         _PARALLEL_PID = pid
     return _PARALLEL_PID == pid
+
+
+def claim_parallel() -> None:
+    """Let this process run the parallel twins though it is a multiprocessing child or runs under
+    ``DGL_ACCEL_NUMBA_PARALLEL=0``, as a main process does (its forked children again run the serial
+    twins).  Only for a process whose ancestors never entered a GNU OpenMP parallel region: a child
+    forked from a process that ran the serial twins only (``DGL_ACCEL_NUMBA_PARALLEL=0``) and no other
+    library's OpenMP threads, as the training bench's provider processes are."""
+    global _PARALLEL_PID, _CLAIMED
+    _CLAIMED, _PARALLEL_PID = True, os.getpid()
 
 
 if AVAILABLE:

@@ -174,3 +174,34 @@ def test_weighted_rows_spmm_matches_dense_reference(n, m, feats, wide, dtype, se
     tol = 1e-4 if acc == torch.float32 else 1e-10
     np.testing.assert_allclose(outs[0], ref, rtol=tol, atol=tol * max(1, m // max(n, 1)))
     assert np.all(outs[0][np.diff(indptr) == 0] == 0)
+
+
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
+def test_claim_parallel_in_a_child_of_a_serial_process():
+    # A fresh process under DGL_ACCEL_NUMBA_PARALLEL=0 (serial twins only) forks a child: serial there
+    # too until it claims the parallel twins, which then run; the child's own forked children are
+    # serial again (the bench's provider processes: bench.harness.Isolated).
+    code = """
+import multiprocessing as mp, numpy as np
+from dgl_accel.core.jit import aggregation, runtime
+def grandchild(q):
+    q.put(runtime.parallel_allowed())
+def child(q):
+    q.put(runtime.parallel_allowed())
+    runtime.claim_parallel()
+    q.put(runtime.parallel_allowed())
+    out = np.empty((50, 4), np.float32)
+    aggregation.rows_spmm(np.arange(51, dtype=np.int64), np.arange(50, dtype=np.int64),
+                          np.ones((50, 4), np.float32), None, None, out)
+    q.put(bool(out.sum() == 200))
+    p = mp.get_context("fork").Process(target=grandchild, args=(q,)); p.start(); p.join()
+if __name__ == "__main__":
+    print(runtime.parallel_allowed())
+    q = mp.get_context("fork").Queue()
+    p = mp.get_context("fork").Process(target=child, args=(q,)); p.start(); p.join()
+    print(*(q.get() for _ in range(4)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                         env={**os.environ, "DGL_ACCEL_NUMBA_PARALLEL": "0"}).stdout.split("\n")
+    assert out[0] == "False"
+    assert out[1] == "False True True False", out
