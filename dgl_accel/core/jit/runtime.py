@@ -21,6 +21,7 @@ try:  # pragma: no branch
     from llvmlite import ir
     from numba import njit, prange
     from numba import types as nbtypes
+    from numba.core.compiler import CompilerBase, DefaultPassBuilder
     from numba.extending import intrinsic, overload
     AVAILABLE = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
@@ -100,8 +101,6 @@ def claim_parallel() -> None:
 
 
 if AVAILABLE:
-    from numba.core.compiler import CompilerBase, DefaultPassBuilder
-
     class _NoAliasPipeline(CompilerBase):
         """numba's nopython pipeline with the array arguments marked ``noalias`` (no written array
         shares memory with another argument), as numba compiles a ``prange`` body in a parallel
