@@ -30,7 +30,7 @@ import numpy as np
 from . import runtime
 from .attention_common import CHUNKS, REASSOC, max_degree
 from .row_ranges import bounds_of
-from .runtime import M32, S32, njit, pick, prange, twins
+from .runtime import M32, NOALIAS, S32, njit, pick, prange, twins
 
 __all__ = ["gat_forward", "gat_attention", "gat_backward", "one_pass", "drop_weight", "edge_drop"]
 
@@ -127,7 +127,7 @@ def _gat_fwd_impl(indptr, indices, eids, feat, el, er, params, keys, keep, thr, 
                     lse[v, h] = -np.inf
 
 
-_gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl, fastmath=REASSOC)
+_gat_fwd_parallel, _gat_fwd_serial = twins(_gat_fwd_impl, fastmath=REASSOC, noalias=True)
 
 
 def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, keep, thr, drop, lse, a):
@@ -148,7 +148,7 @@ def _gat_attention_impl(indptr, indices, eids, el, er, params, keys, keep, thr, 
                     a[e, h] = p * edge_drop(keep, keys, h, e, e, thr, params[1]) if drop else p
 
 
-_gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fastmath=REASSOC)
+_gat_attention_parallel, _gat_attention_serial = twins(_gat_attention_impl, fastmath=REASSOC, noalias=True)
 
 
 @njit(cache=True, inline="always")
@@ -210,7 +210,7 @@ def _gat_bwd_dst_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
                 grad_er[v, h] = pgl[h] - dl[h] * pl[h]
 
 
-_gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC_ONLY)
+_gat_bwd_dst_parallel, _gat_bwd_dst_serial = twins(_gat_bwd_dst_impl, fastmath=REASSOC_ONLY, noalias=True)
 
 
 def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep, thr,
@@ -261,7 +261,7 @@ def _gat_bwd_src_impl(indptr, indices, eids, feat, el, er, params, lse, grad_out
 _gat_bwd_src_parallel, _gat_bwd_src_serial = twins(_gat_bwd_src_impl, fastmath=REASSOC_ONLY)
 
 
-@njit(cache=True, fastmath=REASSOC_ONLY)
+@njit(cache=True, fastmath=REASSOC_ONLY, **NOALIAS)  # its three outputs are fresh arrays
 def _gat_bwd_one_pass(indptr, indices, eids, feat, el, er, params, lse, grad_out, grad_attn, has_attn, keys, keep,
                       thr, drop, by_pos, max_degree, grad_feat, grad_el, grad_er):
     """Both passes in one, for one thread: over v's in-edges, p_e and g_e (:func:`_edge_terms`) into a

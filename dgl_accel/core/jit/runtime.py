@@ -35,9 +35,8 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
         return lambda fn: fn
 
 __all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "claim_parallel", "one_thread", "twins",
-           "pick",
-           "follow_torch_threads", "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen", "narrow", "as_float",
-           "cast_like"]
+           "pick", "follow_torch_threads", "NOALIAS", "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen",
+           "narrow", "as_float", "cast_like"]
 
 # Work (sampled slots, gathered entries) below which the numpy path is used: a compiled call has
 # ~10 us of dispatch overhead, a thread fork-join more; tiny batches gain nothing.
@@ -110,6 +109,10 @@ if AVAILABLE:
             self.state.flags.noalias = True
             return [DefaultPassBuilder.define_nopython_pipeline(self.state)]
 
+# ``njit`` options of a loop whose written arrays share memory with no other argument: compiled as
+# numba compiles a prange body (arrays noalias); nothing without numba
+NOALIAS = {"pipeline_class": _NoAliasPipeline} if AVAILABLE else {}
+
 
 def twins(fn, *, noalias: bool = False, **options):
     """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
@@ -123,7 +126,7 @@ def twins(fn, *, noalias: bool = False, **options):
         f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
         f.__qualname__ = fn.__qualname__ + suffix
         f.__doc__ = fn.__doc__
-        extra = {"pipeline_class": _NoAliasPipeline} if noalias and not parallel and AVAILABLE else {}
+        extra = NOALIAS if noalias and not parallel else {}
         out.append(njit(cache=True, parallel=parallel, **options, **extra)(f))
     return tuple(out)
 
