@@ -196,10 +196,11 @@ def all_heads_agree_with_per_head(op, inputs, gouts, module: str, per_head_kerne
 
 
 def twins_agree(op, inputs, gouts, monkeypatch) -> None:
-    """On the compiled path, ``op(*inputs)`` -> (out, attention) and its gradients under ``gouts`` are
-    bit-identical from the parallel loops and from the serial twins (``DGL_ACCEL_NUMBA_PARALLEL=0``;
-    compiled differently: :func:`~dgl_accel.core.jit.runtime.twins` ``noalias``); each row is
-    computed by one task in one order either way."""
+    """On the compiled path, ``op(*inputs)`` -> (out, attention) and its gradients under ``gouts`` from
+    the parallel loops and from the serial twins (``DGL_ACCEL_NUMBA_PARALLEL=0``; compiled
+    differently: :func:`~dgl_accel.core.jit.runtime.twins` ``noalias``) agree to fp32's last bits:
+    each row is computed by one task in one order either way, but a loop allowed to reorder its sums
+    (fastmath ``reassoc``) may vectorise a D-long dot product differently in the two."""
 
     def run():
         leaves = [t.clone().requires_grad_() for t in inputs]
@@ -211,5 +212,5 @@ def twins_agree(op, inputs, gouts, monkeypatch) -> None:
     monkeypatch.setenv("DGL_ACCEL_NUMBA_PARALLEL", "0")
     assert not runtime.parallel_allowed()
     serial = run()
-    for a, b in zip(parallel, serial):
-        assert torch.equal(a, b)
+    for i, (a, b) in enumerate(zip(parallel, serial)):
+        torch.testing.assert_close(a, b, rtol=4e-7, atol=1e-8, msg=f"output {i}")

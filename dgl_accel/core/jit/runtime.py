@@ -72,7 +72,8 @@ def parallel_allowed() -> bool:
     process, and a child of a parent that used GNU OpenMP in any library can hang instead.  So
     parallel regions run only in a process that is not a multiprocessing child, and only in the
     one that ran the first; children (and everyone under ``DGL_ACCEL_NUMBA_PARALLEL=0``) run the
-    serial twins, with identical results, unless they :func:`claim_parallel`."""
+    serial twins, unless they :func:`claim_parallel`: the same results (bit for bit in the samplers;
+    a loop compiled to reorder its sums, fastmath ``reassoc``, may round its last bit otherwise)."""
     global _PARALLEL_PID
     if _CLAIMED:
         return _PARALLEL_PID == os.getpid()
