@@ -1,8 +1,7 @@
 """Pieces shared by the compiled CPU loops of the attention ops over CSR rows (:mod:`.gat`,
 :mod:`.gatv2`, :mod:`.dot`, :mod:`.edge_softmax`; their row ranges: :mod:`.row_ranges`): the parallel
 task count ``CHUNKS``, the fastmath flags ``REASSOC``, :func:`max_degree`; for the variants (:mod:`.dot`,
-:mod:`.gatv2`) the per-task buffers of a forward, :func:`permuted` (per-edge scratch from one CSR's order to
-the other's), and a destination's softmax in three passes over its scores (reset,
+:mod:`.gatv2`) the per-task buffers of a forward, and a destination's softmax in three passes over its scores (reset,
 exp and sum, the weighted sum of source rows, the store of ``out[v]`` and ``lse[v] = m + log(l)``).
 
 The helpers are inlined into the loops that call them (``inline="always"``: numba's IR, compiled under
@@ -14,9 +13,9 @@ import math
 
 import numpy as np
 
-from .runtime import njit, pick, prange, twins
+from .runtime import njit
 
-__all__ = ["CHUNKS", "REASSOC", "max_degree", "permuted", "row_dot",
+__all__ = ["CHUNKS", "REASSOC", "max_degree", "row_dot",
            "grad_term", "softmax_buffers", "softmax_reset", "softmax_exp", "softmax_accumulate",
            "softmax_store"]
 
@@ -30,29 +29,6 @@ REASSOC = {"reassoc", "contract"}
 def max_degree(indptr) -> int:
     """The longest row of a CSR (0 without rows): the size of the per-task score buffers."""
     return int((indptr[1:] - indptr[:-1]).max()) if indptr.shape[0] > 1 else 0
-
-
-def _permute_impl(x, pos, out):
-    """out[o] = x[pos[o]], rows of 2-D arrays, in CHUNKS ranges of rows."""
-    n = pos.shape[0]
-    step = n // CHUNKS + 1
-    for ch in prange(CHUNKS):
-        for o in range(ch * step, min(n, (ch + 1) * step)):
-            p = pos[o]
-            for i in range(x.shape[1]):
-                out[o, i] = x[p, i]
-
-
-_permute_parallel, _permute_serial = twins(_permute_impl, noalias=True)
-
-
-def permuted(x, pos):
-    """``x[pos]`` along the first axis (a new array; ``pos`` int64): per-edge scratch a pass over one
-    CSR wrote in its order, put in the other CSR's order so its pass reads it row after row."""
-    out = np.empty((pos.shape[0],) + x.shape[1:], dtype=x.dtype)
-    width = int(np.prod(x.shape[1:]))
-    pick(_permute_parallel, _permute_serial)(x.reshape(x.shape[0], width), pos, out.reshape(pos.shape[0], width))
-    return out
 
 
 @njit(cache=True, inline="always")

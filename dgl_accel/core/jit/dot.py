@@ -15,7 +15,7 @@ v's in-edges, out[v, h] = sum_e p_e val[u, h].
   are kept per edge and head between the passes (an E x 2 x H scratch array, freed on return): one
   exp and two H-long dots per edge and head instead of three of each (at 8 heads of 8 features the
   exps were most of the backward).  The destination pass writes them in its own order, one tight
-  gather (:func:`.attention_common.permuted`) puts them in the out-CSR's, and the source pass reads
+  gather (``np.take`` by the out-CSR's in-CSR positions) puts them in the out-CSR's, and the source pass reads
   them row after row: each pass reading E-sized scratch in another order than its own (by edge id)
   missed the cache on every edge, a third of the backward.  Each output row is written by the one
   task owning it (no atomics).
@@ -34,7 +34,6 @@ from .attention_common import (
     REASSOC,
     grad_term,
     max_degree,
-    permuted,
     row_dot,
     softmax_accumulate,
     softmax_buffers,
@@ -186,6 +185,6 @@ def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, grad_out, grad_a
     grad_q, grad_k, grad_val = np.empty(q.shape, dtype=dt), np.empty(k.shape, dtype=dt), np.empty(val.shape, dtype=dt)
     pd = np.empty((in_csr[1].shape[0], 2, q.shape[1]), dtype=dt)
     pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q, pd)
-    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(out_csr[0], out_csr[1], q, grad_out, permuted(pd, out_csr[2]),
-                                                     grad_k, grad_val)
+    pd_out = np.take(pd, out_csr[2], axis=0)  # the out-CSR's order: the source pass reads it row after row
+    pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(out_csr[0], out_csr[1], q, grad_out, pd_out, grad_k, grad_val)
     return grad_q, grad_k, grad_val

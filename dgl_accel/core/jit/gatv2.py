@@ -27,7 +27,6 @@ from .attention_common import (
     REASSOC,
     grad_term,
     max_degree,
-    permuted,
     softmax_accumulate,
     softmax_buffers,
     softmax_exp,
@@ -200,5 +199,5 @@ def gatv2_backward(in_csr, out_csr, fs, fd, attn, slope: float, lse, grad_out, g
     pick(_gatv2_bwd_dst_parallel, _gatv2_bwd_dst_serial)(*in_csr, fs, fd, attn, sl, lse, c, grad_out, ga, has_ga,
                                                          grad_fd, parts, pd)
     pick(_gatv2_bwd_src_parallel, _gatv2_bwd_src_serial)(out_csr[0], out_csr[1], fs, fd, attn, sl, grad_out, grad_fs,
-                                                         permuted(pd, out_csr[2]))
+                                                         np.take(pd, out_csr[2], axis=0))
     return grad_fs, grad_fd, parts.sum(axis=0)

@@ -1,14 +1,11 @@
 """The derived views of :class:`dgl_accel.core.aggregation.views.GraphViews` on plain tensors."""
 from __future__ import annotations
 
-import numpy as np
-import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_accel.core.aggregation.views import TensorGraph
-from dgl_accel.core.jit.attention_common import permuted
 
 
 @settings(max_examples=30, deadline=None)
@@ -25,11 +22,3 @@ def test_out_by_in_position_names_the_same_edge(n, m, seed, idtype):
     assert sorted(by_pos.eids.tolist()) == list(range(m))
     assert g.out_by_in_position() is by_pos  # cached per graph
 
-
-@pytest.mark.parametrize("shape", [(0, 2, 3), (7, 2, 3), (300, 5)])
-def test_permuted_gathers_rows(shape):
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(shape).astype(np.float32)
-    pos = rng.permutation(shape[0]).astype(np.int64)
-    out = permuted(x, pos)
-    assert out.shape == x.shape and np.array_equal(out, x[pos])
