@@ -20,6 +20,9 @@ v's in-edges, out[v, h] = sum_e p_e val[u, h].
   missed the cache on every edge, a third of the backward.  Each output row is written by the one
   task owning it (no atomics).
 
+The backward of many narrow heads (:func:`.dot_heads.covers`: 8 x 8, UniMP's) takes :mod:`.dot_heads`'
+loops instead: the same passes with every head of a row in one vector.
+
 Rows are cut into ``CHUNKS`` ranges of about equal edge counts (:func:`bounds_of`), one task each;
 (parallel, serial) twins as every loop here.
 """
@@ -29,6 +32,7 @@ import math
 
 import numpy as np
 
+from . import dot_heads
 from .attention_common import (
     CHUNKS,
     REASSOC,
@@ -182,8 +186,10 @@ def dot_backward(in_csr, out_csr, q, k, val, scale: float, lse, grad_out, grad_a
     has_ga = grad_attn is not None
     ga = grad_attn if has_ga else np.empty((0, q.shape[1]), dtype=dt)
     sc = _scale(scale, dt)
-    grad_q, grad_k, grad_val = np.empty(q.shape, dtype=dt), np.empty(k.shape, dtype=dt), np.empty(val.shape, dtype=dt)
     pd = np.empty((in_csr[1].shape[0], 2, q.shape[1]), dtype=dt)
+    if dot_heads.covers(q.shape[1], q.shape[2], val.shape[2]):
+        return dot_heads.backward(in_csr, out_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, pd)
+    grad_q, grad_k, grad_val = np.empty(q.shape, dtype=dt), np.empty(k.shape, dtype=dt), np.empty(val.shape, dtype=dt)
     pick(_dot_bwd_dst_parallel, _dot_bwd_dst_serial)(*in_csr, q, k, val, sc, lse, c, grad_out, ga, has_ga, grad_q, pd)
     pd_out = np.take(pd, out_csr[2], axis=0)  # the out-CSR's order: the source pass reads it row after row
     pick(_dot_bwd_src_parallel, _dot_bwd_src_serial)(out_csr[0], out_csr[1], q, grad_out, pd_out, grad_k, grad_val)

@@ -18,10 +18,12 @@ try:  # pragma: no branch
     if os.environ.get("DGL_ACCEL_NUMBA", "1") == "0":
         raise ImportError("disabled by DGL_ACCEL_NUMBA=0")
     import numba
+    import numba.core.registry
     from llvmlite import ir
     from numba import njit, prange
     from numba import types as nbtypes
     from numba.core.compiler import CompilerBase, DefaultPassBuilder
+    from numba.core.compiler_lock import global_compiler_lock
     from numba.extending import intrinsic, overload
     AVAILABLE = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
@@ -115,21 +117,48 @@ if AVAILABLE:
 NOALIAS = {"pipeline_class": _NoAliasPipeline} if AVAILABLE else {}
 
 
-def twins(fn, *, noalias: bool = False, **options):
+def twins(fn, *, noalias: bool = False, slp: bool = False, **options):
     """(parallel, serial) compiled versions of the plain function ``fn`` (``prange`` loops run
     serially in the second), with further ``njit`` ``options`` (e.g. ``fastmath``).  Each gets its own
     name so numba's disk cache, which keys entries by function name and signature but not by the
     parallel flag, keeps them apart.  ``noalias``: the caller promises that no array ``fn`` writes
     shares memory with another of its arguments, and the serial twin is compiled as the parallel
-    one's loop body is (its arrays ``noalias``)."""
+    one's loop body is (its arrays ``noalias``).  ``slp``: compiled with LLVM's superword (SLP)
+    vectoriser, which numba leaves off by default (numba#8852: miscompilations with older LLVMs), for
+    loops whose short constant-length inner loops only it packs into vectors; such a loop needs a
+    test against its reference."""
     out = []
     for suffix, parallel in (("_parallel", True), ("_serial", False)):
         f = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
         f.__qualname__ = fn.__qualname__ + suffix
         f.__doc__ = fn.__doc__
         extra = NOALIAS if noalias and not parallel else {}
-        out.append(njit(cache=True, parallel=parallel, **options, **extra)(f))
+        dispatcher = njit(cache=True, parallel=parallel, **options, **extra)(f)
+        if slp and AVAILABLE:
+            dispatcher.compile = _with_slp(dispatcher.compile)
+        out.append(dispatcher)
     return tuple(out)
+
+
+def _with_slp(compile_fn):
+    """A dispatcher's ``compile`` run with ``numba.core.config.SLP_VECTORIZE`` on, under numba's compiler
+    lock so no other compilation sees it.  numba >= 0.61 reads the setting whenever it builds a pass
+    pipeline; older ones build their module pipeline once per process, so it is rebuilt for the
+    compile and the process's own put back after."""
+    def compile(sig):
+        with global_compiler_lock:
+            codegen = numba.core.registry.cpu_target.target_context.codegen()
+            before, full = numba.core.config.SLP_VECTORIZE, getattr(codegen, "_mpm_full", None)
+            numba.core.config.SLP_VECTORIZE = 1
+            try:
+                if full is not None:
+                    codegen._mpm_full = codegen._module_pass_manager()
+                return compile_fn(sig)
+            finally:
+                numba.core.config.SLP_VECTORIZE = before
+                if full is not None:
+                    codegen._mpm_full = full
+    return compile
 
 
 def one_thread() -> bool:

@@ -205,3 +205,43 @@ if __name__ == "__main__":
                          env={**os.environ, "DGL_ACCEL_NUMBA_PARALLEL": "0"}).stdout.split("\n")
     assert out[0] == "False"
     assert out[1] == "False True True False", out
+
+
+@pytest.mark.skipif(not runtime.enabled(), reason="numba not installed")
+def test_slp_twins_pack_short_constant_loops_and_leave_numbas_setting(tmp_path):
+    # Two twins of one loop (8 heads of 8 features, heads-minor: dgl_accel.core.jit.dot_heads' shape), one
+    # compiled with the superword vectoriser: its code has packed multiply-adds, the other's none,
+    # both compute the same, and numba's own setting is off again after the compile.
+    code = """
+import re, numpy as np, numba
+from dgl_accel.core.jit import runtime
+def make():
+    H, D = 8, 8
+    def dots(q, k, idx, s):
+        for j in range(idx.shape[0]):
+            u = idx[j]
+            for h in range(H):
+                s[j, h] = 0
+            for d in range(D):
+                for h in range(H):
+                    s[j, h] += q[0, d, h] * k[u, d, h]
+    return dots
+rng = np.random.default_rng(0)
+q, k = rng.standard_normal((1, 8, 8), dtype=np.float32), rng.standard_normal((50, 8, 8), dtype=np.float32)
+idx = rng.integers(0, 50, 100)
+packed, outs = [], []
+for slp in (True, False):
+    f = runtime.twins(make(), fastmath={"reassoc", "contract"}, noalias=True, slp=slp)[1]
+    s = np.empty((100, 8), np.float32)
+    f(q, k, idx, s)
+    outs.append(s)
+    asm = "\\n".join(f.inspect_asm().values())
+    packed.append(len(re.findall(r"v?(fmadd\\w*ps|mulps|addps)", asm)))
+print(numba.core.config.SLP_VECTORIZE, packed[0] > 0, packed[1] == 0, np.array_equal(outs[0], outs[1]))
+"""
+    script = tmp_path / "slp_twins.py"  # a file: numba caches nothing compiled from ``-c``
+    script.write_text(code)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0", "True", "True", "True"], run.stdout
