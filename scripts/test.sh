@@ -6,7 +6,8 @@
 #   3. main-lane     .venv (Python 3.11, torch 2.2.1, DGL 2.1.0, triton 3.5.1, numba 0.60): tests/ without
 #                    tests/core, tests/pyg, tests/gpu_report (the DGL adapter, its drop-ins and samplers against DGL, the AOT
 #                    compile for sm_80/sm_90, the architecture and docs rules) and the doctests of dgl_accel
-#                    outside core/, pyg/ and gpu_report/
+#                    outside core/, pyg/ and gpu_report/; and tests/pyg/test_compile.py's aot_eager cases (a
+#                    swapped model compiles on torch 2.2.1, each drop-in a boundary)
 #   4. core-lane     .venv-core (Python 3.12, torch 2.11, triton 3.6, torch-geometric 2.8, numba 0.68, no DGL:
 #                    the GPU image's stack, dgl-accel installed as `pip install .[pyg]`): tests/core, tests/pyg, tests/gpu_report
 #                    and the doctests of dgl_accel/core, dgl_accel/pyg and dgl_accel/gpu_report (the GPU
@@ -70,6 +71,10 @@ step main-lane "tests/ (not core/, pyg/, gpu_report/) and the doctests of dgl_ac
   "$py" -m pytest -q "${workers[@]}" tests dgl_accel \
   --ignore=tests/core --ignore=tests/pyg --ignore=tests/gpu_report \
   --ignore=dgl_accel/core --ignore=dgl_accel/pyg --ignore=dgl_accel/gpu_report "$@"
+# torch 2.2.1 has no torch.library.custom_op: there every PyG drop-in is a compile boundary, and a model
+# with them still compiles and gives the eager numbers (the PyG adapter's one check on the main stack)
+step main-lane-compile "a model with swapped PyG convs under torch.compile on torch 2.2.1 (each drop-in a boundary)" \
+  "$py" -m pytest -q "${jobs[@]}" tests/pyg/test_compile.py -k "aot_eager" "$@"
 
 core_py=""
 core_env() {  # .venv-core, created once; its python goes to $core_py

@@ -29,6 +29,7 @@ CONVS = {
     "SAGEConv-max": lambda: pyg_nn.SAGEConv(16, 12, aggr="max"),
     "GINConv": lambda: pyg_nn.GINConv(torch.nn.Linear(16, 12), train_eps=True),
     "GATConv": lambda: pyg_nn.GATConv(16, 6, heads=2),
+    "GATConv-mean-heads": lambda: pyg_nn.GATConv(16, 12, heads=2, concat=False),  # gat_layer without its bias
     "GATv2Conv": lambda: pyg_nn.GATv2Conv(16, 6, heads=2),
     "GraphConv": lambda: pyg_nn.GraphConv(16, 12),
 }
@@ -160,7 +161,7 @@ def _views_args(n=30, e=120, seed=6):
 
 
 @pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
-@pytest.mark.parametrize("case", ["u_mul_e-mean", "max", "sum_self", "gat_layer"] + [
+@pytest.mark.parametrize("case", ["u_mul_e-mean", "max", "sum_self", "gat_layer", "gat_layer-dropout"] + [
     pytest.param(case, marks=pytest.mark.slow)
     for case in ("copy_u-sum", "copy_u-mean", "u_mul_e-sum", "transposed", "min", "gat_attention", "gatv2_attention")])
 def test_opcheck(case):
@@ -181,12 +182,14 @@ def test_opcheck(case):
         call = (ops.aggregate_extrema, g + (case, 0.0, True, rand(n, 5)))
     elif case == "sum_self":
         call = (ops.copy_u_sum_self, g + (rand(n, 5), rand(1), 0.0))
-    elif case == "gat_layer":
-        call = (ops.attention, g + (case, 0.2, [rand(n, 5), rand(6, 5), rand(1, 2, 3), rand(1, 2, 3), rand(6)]))
+    elif case in ("gat_layer", "gat_layer-dropout"):
+        drop = (0.5, torch.tensor([5])) if case.endswith("dropout") else (0.0, None)
+        call = (ops.attention, g + ("gat_layer", 0.2, *drop,
+                                    [rand(n, 5), rand(6, 5), rand(1, 2, 3), rand(1, 2, 3), rand(6)]))
     elif case == "gat_attention":
-        call = (ops.attention, g + (case, 0.2, [rand(n, 2, 3), rand(n, 2), rand(n, 2)]))
+        call = (ops.attention, g + (case, 0.2, 0.0, None, [rand(n, 2, 3), rand(n, 2), rand(n, 2)]))
     else:
-        call = (ops.attention, g + (case, 0.2, [rand(n, 2, 3), rand(n, 2, 3), rand(2, 3)]))
+        call = (ops.attention, g + (case, 0.2, 0.0, None, [rand(n, 2, 3), rand(n, 2, 3), rand(2, 3)]))
     torch.library.opcheck(call[0], call[1])
 
 
@@ -209,6 +212,57 @@ def test_ops_gradients_are_the_eager_ops():
     got = torch.autograd.grad(out, x, cot)[0]
     want = torch.autograd.grad(aggregate_extrema(views, "copy_u", "max", x), x, cot)[0]
     torch.testing.assert_close(got, want)
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
+@pytest.mark.parametrize("name", ["gat_layer", "gat_attention"])
+def test_gat_attention_dropout_in_the_op_is_the_eager_ops_hashed_mask(name):
+    """GAT's attention dropout through the custom op: the eager op's output for the same seed (one mask
+    hashed from it), and the backward the forward's mask (gradcheck-exact)."""
+    from dgl_accel.core.attention.gat import gat_attention, gat_layer
+
+    edge_index, n = _views_args(e=200)
+    views = TensorGraph(edge_index[0], edge_index[1], num_nodes=n)
+    gen = torch.Generator().manual_seed(8)
+    if name == "gat_layer":
+        inputs = [torch.randn(*s, generator=gen, dtype=torch.float64).requires_grad_()
+                  for s in ((n, 5), (6, 5), (1, 2, 3), (1, 2, 3))]
+        eager = gat_layer(views, *inputs, None, 0.2, 0.5, seed=5)
+    else:
+        inputs = [torch.randn(*s, generator=gen, dtype=torch.float64).requires_grad_()
+                  for s in ((n, 2, 3), (n, 2), (n, 2))]
+        eager = gat_attention(views, *inputs, 0.2, dropout=0.5, seed=5)
+    op = functools.partial(torch.ops.dgl_accel.attention, edge_index, n, n, True, "edges", name, 0.2, 0.5,
+                           torch.tensor([5]))
+    got = op(inputs)[0]
+    torch.testing.assert_close(got, eager)
+    dropped = torch.ops.dgl_accel.attention(edge_index, n, n, True, "edges", name, 0.2, 0.0, None, inputs)[0]
+    assert not torch.allclose(got, dropped)  # the mask did something
+    torch.autograd.gradcheck(lambda *t: op(list(t))[0], tuple(inputs))
+
+
+@pytest.mark.skipif(not TRACED, reason="torch < 2.4: no torch.library.custom_op")
+@pytest.mark.parametrize("name,traced", [("GATConv", True), ("TransformerConv", True), ("GATv2Conv", False)])
+def test_attention_dropout_while_training_under_compile(name, traced):
+    """The GAT paper's recipe (dropout 0.6, training): GATConv's dropout inside the custom op and
+    TransformerConv's through PyG's own forward trace in one graph; GATv2Conv's stays behind the
+    boundary (PyG's forward, which runs it, breaks the graph itself).  The compiled model trains:
+    a seeded run repeats, another seed draws another mask."""
+    make = {"GATConv": lambda: pyg_nn.GATConv(16, 6, heads=2, dropout=0.6),
+            "TransformerConv": lambda: pyg_nn.TransformerConv(16, 12, heads=2, dropout=0.6, concat=False),
+            "GATv2Conv": lambda: pyg_nn.GATv2Conv(16, 12, heads=2, dropout=0.6, concat=False)}[name]
+    eager, twin = swapped_pair(lambda: Net(make()))
+    x, edge_index = _graph(50, 300, 1)
+    if traced:
+        assert_no_graph_breaks(eager, x, edge_index)
+    torch._dynamo.reset()
+    compiled = torch.compile(twin, backend="aot_eager", fullgraph=traced)
+    runs = []
+    for seed in (3, 3, 4):
+        torch.manual_seed(seed)
+        runs.append(_grads(compiled, x, edge_index))
+    torch.testing.assert_close(runs[0], runs[1])
+    assert not torch.allclose(runs[0][0], runs[2][0])
 
 
 EXPLAIN_MULTI_AGGR = """

@@ -223,8 +223,8 @@ def test_dot_attention_op():
         return torch.randn(*shape, generator=gen, dtype=torch.float64).requires_grad_()
 
     q, k, v = rand(n, 2, 3), rand(n, 2, 3), rand(n, 2, 5)
-    torch.library.opcheck(torch.ops.dgl_accel.attention, (ei, n, n, True, "edges", "dot_attention", 0.5, [q, k, v]))
-    out, _ = torch.ops.dgl_accel.attention(ei, n, n, True, "edges", "dot_attention", 0.5, [q, k, v])
+    torch.library.opcheck(torch.ops.dgl_accel.attention, (ei, n, n, True, "edges", "dot_attention", 0.5, 0.0, None, [q, k, v]))
+    out, _ = torch.ops.dgl_accel.attention(ei, n, n, True, "edges", "dot_attention", 0.5, 0.0, None, [q, k, v])
     want = dot_attention(TensorGraph(ei[0], ei[1], num_nodes=n), q, k, v, 0.5)
     cot = torch.randn_like(out)
     assert_close(out, want)

@@ -27,7 +27,7 @@ from . import gat_paths as paths
 from .checks import check_gat, check_gat_vectors, check_layer, check_slope
 from .common import usable
 from .double import composed_grads
-from .dropout import make_dropout
+from .dropout import check_dropout, make_dropout
 from .variant import Variant, backward_on, composed, forward_on, variant_attention
 
 GAT = Variant("gat_attention", paths, scored=(1, 2), rows=0, dropout=True)
@@ -164,9 +164,10 @@ def gat_attention(views, feat: torch.Tensor, el: torch.Tensor | None = None, er:
     else:
         check_gat(views, feat, el, er, negative_slope)
     heads = feat.shape[1]
-    if getattr(views, "traced", False) and attn is None and not return_attention and not dropout:
+    if getattr(views, "traced", False) and attn is None and not return_attention:
         return views.attention("gat_attention", negative_slope, feat, el.reshape(el.shape[0], heads),
-                               er.reshape(er.shape[0], heads))  # the custom op (core.library), for torch.compile
+                               er.reshape(er.shape[0], heads), dropout=check_dropout(dropout),
+                               seed=seed)  # the custom op (core.library), for torch.compile
     path = backend.choose_path(feat)  # the native path draws a mask without a seed as DGL's nn.Dropout does
     param = (float(negative_slope), make_dropout(dropout, seed, heads,
                                                  draw=(views.num_edges, feat) if path == "native" else None))
@@ -206,8 +207,9 @@ def gat_layer(views, x: torch.Tensor, weight: torch.Tensor, attn_l: torch.Tensor
     """
     check_layer(views, x, weight, attn_l, attn_r, bias)
     check_slope(negative_slope)
-    if getattr(views, "traced", False) and not return_attention and not dropout:  # the custom op (core.library)
-        return views.attention("gat_layer", negative_slope, x, weight, attn_l, attn_r, bias)
+    if getattr(views, "traced", False) and not return_attention:  # the custom op (core.library)
+        return views.attention("gat_layer", negative_slope, x, weight, attn_l, attn_r, bias,
+                               dropout=check_dropout(dropout), seed=seed)
     path = backend.choose_path(x)  # the native path draws a mask without a seed as DGL's nn.Dropout does
     drop = make_dropout(dropout, seed, attn_l.shape[-2], draw=(views.num_edges, x) if path == "native" else None)
     backend.record(GAT.name, path, x.device)

@@ -38,9 +38,12 @@ Ops (``torch.ops.dgl_accel.*``) and their gradients (``register_autograd``, buil
   EdgeConv's ops; the entries :func:`~.add_relu_sum.add_relu_sum` and
   :func:`~.sddmm.function.gsddmm` hand theirs over too).
 
-Not taken here (the PyG drop-ins keep their compile boundary for them): attention dropout,
-``return_attention``, max/min on a derived graph's own weights, a double backward through the
-attention and the edge ops.
+GAT's attention dropout (``gat_layer``, ``gat_attention``) rides along: the op takes the probability
+and a seed tensor drawn in the graph (``torch.randint``: no graph break), and its forward and
+backward hash one mask from it (:mod:`~.attention.dropout`).
+
+Not taken here (the PyG drop-ins keep their compile boundary for them): ``return_attention``,
+max/min on a derived graph's own weights, a double backward through the attention and the edge ops.
 """
 from __future__ import annotations
 
@@ -56,11 +59,13 @@ from ..aggregation.plan import TRANSPOSED
 from ..aggregation.scales import acc_dtype
 from ..attention import gat_paths
 from ..attention.dot import DOT
+from ..attention.dropout import make_dropout
 from ..attention.gat import GAT, GATLayerFunction
 from ..attention.gatv2 import GATV2
 from ..attention.variant import VariantAttentionFunction
 from ..extrema import aggregate_extrema, extrema_backward, extrema_backward_compiled
 from ..jit import runtime as jit_runtime
+from ..sampling.checks import check_seed
 from . import edges
 from .graphs import AVAILABLE, GRAPH, Ctx, fresh, register_graph_kind, resolve
 
@@ -133,8 +138,18 @@ class TracedGraph:
         return torch.ops.dgl_accel.copy_u_sum_self(*self.args(), x, self_scale if tensor else None,
                                                    0.0 if tensor else float(self_scale))
 
-    def attention(self, name: str, slope: float, *inputs) -> torch.Tensor:
-        return torch.ops.dgl_accel.attention(*self.args(), name, float(slope), list(inputs))[0]
+    def attention(self, name: str, slope: float, *inputs, dropout: float = 0.0, seed=None) -> torch.Tensor:
+        """``name``'s output; GAT's attention ``dropout`` hashed from ``seed`` (an int or a one-element
+        integer tensor), drawn in the graph from torch's generator where None (a tensor: no graph break)."""
+        seed_t = None
+        if dropout and seed is None:
+            seed_t = torch.randint(2**62, (1,))
+        elif dropout:
+            if not isinstance(seed, torch.Tensor) and check_seed(seed) >= 2**63:
+                raise ValueError(f"expected a seed below 2^63 under torch.compile (got {seed}). Fix: seed % 2**63.")
+            seed_t = torch.as_tensor(seed, dtype=torch.int64).view(1)
+        tensors = list(inputs[:-1]) if inputs and inputs[-1] is None else list(inputs)  # gat_layer's bias
+        return torch.ops.dgl_accel.attention(*self.args(), name, float(slope), float(dropout), seed_t, tensors)[0]
 
 
 # ------------------------------------------------------------------------------------ the real ops
@@ -182,14 +197,19 @@ def _copy_u_sum_self(edge_index, num_src, num_dst, homogeneous, kind, x, scale, 
     return copy_u_sum_self(views, x, self_scale=scale_value if scale is None else scale).contiguous()
 
 
-def _attention_call(views, name: str, slope: float, inputs):
-    """(the eager Function, its leading arguments, its tensor inputs) of an attention op."""
+def _attention_call(views, name: str, slope: float, dropout: float, seed, inputs):
+    """(the eager Function, its leading arguments, its tensor inputs) of an attention op; GAT's
+    ``dropout`` a mask hashed from ``seed`` (the same in the forward and the backward op)."""
     x = inputs[0]
     path = backend.choose_path(x)
     if name == "gat_layer":
-        return GATLayerFunction, (views, path, (float(slope), None), False), list(inputs)
+        drop = make_dropout(dropout, seed, inputs[2].shape[-2])
+        return GATLayerFunction, (views, path, (float(slope), drop), False), list(inputs) + [None] * (5 - len(inputs))
     if name == "gat_attention":
-        return VariantAttentionFunction, (GAT, views, path, (float(slope), None), False), list(inputs)
+        drop = make_dropout(dropout, seed, x.shape[1])
+        return VariantAttentionFunction, (GAT, views, path, (float(slope), drop), False), list(inputs)
+    if dropout:
+        raise ValueError(f"expected no attention dropout for {name} (got {dropout}). Fix: dropout=0.0.")
     if name == "gatv2_attention":
         fs, fd, attn = inputs
         return VariantAttentionFunction, (GATV2, views, path, float(slope), False), [fs, fd, attn.reshape(fs.shape[1:])]
@@ -201,10 +221,10 @@ def _attention_call(views, name: str, slope: float, inputs):
 ATTENTION = ("gat_layer", "gat_attention", "gatv2_attention", "dot_attention")
 
 
-def _attention(edge_index, num_src, num_dst, homogeneous, kind, name, slope, inputs):
+def _attention(edge_index, num_src, num_dst, homogeneous, kind, name, slope, dropout, seed, inputs):
     """(out, lse [num_dst, H]): the eager Function's forward."""
     views, _ = resolve(edge_index, num_src, num_dst, homogeneous, kind)
-    function, lead, tensors = _attention_call(views, name, slope, inputs)
+    function, lead, tensors = _attention_call(views, name, slope, dropout, seed, inputs)
     backend.record(GAT.name if name == "gat_layer" else lead[0].name, lead[-3], inputs[0].device)
     ctx = Ctx()
     with torch.no_grad():
@@ -212,10 +232,11 @@ def _attention(edge_index, num_src, num_dst, homogeneous, kind, name, slope, inp
     return out.contiguous(), ctx.saved_tensors[6 if name == "gat_layer" else 3].contiguous()
 
 
-def _attention_backward(edge_index, num_src, num_dst, homogeneous, kind, name, slope, inputs, needs, lse, grad):
+def _attention_backward(edge_index, num_src, num_dst, homogeneous, kind, name, slope, dropout, seed, inputs, needs,
+                        lse, grad):
     """One gradient per input with ``needs``: the eager Function's backward on the saved inputs and lse."""
     views, _ = resolve(edge_index, num_src, num_dst, homogeneous, kind)
-    function, lead, tensors = _attention_call(views, name, slope, inputs)
+    function, lead, tensors = _attention_call(views, name, slope, dropout, seed, inputs)
     offset = len(lead)
     ctx = Ctx(views=views, path=lead[-3], param=lead[-2], needs_input_grad=(False,) * offset + tuple(needs))
     if name == "gat_layer":
@@ -314,34 +335,31 @@ def _register() -> None:
 
     sum_self.register_autograd(sum_self_grad, setup_context=sum_self_setup)
 
-    def attention_fake(ei, ns, nd, h, k, name, slope, inputs):
+    def attention_fake(ei, ns, nd, h, k, name, slope, dropout, seed, inputs):
         feat = inputs[0]
         head_dims = tuple(inputs[2].shape[-2:]) if name in ("gat_layer", "dot_attention") else tuple(feat.shape[1:])
         return feat.new_empty((nd,) + head_dims), feat.new_empty((nd, head_dims[0]), dtype=acc_dtype(feat.dtype))
 
-    attention = define("attention", f"({GRAPH}, str name, float slope, Tensor?[] inputs) -> (Tensor, Tensor)",
-                       _attention, attention_fake)
+    # inputs: tensors only (gat_layer without its bias: four); a None in a tensor list would leave the
+    # output without autograd (torch's custom ops do not differentiate through it)
+    head = f"{GRAPH}, str name, float slope, float dropout, Tensor? seed, Tensor[] inputs"
+    attention = define("attention", f"({head}) -> (Tensor, Tensor)", _attention, attention_fake)
     attention_grad_op = define(
-        "attention_backward",
-        f"({GRAPH}, str name, float slope, Tensor?[] inputs, bool[] needs, Tensor lse, Tensor grad) -> Tensor[]",
-        _attention_backward,
-        lambda ei, ns, nd, h, k, name, slope, inputs, needs, lse, grad: [
+        "attention_backward", f"({head}, bool[] needs, Tensor lse, Tensor grad) -> Tensor[]", _attention_backward,
+        lambda ei, ns, nd, h, k, name, slope, dropout, seed, inputs, needs, lse, grad: [
             t.new_empty(t.shape) for t, need in zip(inputs, needs) if need])
 
     def attention_setup(ctx, inputs, output):
-        ctx.graph, ctx.name, ctx.slope = inputs[:5], inputs[5], inputs[6]
-        ctx.present = [t is not None for t in inputs[7]]
-        ctx.needs = [t is not None and t.requires_grad for t in inputs[7]]
-        ctx.save_for_backward(*(t for t in inputs[7] if t is not None), output[1])
+        ctx.graph, ctx.name, ctx.slope, ctx.dropout = inputs[:5], inputs[5], inputs[6], inputs[7]
+        ctx.needs = [t.requires_grad for t in inputs[9]]
+        ctx.save_for_backward(inputs[8], *inputs[9], output[1])
 
     def attention_grad(ctx, grad, _grad_lse):
-        *saved, lse = ctx.saved_tensors
-        saved = iter(saved)
-        inputs = [next(saved) if present else None for present in ctx.present]
+        seed, *inputs, lse = ctx.saved_tensors
         needs = ctx.needs
-        grads = iter(attention_grad_op(*ctx.graph, ctx.name, ctx.slope, inputs, needs, lse, grad)
+        grads = iter(attention_grad_op(*ctx.graph, ctx.name, ctx.slope, ctx.dropout, seed, inputs, needs, lse, grad)
                      if any(needs) else ())
-        return (None,) * 7 + ([next(grads) if need else None for need in needs],)
+        return (None,) * 9 + ([next(grads) if need else None for need in needs],)
 
     attention.register_autograd(attention_grad, setup_context=attention_setup)
     edges.register(define)

@@ -15,8 +15,8 @@ Under CPU autocast on the native path the projection runs in bf16 and the attent
 (:func:`.attention.attention_in_fp32`).
 Attention ``dropout`` while training: on the native CPU path the mask is drawn from torch's stream
 where and as PyG's ``F.dropout`` draws it (the same numbers as PyG from one ``torch.manual_seed``);
-on the Triton kernels it is a hash of edge id, head and a seed drawn from torch's generator (PyG's
-distribution, not its mask).
+on the Triton kernels, and under ``torch.compile`` (inside the custom op, no graph break), it is a
+hash of edge id, head and a seed drawn from torch's generator (PyG's distribution, not its mask).
 
 Left to PyG's forward (``pyg.GATConv: fallthrough: <reason>``): ``edge_attr`` (``edge_dim``),
 sparse adjacencies, a pair whose target features are None, features other than [N, F] floats of

@@ -36,7 +36,13 @@ from .inputs import dropin, fall_back
 PygGATv2Conv = pyg_nn.GATv2Conv
 
 
-@dropin(PygGATv2Conv, "propagate", "edge_updater")
+def _untraced(module, *args, **kwargs) -> str | None:
+    """Attention dropout while training stays behind the compile boundary: PyG's forward, which runs
+    then, breaks the graph itself (its self-loop handling: data-dependent shapes)."""
+    return "attention dropout while training" if attention_dropout(module) > 0 else None
+
+
+@dropin(PygGATv2Conv, "propagate", "edge_updater", untraced=_untraced)
 class GATv2Conv(PygGATv2Conv):
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         found = attention_inputs(self, x, edge_index, edge_attr)

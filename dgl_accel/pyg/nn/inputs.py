@@ -101,15 +101,13 @@ def compiling() -> bool:
 def untraced_reason(module, args, kwargs) -> str | None:
     """Why a call under ``torch.compile`` stays behind the boundary (run eagerly), or None: a graph
     input other than a dense ``edge_index`` tensor, an argument ``True`` (GAT's
-    ``return_attention_weights``), a ``dropout`` while training (attention dropout)."""
+    ``return_attention_weights``).  Attention dropout while training is traced: GAT's inside the
+    custom op (a seed drawn in the graph), GATv2's and TransformerConv's through PyG's own forward."""
     edge_index = kwargs.get("edge_index", args[1] if len(args) > 1 else None)
     if type(edge_index) is not torch.Tensor or edge_index.layout != torch.strided:
         return "a graph input other than a dense edge_index"
     if any(a is True for a in args[2:]) or any(v is True for v in kwargs.values()):
         return "return_attention_weights"
-    dropout = getattr(module, "dropout", 0.0)
-    if module.training and isinstance(dropout, float) and dropout > 0:
-        return "dropout while training"
     return None
 
 

@@ -12,8 +12,9 @@ sigmoid(``lin_beta``([out, x_r, out - x_r])) between them; ``return_attention_we
 as PyG) returns ``(edge_index, alpha [E, heads])``.  Under CPU autocast the projections run in bf16
 (autocast's) and so does the attention, as PyG's (its output is bf16 as PyG's is).  Under
 ``torch.compile`` the attention is the custom op ``torch.ops.dgl_accel.attention``
-(``"dot_attention"``): no graph break; ``return_attention_weights`` and attention dropout while
-training keep the layer behind its compile boundary (run eagerly).
+(``"dot_attention"``): no graph break; attention dropout while training traces PyG's forward (no
+graph break either); ``return_attention_weights`` keeps the layer behind its compile boundary (run
+eagerly).
 
 Left to PyG's forward (``pyg.TransformerConv: fallthrough: <reason>``): ``edge_dim`` (``lin_edge``:
 per-edge key and value terms) and ``edge_attr`` (PyG adds it to the values), attention ``dropout``
