@@ -7,7 +7,9 @@ horizontal sum, and numba compiles them to scalar code.  Here the arrays are lai
 [N, D, H] (a transposed copy each way per call), and the head count and widths are compile-time
 constants (a loop pair per (H, DK, DV), compiled on first use and cached on disk), so
 ``for d: for h: s[h] += q[v, d, h] k[u, d, h]`` is D vector multiply-adds across the heads, no
-horizontal sum; numba's superword vectoriser (off by default, ``runtime.twins(slp=True)``) packs them.
+horizontal sum; numba's superword vectoriser (off by default, ``runtime.twins(slp=True)``) packs them,
+and the heads' exps with them (``runtime.exp32``: no libm call).  The rows gathered by index (k and
+val, then q and grad_out) are prefetched :data:`AHEAD` edges ahead (``runtime.prefetch_row``).
 The math, the passes and their order are :mod:`.dot`'s backward (its docstring), and each sum runs in
 the same order as there (tests compare the two loop sets).
 
@@ -20,18 +22,18 @@ from packed dots than the transposes cost.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
 from .attention_common import CHUNKS, REASSOC
 from .row_ranges import bounds_of
-from .runtime import pick, prange, twins
+from .runtime import exp32, pick, prange, prefetch_row, twins
 
 __all__ = ["MIN_HEADS", "MAX_ROW", "covers", "backward"]
 
 MIN_HEADS = 8       # fewer heads: a vector across heads too short to pay for the transposes (measured)
 MAX_ROW = 128       # H x max(DK, DV) at most: wider rows vectorise well enough in :mod:`.dot`'s loops
+AHEAD = 8           # rows gathered by index are prefetched this many entries ahead (runtime.prefetch_row)
 
 
 def covers(heads: int, key_dim: int, val_dim: int) -> bool:
@@ -47,6 +49,7 @@ def _loops(H: int, DK: int, DV: int):
     def bwd_dst(indptr, indices, eids, q, k, val, scale, lse, c, grad_out, ga, has_ga, grad_q, pd):
         bounds = bounds_of(indptr, CHUNKS)
         sc = scale[0]
+        last = indices.shape[0] - AHEAD
         for ch in prange(CHUNKS):
             den = np.empty(H, dtype=c.dtype)
             s = np.empty(H, dtype=c.dtype)
@@ -59,6 +62,9 @@ def _loops(H: int, DK: int, DV: int):
                     den[h] = 0
                 for j in range(indptr[v], indptr[v + 1]):  # p_e and t_e; c[v] = sum p_e t_e
                     u = indices[j]
+                    if j < last:
+                        prefetch_row(k, indices[j + AHEAD])
+                        prefetch_row(val, indices[j + AHEAD])
                     for h in range(H):
                         s[h] = 0
                         t[h] = 0
@@ -72,7 +78,9 @@ def _loops(H: int, DK: int, DV: int):
                         for h in range(H):
                             t[h] += ga[eids[j], h]
                     for h in range(H):
-                        p = math.exp(s[h] * sc - lse[v, h])
+                        s[h] = exp32(s[h] * sc - lse[v, h])
+                    for h in range(H):
+                        p = s[h]
                         pd[j, 0, h] = p
                         pd[j, 1, h] = t[h]
                         cv[h] += p * t[h]
@@ -98,6 +106,7 @@ def _loops(H: int, DK: int, DV: int):
 
     def bwd_src(indptr, indices, q, grad_out, pd, grad_k, grad_val):
         bounds = bounds_of(indptr, CHUNKS)
+        last = indices.shape[0] - AHEAD
         for ch in prange(CHUNKS):
             gk = np.empty((DK, H), dtype=q.dtype)
             gv = np.empty((DV, H), dtype=q.dtype)
@@ -106,6 +115,9 @@ def _loops(H: int, DK: int, DV: int):
                 gv[:] = 0
                 for j in range(indptr[u], indptr[u + 1]):
                     v = indices[j]
+                    if j < last:
+                        prefetch_row(q, indices[j + AHEAD])
+                        prefetch_row(grad_out, indices[j + AHEAD])
                     for d in range(DK):
                         for h in range(H):
                             gk[d, h] += pd[j, 1, h] * q[v, d, h]

@@ -7,6 +7,7 @@ callable, just slow) and :func:`enabled` is False, so callers take their numpy p
 """
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import types
@@ -22,6 +23,7 @@ try:  # pragma: no branch
     from llvmlite import ir
     from numba import njit, prange
     from numba import types as nbtypes
+    from numba.core import cgutils
     from numba.core.compiler import CompilerBase, DefaultPassBuilder
     from numba.core.compiler_lock import global_compiler_lock
     from numba.extending import intrinsic, overload
@@ -38,7 +40,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 
 __all__ = ["AVAILABLE", "MIN_WORK", "enabled", "worth", "parallel_allowed", "claim_parallel", "one_thread", "twins",
            "pick", "follow_torch_threads", "NOALIAS", "njit", "prange", "philox", "M32", "S32", "bf16_bits", "widen",
-           "narrow", "as_float", "cast_like"]
+           "narrow", "as_float", "cast_like", "exp32", "prefetch_row"]
 
 # Work (sampled slots, gathered entries) below which the numpy path is used: a compiled call has
 # ~10 us of dispatch overhead, a thread fork-join more; tiny batches gain nothing.
@@ -254,6 +256,13 @@ def as_float(v):
     return widen(v) if isinstance(v, np.uint16) else v
 
 
+def exp32(x):
+    """exp(x) a loop may vectorise: for float32, Cephes' expf polynomial in registers (within 2 ulp of
+    ``math.exp``; results below 2^-126 flush to 0; no libm call, so numba packs it with its
+    neighbours), ``math.exp`` for other types."""
+    return math.exp(x)
+
+
 def cast_like(v, arr):
     """``v`` (a float) as an element of ``arr``: bf16 bits (:func:`narrow`) for a uint16 array."""
     return narrow(np.float32(v)) if arr.dtype == np.uint16 else arr.dtype.type(v)
@@ -300,7 +309,68 @@ if AVAILABLE:
         if arr.dtype == nbtypes.uint16:
             return lambda v, arr: narrow(np.float32(v))
         return lambda v, arr: v
+    @intrinsic
+    def prefetch_row(typingctx, arr, i):
+        """A hint to fetch row ``i`` of a C-contiguous array into the caches (its first four cache lines,
+        256 bytes; a prefetch never faults): a loop gathering rows by index issues it some entries ahead,
+        so their reads overlap instead of waiting one by one."""
+        if not isinstance(arr, nbtypes.Array) or arr.layout != "C" or not isinstance(i, nbtypes.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            row = builder.mul(context.cast(builder, args[1], sig.args[1], nbtypes.intp),
+                              cgutils.unpack_tuple(builder, ary.strides)[0])
+            i8p = ir.IntType(8).as_pointer()
+            start = builder.gep(builder.bitcast(ary.data, i8p), [row])
+            i32 = ir.IntType(32)
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                                "llvm.prefetch.p0")
+            for line in range(4):  # read, keep in every cache level, data
+                builder.call(fn, [builder.gep(start, [ir.Constant(ir.IntType(64), 64 * line)]),
+                                  ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+            return context.get_dummy_value()
+        return nbtypes.none(arr, i), codegen
+
+    @intrinsic
+    def _pow2(typingctx, t):
+        # 2**n as float32 for t = n + 1.5 * 2**23 (an integer n in [-126, 127] in t's low mantissa bits)
+        if t != nbtypes.float32:
+            return None
+
+        def codegen(context, builder, sig, args):
+            i32 = ir.IntType(32)
+            bits = builder.add(builder.bitcast(args[0], i32), ir.Constant(i32, 127 - 0x4B400000))
+            return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), ir.FloatType())
+        return nbtypes.float32(nbtypes.float32), codegen
+
+    @overload(exp32, inline="always")
+    def _exp32(x):
+        if x != nbtypes.float32:
+            return lambda x: math.exp(x)
+
+        def f(x):  # Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, e^r a degree-7 polynomial; 2^n by its bits
+            lo, hi = np.float32(-87.33654), np.float32(88.72284)  # beyond: 0 (no subnormals) and inf
+            c = min(max(x, lo), hi)
+            t = c * np.float32(1.44269504) + np.float32(12582912.0)  # n + 1.5 * 2**23: n rounded to nearest
+            n = t - np.float32(12582912.0)
+            big = c > 0  # 2^n as 2^(n - 1) * 2: n = 128 has no float32 of its own
+            r = c - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
+            p = np.float32(1.9875691500e-4)
+            p = p * r + np.float32(1.3981999507e-3)
+            p = p * r + np.float32(8.3334519073e-3)
+            p = p * r + np.float32(4.1665795894e-2)
+            p = p * r + np.float32(1.6666665459e-1)
+            p = p * r + np.float32(5.0000001201e-1)
+            e = (p * r * r + r + np.float32(1)) * _pow2(t - np.float32(1) if big else t) * np.float32(2 if big else 1)
+            e = np.float32(0) if x < lo else e
+            e = np.float32(np.inf) if x > hi else e
+            return x if x != x else e
+        return f
 else:  # pragma: no cover - exercised where numba is absent (the loops then run as Python)
+    def prefetch_row(arr, i):
+        return None
+
     def widen(bits):
         return np.array([int(bits) << 16], dtype=np.uint32).view(np.float32)[0]
 
