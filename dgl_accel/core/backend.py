@@ -24,7 +24,8 @@ BACKENDS = ("auto", "triton", "native")
 ENV_VAR = "DGL_ACCEL_BACKEND"
 
 _lock = threading.Lock()
-_tracing = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
+# whether dynamo is tracing the current call (torch.compiler.is_compiling; torch 2.2 has only dynamo's own)
+tracing = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
 _override: str | None = None  # set_backend()/use_backend(); None means "read the env var"
 _stats: collections.Counter = collections.Counter()
 
@@ -132,7 +133,7 @@ def record(op: str, path: str, device: torch.device) -> None:
 def record_fallthrough(op: str, reason: str) -> None:
     """Count one call of ``op`` that we handed to DGL unchanged, with the reason.  Not while dynamo
     traces (it cannot enter the lock, and a traced count would tell the trace, not the calls)."""
-    if _tracing():
+    if tracing():
         return
     with _lock:
         _stats[(op, f"fallthrough: {reason}")] += 1

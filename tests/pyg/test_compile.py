@@ -19,6 +19,7 @@ import torch_geometric.nn as pyg_nn  # noqa: E402
 import dgl_accel.pyg  # noqa: E402
 from dgl_accel.core import library  # noqa: E402
 from dgl_accel.core.aggregation.views import TensorGraph  # noqa: E402
+from dgl_accel.core.attention.gat import gat_attention, gat_layer  # noqa: E402
 from dgl_accel.core.extrema import aggregate_extrema  # noqa: E402
 from dgl_accel.pyg import graph as pyg_graph  # noqa: E402
 from dgl_accel.testing.marks import quick_first  # noqa: E402
@@ -219,8 +220,6 @@ def test_ops_gradients_are_the_eager_ops():
 def test_gat_attention_dropout_in_the_op_is_the_eager_ops_hashed_mask(name):
     """GAT's attention dropout through the custom op: the eager op's output for the same seed (one mask
     hashed from it), and the backward the forward's mask (gradcheck-exact)."""
-    from dgl_accel.core.attention.gat import gat_attention, gat_layer
-
     edge_index, n = _views_args(e=200)
     views = TensorGraph(edge_index[0], edge_index[1], num_nodes=n)
     gen = torch.Generator().manual_seed(8)

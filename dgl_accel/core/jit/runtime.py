@@ -309,6 +309,7 @@ if AVAILABLE:
         if arr.dtype == nbtypes.uint16:
             return lambda v, arr: narrow(np.float32(v))
         return lambda v, arr: v
+
     @intrinsic
     def prefetch_row(typingctx, arr, i):
         """A hint to fetch row ``i`` of a C-contiguous array into the caches (its first four cache lines,

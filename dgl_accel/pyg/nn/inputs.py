@@ -90,12 +90,9 @@ def compile_boundary(forward, untraced=None):
     return run
 
 
-_tracing = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
-
-
 def compiling() -> bool:
     """Whether dynamo is tracing this call and the core's ops trace (torch >= 2.4: custom ops)."""
-    return TRACEABLE and _tracing()
+    return TRACEABLE and backend.tracing()
 
 
 def untraced_reason(module, args, kwargs) -> str | None:
